@@ -1,0 +1,46 @@
+/* mlf-build's platform layer: runs a model under an abort guard with a static
+ * workspace arena, and routes TVM's logging to a hook the application sets. */
+#ifndef MLF_SUPPORT_H_
+#define MLF_SUPPORT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How a guarded call ended. */
+typedef enum {
+  MLF_STATUS_OK = 0,
+  /** The model returned a non-zero code (stored in *code). */
+  MLF_STATUS_MODEL_ERROR = 1,
+  /** TVMPlatformAbort was called (its tvm_crt_error_t stored in *code). */
+  MLF_STATUS_ABORTED = 2,
+  /** Another guarded call is running: the workspace is shared and static. */
+  MLF_STATUS_BUSY = 3,
+} mlf_status_t;
+
+typedef int32_t (*mlf_entry_t)(void* context);
+typedef void (*mlf_log_hook_t)(const char* message, size_t length);
+
+/** Calls entry(context) with TVMBackendAllocWorkspace served from
+ * [arena, arena + arena_len) (NULL/0 when the model allocates nothing). */
+mlf_status_t mlf_support_call(mlf_entry_t entry, void* context, uint8_t* arena, size_t arena_len,
+                              int32_t* code);
+
+/** Most workspace bytes in use at once during the last guarded call. */
+size_t mlf_support_workspace_peak(void);
+
+/** Sends every TVMLogf line to hook (NULL: drop them). */
+void mlf_support_set_log_hook(mlf_log_hook_t hook);
+
+/* Shared between the support objects, not for applications. */
+void mlf_support_arena_reset(uint8_t* arena, size_t arena_len);
+void mlf_support_emit_log(const char* message, size_t length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLF_SUPPORT_H_ */

@@ -1,0 +1,790 @@
+//! Loads an archive (a `.tar` or an extracted directory) into memory, refusing
+//! anything that could reach outside it, and writes it back out incrementally.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tar::EntryType;
+
+use crate::error::{Error, ErrorKind, Result};
+
+const REEXPORT_HELP: &str = "re-export the archive with tvm.micro.export_model_library_format or remove the entry";
+const SIZE_HELP: &str = "check that this is the right archive: Model Library Format members are far smaller than this";
+/// Links may point at links; a longer chain is treated as a cycle.
+const MAX_LINK_HOPS: usize = 8;
+/// Version-control metadata in a committed tree is not part of the model.
+const VCS_DIRS: [&str; 3] = [".git", ".hg", ".svn"];
+
+/// Limits that keep a hostile archive from exhausting the disk or memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_entry_bytes: u64,
+    pub max_total_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_entry_bytes: 512 << 20, max_total_bytes: 2 << 30 }
+    }
+}
+
+/// An archive's regular files, in memory, keyed by normalized relative path ("codegen/host/src/default_lib0.c").
+pub(crate) struct Tree {
+    files: BTreeMap<String, Vec<u8>>,
+    digest: [u8; 32],
+}
+
+impl Tree {
+    /// Loads a `.tar` file or an extracted directory (decided by what `path` is).
+    pub fn load(path: &Path, limits: Limits) -> Result<Tree> {
+        let metadata = fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
+        let tree = if metadata.is_dir() { load_dir(path, limits) } else { load_tar(path, limits) };
+        tree.map_err(|e| e.in_archive(path))
+    }
+
+    /// For tests/in-crate use: build a tree from (path, bytes) pairs (normalizing paths with the same rules).
+    // Only tests call it so far.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn from_files<I: IntoIterator<Item = (String, Vec<u8>)>>(files: I) -> Result<Tree> {
+        let mut map = BTreeMap::new();
+        for (raw, bytes) in files {
+            let key = normalize(&raw).map_err(|reason| unsafe_entry(&raw, reason))?;
+            if key.is_empty() {
+                return Err(unsafe_entry(&raw, "names the archive root, not a file"));
+            }
+            map.insert(key, bytes);
+        }
+        Tree::new(map)
+    }
+
+    fn new(files: BTreeMap<String, Vec<u8>>) -> Result<Tree> {
+        // A path that is both a file and a directory could not be written out.
+        for key in files.keys() {
+            let dir = format!("{key}/");
+            if let Some(child) = files.range(dir.clone()..).next().map(|(k, _)| k).filter(|k| k.starts_with(&dir)) {
+                return Err(unsafe_entry(key, format!("is a file, but `{child}` needs it to be a directory")));
+            }
+        }
+        let mut hasher = Sha256::new();
+        for (path, bytes) in &files {
+            // Paths cannot contain NUL, so it delimits them unambiguously.
+            hasher.update(path.as_bytes());
+            hasher.update([0]);
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+        Ok(Tree { files, digest: hasher.finalize().into() })
+    }
+
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.files.get(&normalize(path).ok()?).map(Vec::as_slice)
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.get(path).is_some()
+    }
+
+    /// Paths directly or indirectly under `dir` ("codegen/host/src"), sorted.
+    pub fn files_under<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = normalize(dir).ok().map(|dir| if dir.is_empty() { dir } else { dir + "/" });
+        let start = prefix.clone().unwrap_or_default();
+        self.files
+            .range(start..)
+            .map(|(path, _)| path.as_str())
+            .take_while(move |path| prefix.as_deref().is_some_and(|prefix| path.starts_with(prefix)))
+    }
+
+    // Only tests call it so far.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    /// SHA-256 over the sorted (path, length, bytes) of every file: the same
+    /// content gives the same digest whether it came from a tar (in any member
+    /// order, with or without "./") or a directory.
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+
+    pub fn digest_hex(&self) -> String {
+        self.digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// Writes every file below `dir`, each only if its bytes differ from what
+    /// is there; removes files below `dir` that the tree no longer has (and
+    /// then-empty directories). Returns how many files were written.
+    pub fn write_to(&self, dir: &Path) -> Result<usize> {
+        fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        // Afterwards every non-directory left below `dir` is a file of the tree,
+        // so no symlink remains where a directory is needed.
+        self.remove_stale(dir, "")?;
+        let mut written = 0;
+        for (key, bytes) in &self.files {
+            let path = key.split('/').fold(dir.to_path_buf(), |path, part| path.join(part));
+            if write_if_changed(&path, bytes)? {
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Removes everything below `dir` (whose key is `prefix`) that is not a file of the tree.
+    fn remove_stale(&self, dir: &Path, prefix: &str) -> Result<()> {
+        for entry in fs::read_dir(dir).map_err(|e| Error::io("read", dir, e))? {
+            let entry = entry.map_err(|e| Error::io("read", dir, e))?;
+            let path = entry.path();
+            // `DirEntry::file_type` does not follow symlinks.
+            let file_type = entry.file_type().map_err(|e| Error::io("inspect", &path, e))?;
+            let key = entry.file_name().to_str().map(|name| join_key(prefix, name));
+            match key {
+                Some(key) if file_type.is_dir() => {
+                    self.remove_stale(&path, &key)?;
+                    let mut children = fs::read_dir(&path).map_err(|e| Error::io("read", &path, e))?;
+                    if children.next().is_none() {
+                        fs::remove_dir(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    }
+                }
+                Some(key) if self.files.contains_key(&key) => {}
+                _ if file_type.is_dir() => fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?,
+                _ => fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` only when the file's current content differs
+/// (creating parent dirs). Returns whether it wrote. A symlink at `path` is
+/// replaced by a regular file, never written through.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_file() => {
+            if metadata.len() == bytes.len() as u64 && fs::read(path).map_err(|e| Error::io("read", path, e))? == bytes {
+                return Ok(false);
+            }
+        }
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            fs::remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+        }
+        // Anything else (a directory) makes the write below fail with a clear error.
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            }
+        }
+        Err(e) => return Err(Error::io("inspect", path, e)),
+    }
+    fs::write(path, bytes).map_err(|e| Error::io("write", path, e))?;
+    Ok(true)
+}
+
+fn unsafe_entry(entry: &str, message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::UnsafeEntry, message).in_file(entry).help(REEXPORT_HELP)
+}
+
+fn join_key(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+/// Normalizes an archive path to `a/b/c` ("" for the root), or says why it is unsafe.
+fn normalize(raw: &str) -> std::result::Result<String, &'static str> {
+    if raw.starts_with('/') {
+        return Err("has an absolute path");
+    }
+    // A backslash is a separator on Windows, so it could hide a root or `..`.
+    if raw.contains('\\') {
+        return Err("has a Windows path (it contains a backslash)");
+    }
+    if has_drive(raw) {
+        return Err("has a Windows drive path");
+    }
+    let mut parts = Vec::new();
+    for part in raw.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err("has a `..` component"),
+            part => parts.push(part),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+fn has_drive(path: &str) -> bool {
+    matches!(path.as_bytes(), [letter, b':', ..] if letter.is_ascii_alphabetic())
+}
+
+/// Resolves a link target against `base` (a normalized directory); `None` when
+/// the target is absolute or climbs out of the archive.
+fn resolve_target(base: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') || target.contains('\\') || has_drive(target) {
+        return None;
+    }
+    let mut parts: Vec<&str> = base.split('/').filter(|part| !part.is_empty()).collect();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// A link entry waiting for the file it names.
+struct Link {
+    /// The link's path as written in the archive, for errors.
+    entry: String,
+    /// The target as written.
+    raw_target: String,
+    /// The target as a normalized path inside the archive.
+    target: String,
+}
+
+/// Collects files and links while enforcing the size limits.
+struct Loader {
+    limits: Limits,
+    total: u64,
+    files: BTreeMap<String, Vec<u8>>,
+    links: BTreeMap<String, Link>,
+}
+
+impl Loader {
+    fn new(limits: Limits) -> Self {
+        Loader { limits, total: 0, files: BTreeMap::new(), links: BTreeMap::new() }
+    }
+
+    /// Counts `size` more bytes for `entry`, before they are read.
+    fn reserve(&mut self, entry: &str, size: u64) -> Result<()> {
+        let Limits { max_entry_bytes, max_total_bytes } = self.limits;
+        if size > max_entry_bytes {
+            return Err(
+                unsafe_entry(entry, format!("is {size} bytes, over the limit of {max_entry_bytes} bytes per entry")).help(SIZE_HELP)
+            );
+        }
+        self.total = self.total.saturating_add(size);
+        if self.total > max_total_bytes {
+            return Err(
+                unsafe_entry(entry, format!("brings the archive over the limit of {max_total_bytes} bytes in total")).help(SIZE_HELP)
+            );
+        }
+        Ok(())
+    }
+
+    /// Like `tar x`, a later entry with the same path replaces an earlier one.
+    fn add_file(&mut self, key: String, bytes: Vec<u8>) {
+        self.links.remove(&key);
+        self.files.insert(key, bytes);
+    }
+
+    fn add_link(&mut self, key: String, link: Link) {
+        self.files.remove(&key);
+        self.links.insert(key, link);
+    }
+
+    /// Turns every link into a copy of the regular file it ends at.
+    fn finish(mut self) -> Result<Tree> {
+        let mut resolved = Vec::new();
+        for (key, link) in &self.links {
+            let mut target = &link.target;
+            let mut hops = 0;
+            while !self.files.contains_key(target) {
+                let Some(next) = self.links.get(target) else {
+                    return Err(unsafe_entry(
+                        &link.entry,
+                        format!("links to `{}`, which is not a regular file in the archive", link.raw_target),
+                    ));
+                };
+                hops += 1;
+                if hops > MAX_LINK_HOPS {
+                    return Err(unsafe_entry(
+                        &link.entry,
+                        format!("links to `{}`, which starts a cycle or a chain of more than {MAX_LINK_HOPS} links", link.raw_target),
+                    ));
+                }
+                target = &next.target;
+            }
+            resolved.push((key.clone(), link.entry.clone(), target.clone()));
+        }
+        for (key, entry, target) in resolved {
+            let bytes = self.files[&target].clone();
+            self.reserve(&entry, bytes.len() as u64)?;
+            self.files.insert(key, bytes);
+        }
+        Tree::new(self.files)
+    }
+}
+
+fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
+    let read_error = |e| Error::io("read", path, e);
+    let mut file = fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut head = Vec::with_capacity(512);
+    (&mut file).take(512).read_to_end(&mut head).map_err(read_error)?;
+    check_tar_head(&head)?;
+
+    let mut archive = tar::Archive::new(io::BufReader::new(head.as_slice().chain(file)));
+    let mut loader = Loader::new(limits);
+    for entry in archive.entries().map_err(read_error)? {
+        let mut entry = entry.map_err(read_error)?;
+        let kind = entry.header().entry_type();
+        // `git archive` writes a global pax header; it describes no file.
+        if kind == EntryType::XGlobalHeader {
+            continue;
+        }
+        // `path_bytes` includes GNU long names and pax paths.
+        let path_bytes = entry.path_bytes().into_owned();
+        let raw = String::from_utf8_lossy(&path_bytes).into_owned();
+        let key = match std::str::from_utf8(&path_bytes) {
+            Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
+            Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
+        };
+        match kind {
+            EntryType::Directory => {}
+            // Pre-POSIX tars mark directories only by the trailing slash.
+            EntryType::Regular | EntryType::Continuous if raw.ends_with('/') => {}
+            _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
+            EntryType::Regular | EntryType::Continuous => {
+                let size = entry.size();
+                loader.reserve(&raw, size)?;
+                let mut bytes = Vec::new();
+                entry.read_to_end(&mut bytes).map_err(read_error)?;
+                if bytes.len() as u64 != size {
+                    return Err(Error::new(ErrorKind::Io, "the archive ends inside this entry")
+                        .in_file(raw)
+                        .help("the file is truncated: copy or download it again"));
+                }
+                loader.add_file(key, bytes);
+            }
+            EntryType::Symlink | EntryType::Link => {
+                let what = if kind == EntryType::Symlink { "symlink" } else { "hardlink" };
+                let raw_target = entry.link_name_bytes().map(|t| String::from_utf8_lossy(&t).into_owned());
+                let Some(raw_target) = raw_target.filter(|t| !t.is_empty()) else {
+                    return Err(unsafe_entry(&raw, format!("is a {what} without a target")));
+                };
+                // A symlink is relative to its own directory, a hardlink to the archive root.
+                let base = match key.rsplit_once('/') {
+                    Some((dir, _)) if kind == EntryType::Symlink => dir,
+                    _ => "",
+                };
+                let Some(target) = resolve_target(base, &raw_target) else {
+                    return Err(unsafe_entry(&raw, format!("is a {what} to `{raw_target}`, which points outside the archive")));
+                };
+                loader.add_link(key, Link { entry: raw, raw_target, target });
+            }
+            other => {
+                let what = match other {
+                    EntryType::Char => "a character device".to_owned(),
+                    EntryType::Block => "a block device".to_owned(),
+                    EntryType::Fifo => "a FIFO".to_owned(),
+                    EntryType::GNUSparse => "a sparse file".to_owned(),
+                    other => format!("an entry of type `{}`", other.as_byte().escape_ascii()),
+                };
+                return Err(unsafe_entry(&raw, format!("is {what}; only regular files, directories and links are allowed")));
+            }
+        }
+    }
+    loader.finish()
+}
+
+/// Rejects compressed or non-tar input up front, with a message better than a checksum error.
+fn check_tar_head(head: &[u8]) -> Result<()> {
+    let not_tar = |message: String, tool: &str| {
+        Error::new(ErrorKind::NotMlf, format!("not an uncompressed tar: {message}"))
+            .help(format!("pass the .tar written by tvmc/export_model_library_format, or `{tool}` it first"))
+    };
+    const COMPRESSED: [(&[u8], &str, &str); 5] = [
+        (&[0x1f, 0x8b], "gzip", "gunzip"),
+        (b"BZh", "bzip2", "bunzip2"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "xz", "unxz"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd", "unzstd"),
+        (b"PK\x03\x04", "zip", "unzip"),
+    ];
+    if let Some((_, format, tool)) = COMPRESSED.iter().find(|(magic, _, _)| head.starts_with(magic)) {
+        return Err(not_tar(format!("it is {format}-compressed"), tool));
+    }
+    if head.len() < 512 {
+        return Err(not_tar(format!("it is only {} bytes long", head.len()), "gunzip"));
+    }
+    // An all-zero block is an empty archive.
+    if head.iter().all(|&byte| byte == 0) {
+        return Ok(());
+    }
+    // The checksum is the byte sum of the header with its own field read as spaces.
+    let sum: u32 = head.iter().enumerate().map(|(i, &byte)| if (148..156).contains(&i) { u32::from(b' ') } else { u32::from(byte) }).sum();
+    if tar::Header::from_byte_slice(head).cksum().ok() != Some(sum) {
+        return Err(not_tar("its first block is not a tar header".to_owned(), "gunzip"));
+    }
+    Ok(())
+}
+
+fn load_dir(root: &Path, limits: Limits) -> Result<Tree> {
+    let root = fs::canonicalize(root).map_err(|e| Error::io("resolve", root, e))?;
+    let mut loader = Loader::new(limits);
+    walk(&mut loader, &root, &root, "", &mut vec![root.clone()])?;
+    loader.finish()
+}
+
+/// Adds the files below `dir` (canonical, with key `prefix`); `ancestors` are
+/// the canonical directories being walked, to catch symlink loops.
+fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &mut Vec<PathBuf>) -> Result<()> {
+    let mut names = fs::read_dir(dir)
+        .and_then(|entries| entries.map(|entry| entry.map(|entry| entry.file_name())).collect::<io::Result<Vec<_>>>())
+        .map_err(|e| Error::io("read", dir, e))?;
+    names.sort();
+    for name in names {
+        let path = dir.join(&name);
+        let raw = join_key(prefix, &name.to_string_lossy());
+        let Some(name) = name.to_str() else {
+            return Err(unsafe_entry(&raw, "has a name that is not UTF-8"));
+        };
+        if VCS_DIRS.contains(&name) {
+            continue;
+        }
+        let key = normalize(&raw).map_err(|reason| unsafe_entry(&raw, reason))?;
+        let link_metadata = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
+        let real = if link_metadata.file_type().is_symlink() {
+            let real = fs::canonicalize(&path).map_err(|e| Error::io("follow the symlink", &path, e).in_file(&raw))?;
+            if !real.starts_with(root) {
+                return Err(unsafe_entry(&raw, format!("is a symlink to `{}`, which is outside the directory", real.display())));
+            }
+            real
+        } else {
+            path
+        };
+        let metadata = fs::metadata(&real).map_err(|e| Error::io("inspect", &real, e))?;
+        if metadata.is_dir() {
+            if ancestors.contains(&real) {
+                return Err(unsafe_entry(&raw, "is a symlink to a directory that contains it"));
+            }
+            ancestors.push(real.clone());
+            walk(loader, root, &real, &key, ancestors)?;
+            ancestors.pop();
+        } else if metadata.is_file() {
+            loader.reserve(&raw, metadata.len())?;
+            let bytes = fs::read(&real).map_err(|e| Error::io("read", &real, e))?;
+            loader.add_file(key, bytes);
+        } else {
+            return Err(unsafe_entry(&raw, "is not a regular file, directory or symlink"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const CORPUS: &str = "/work/shared/mlf-corpus";
+
+    /// A fresh, empty directory under the system temp dir.
+    fn scratch(name: &str) -> PathBuf {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("mlf-build-archive-{name}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A tar of (raw name, type, data or link target); names are written raw so hostile ones survive.
+    fn tar_of(members: &[(&str, EntryType, &str)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for &(name, kind, data) in members {
+            let mut header = tar::Header::new_gnu();
+            header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_entry_type(kind);
+            header.set_mode(0o644);
+            let data = match kind {
+                EntryType::Symlink | EntryType::Link => {
+                    header.set_link_name_literal(data).unwrap();
+                    ""
+                }
+                _ => data,
+            };
+            header.set_size(data.len() as u64);
+            header.set_cksum();
+            builder.append(&header, data.as_bytes()).unwrap();
+        }
+        builder.into_inner().unwrap()
+    }
+
+    fn load_bytes(bytes: &[u8], limits: Limits) -> Result<Tree> {
+        let dir = scratch("tar");
+        let path = dir.join("model.tar");
+        fs::write(&path, bytes).unwrap();
+        let tree = Tree::load(&path, limits);
+        fs::remove_dir_all(&dir).unwrap();
+        tree
+    }
+
+    fn load_members(members: &[(&str, EntryType, &str)]) -> Result<Tree> {
+        load_bytes(&tar_of(members), Limits::default())
+    }
+
+    fn expect_error(result: Result<Tree>, kind: ErrorKind, needles: &[&str]) {
+        let error = match result {
+            Ok(_) => panic!("expected a {kind:?} error"),
+            Err(error) => error,
+        };
+        assert_eq!(error.kind(), kind, "{error}");
+        for needle in needles {
+            assert!(error.to_string().contains(needle), "`{needle}` not in: {error}");
+        }
+        assert!(error.help_text().is_some(), "{error}");
+    }
+
+    fn file(name: &str, data: &'static str) -> (String, Vec<u8>) {
+        (name.to_owned(), data.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn dot_slash_names_the_same_file() {
+        let tree = load_members(&[
+            ("./", EntryType::Directory, ""),
+            ("./codegen/", EntryType::Directory, ""),
+            ("./codegen/host/src/lib0.c", EntryType::Regular, "old"),
+            ("codegen//host/./src/lib0.c", EntryType::Regular, "new"),
+            ("./././metadata.json", EntryType::Regular, "{}"),
+        ])
+        .unwrap();
+        assert_eq!(tree.paths().collect::<Vec<_>>(), ["codegen/host/src/lib0.c", "metadata.json"]);
+        assert_eq!(tree.get("./codegen/host/src/lib0.c"), Some(&b"new"[..]));
+        assert_eq!(tree.get("codegen/host/src/lib0.c"), Some(&b"new"[..]));
+        assert!(tree.contains("./metadata.json") && tree.contains("metadata.json"));
+        assert!(!tree.contains("../metadata.json"));
+    }
+
+    #[test]
+    fn digest_ignores_order_and_dot_slash() {
+        let a = load_members(&[("./a.c", EntryType::Regular, "int a;"), ("./b/c.h", EntryType::Regular, "")]).unwrap();
+        let b = load_members(&[("b/c.h", EntryType::Regular, ""), ("a.c", EntryType::Regular, "int a;")]).unwrap();
+        let from_files = Tree::from_files([file("b/c.h", ""), file("./a.c", "int a;")]).unwrap();
+        assert_eq!(a.digest(), b.digest());
+        assert_eq!(a.digest(), from_files.digest());
+        assert_eq!(a.digest_hex().len(), 64);
+
+        let changed = Tree::from_files([file("b/c.h", ""), file("a.c", "int b;")]).unwrap();
+        assert_ne!(a.digest(), changed.digest());
+        // Moving bytes between path and content must change the digest too.
+        let shifted = Tree::from_files([file("ab", "c")]).unwrap();
+        assert_ne!(Tree::from_files([file("a", "bc")]).unwrap().digest(), shifted.digest());
+    }
+
+    #[test]
+    fn files_under_lists_a_subtree() {
+        let tree = Tree::from_files([
+            file("codegen/host/src/lib1.c", ""),
+            file("codegen/host/src/lib0.c", ""),
+            file("codegen/host/src-old/lib0.c", ""),
+            file("codegen/host/src.c", ""),
+            file("codegen/host/src/sub/x.c", ""),
+            file("metadata.json", ""),
+        ])
+        .unwrap();
+        let under: Vec<_> = tree.files_under("codegen/host/src").collect();
+        assert_eq!(under, ["codegen/host/src/lib0.c", "codegen/host/src/lib1.c", "codegen/host/src/sub/x.c"]);
+        assert_eq!(tree.files_under("./codegen/host/src/").count(), 3);
+        assert_eq!(tree.files_under("").count(), 6);
+        assert_eq!(tree.files_under("../codegen").count(), 0);
+    }
+
+    #[test]
+    fn rejects_unsafe_paths() {
+        for name in ["/etc/passwd", "../evil", "a/../../evil", "C:/evil", "\\evil"] {
+            expect_error(load_members(&[(name, EntryType::Regular, "x")]), ErrorKind::UnsafeEntry, &[name]);
+        }
+        expect_error(Tree::from_files([file("../x", "")]), ErrorKind::UnsafeEntry, &["../x"]);
+        expect_error(Tree::from_files([file("a", ""), file("a/b", "")]), ErrorKind::UnsafeEntry, &["a/b"]);
+    }
+
+    #[test]
+    fn rejects_escaping_links() {
+        for (name, kind, target) in [
+            ("./codegen/evil", EntryType::Symlink, "../../etc/passwd"),
+            ("./evil", EntryType::Symlink, "/etc/passwd"),
+            ("./evil", EntryType::Link, "../outside"),
+            ("./evil", EntryType::Link, "/etc/passwd"),
+        ] {
+            let result = load_members(&[("./codegen/x.c", EntryType::Regular, "x"), (name, kind, target)]);
+            expect_error(result, ErrorKind::UnsafeEntry, &[name, target]);
+        }
+        let dangling = load_members(&[("./a", EntryType::Symlink, "missing")]);
+        expect_error(dangling, ErrorKind::UnsafeEntry, &["./a", "missing"]);
+        let cycle = load_members(&[("a", EntryType::Symlink, "b"), ("b", EntryType::Symlink, "a")]);
+        expect_error(cycle, ErrorKind::UnsafeEntry, &["cycle"]);
+    }
+
+    #[test]
+    fn links_inside_the_tree_become_copies() {
+        let tree = load_members(&[
+            ("./include/link.h", EntryType::Symlink, "../src/./real.h"),
+            ("./src/real.h", EntryType::Regular, "#pragma once"),
+            ("./hard.h", EntryType::Link, "./src/real.h"),
+            ("./chain.h", EntryType::Symlink, "include/link.h"),
+        ])
+        .unwrap();
+        for path in ["include/link.h", "hard.h", "chain.h", "src/real.h"] {
+            assert_eq!(tree.get(path), Some(&b"#pragma once"[..]), "{path}");
+        }
+    }
+
+    #[test]
+    fn rejects_special_files() {
+        for (kind, what) in [(EntryType::Char, "character device"), (EntryType::Block, "block device"), (EntryType::Fifo, "FIFO")] {
+            expect_error(load_members(&[("./dev/thing", kind, "")]), ErrorKind::UnsafeEntry, &["./dev/thing", what]);
+        }
+    }
+
+    #[test]
+    fn enforces_size_limits() {
+        let limits = Limits { max_entry_bytes: 10, max_total_bytes: 20 };
+        let big = tar_of(&[("./small", EntryType::Regular, "1234"), ("./big", EntryType::Regular, "0123456789a")]);
+        expect_error(load_bytes(&big, limits), ErrorKind::UnsafeEntry, &["./big", "10 bytes"]);
+
+        let many =
+            tar_of(&[("a", EntryType::Regular, "12345678"), ("b", EntryType::Regular, "12345678"), ("c", EntryType::Regular, "12345678")]);
+        expect_error(load_bytes(&many, limits), ErrorKind::UnsafeEntry, &["c", "20 bytes"]);
+
+        // Link copies count too.
+        let copies = tar_of(&[("a", EntryType::Regular, "12345678"), ("b", EntryType::Link, "a"), ("c", EntryType::Symlink, "a")]);
+        expect_error(load_bytes(&copies, limits), ErrorKind::UnsafeEntry, &["20 bytes"]);
+    }
+
+    #[test]
+    fn reads_gnu_long_names() {
+        let long = format!("./codegen/host/src/{}.c", "x".repeat(150));
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(3);
+        builder.append_data(&mut header, &long, &b"abc"[..]).unwrap();
+        let tree = load_bytes(&builder.into_inner().unwrap(), Limits::default()).unwrap();
+        assert_eq!(tree.get(&long), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn rejects_non_tar_input() {
+        let mut gzip = vec![0x1f, 0x8b, 0x08, 0x00];
+        gzip.resize(2048, 0);
+        let dir = scratch("gzip");
+        let path = dir.join("model.tar.gz");
+        fs::write(&path, &gzip).unwrap();
+        expect_error(Tree::load(&path, Limits::default()), ErrorKind::NotMlf, &["model.tar.gz", "gzip", "gunzip"]);
+
+        fs::write(&path, "just some text, not an archive".repeat(40)).unwrap();
+        expect_error(Tree::load(&path, Limits::default()), ErrorKind::NotMlf, &["model.tar.gz", "not an uncompressed tar"]);
+        fs::remove_dir_all(&dir).unwrap();
+
+        let missing = dir.join("missing.tar");
+        let error = Tree::load(&missing, Limits::default()).err().unwrap();
+        assert_eq!(error.kind(), ErrorKind::Io);
+        assert!(error.to_string().contains("missing.tar"), "{error}");
+    }
+
+    #[test]
+    fn write_to_writes_only_changes() {
+        let dir = scratch("write");
+        let out = dir.join("tree");
+        let outside = dir.join("outside.txt");
+        fs::write(&outside, "keep").unwrap();
+
+        let tree = Tree::from_files([file("a.c", "a"), file("sub/b.c", "b"), file("sub/deep/c.c", "c")]).unwrap();
+        assert_eq!(tree.write_to(&out).unwrap(), 3);
+        assert_eq!(tree.write_to(&out).unwrap(), 0);
+        assert_eq!(fs::read(out.join("sub/deep/c.c")).unwrap(), b"c");
+
+        let changed = Tree::from_files([file("a.c", "a"), file("sub/b.c", "B")]).unwrap();
+        assert_eq!(changed.write_to(&out).unwrap(), 1);
+        assert_eq!(fs::read(out.join("sub/b.c")).unwrap(), b"B");
+        assert!(!out.join("sub/deep").exists(), "stale file and its empty directory are removed");
+
+        #[cfg(unix)]
+        {
+            // Symlinks on disk are replaced, never written through.
+            fs::remove_file(out.join("a.c")).unwrap();
+            std::os::unix::fs::symlink(&outside, out.join("a.c")).unwrap();
+            fs::remove_dir_all(out.join("sub")).unwrap();
+            std::os::unix::fs::symlink(&dir, out.join("sub")).unwrap();
+            assert_eq!(changed.write_to(&out).unwrap(), 2);
+            assert!(fs::symlink_metadata(out.join("a.c")).unwrap().is_file());
+            assert!(fs::symlink_metadata(out.join("sub")).unwrap().is_dir());
+        }
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+        let mut entries: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        entries.sort();
+        assert_eq!(entries, ["outside.txt", "tree"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directory_symlinks_must_stay_inside() {
+        let dir = scratch("dir-links");
+        let root = dir.join("model");
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::write(root.join(".git/HEAD"), "ref").unwrap();
+        fs::write(root.join("src/real.c"), "int x;").unwrap();
+        fs::write(dir.join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink("real.c", root.join("src/link.c")).unwrap();
+        let tree = Tree::load(&root, Limits::default()).unwrap();
+        assert_eq!(tree.paths().collect::<Vec<_>>(), ["src/link.c", "src/real.c"]);
+        assert_eq!(tree.get("src/link.c"), Some(&b"int x;"[..]));
+
+        std::os::unix::fs::symlink("..", root.join("src/loop")).unwrap();
+        expect_error(Tree::load(&root, Limits::default()), ErrorKind::UnsafeEntry, &["src/loop"]);
+        fs::remove_file(root.join("src/loop")).unwrap();
+
+        std::os::unix::fs::symlink("../../secret", root.join("src/escape")).unwrap();
+        expect_error(Tree::load(&root, Limits::default()), ErrorKind::UnsafeEntry, &["src/escape", "secret"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn corpus_tars() -> Option<Vec<PathBuf>> {
+        if !Path::new(CORPUS).is_dir() {
+            println!("skipping: {CORPUS} does not exist");
+            return None;
+        }
+        let tars: Vec<_> = glob::glob(&format!("{CORPUS}/**/model.tar")).unwrap().map(|p| p.unwrap()).collect();
+        assert!(!tars.is_empty());
+        Some(tars)
+    }
+
+    #[test]
+    fn loads_the_corpus() {
+        let Some(tars) = corpus_tars() else { return };
+        for tar in &tars {
+            let tree = Tree::load(tar, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(tree.contains("metadata.json"), "{}", tar.display());
+        }
+        for name in ["linaro-tfm-sine", "etiss-kws-rv32-tvm0160"] {
+            let dir = Path::new(CORPUS).join("real-world").join(name).join("model");
+            let tree = Tree::load(&dir, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(tree.contains("metadata.json"), "{}", dir.display());
+        }
+    }
+
+    #[test]
+    fn tar_and_extracted_tree_have_the_same_digest() {
+        let Some(tars) = corpus_tars() else { return };
+        // The largest archive has the deepest tree (runtime/).
+        let largest = tars.iter().max_by_key(|tar| fs::metadata(tar).map(|m| m.len()).unwrap_or(0)).unwrap();
+        let from_tar = Tree::load(largest, Limits::default()).unwrap();
+        let dir = scratch("extract");
+        assert_eq!(from_tar.write_to(&dir).unwrap(), from_tar.paths().count());
+        let from_dir = Tree::load(&dir, Limits::default()).unwrap();
+        assert_eq!(from_tar.digest(), from_dir.digest());
+        assert_eq!(from_tar.write_to(&dir).unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

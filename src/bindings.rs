@@ -1,0 +1,76 @@
+//! Rust bindings for a module's entry point and interface header, by bindgen.
+//! Generation returns a string; writing it is the emitter's job.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// What bindgen reads for one module: options as plain data.
+#[derive(Debug, Clone)]
+pub(crate) struct BindingsSpec {
+    /// The glue header, which includes the interface and descriptor headers.
+    pub header: PathBuf,
+    pub include_dirs: Vec<PathBuf>,
+    /// Extra clang arguments (target include directories, defines).
+    pub clang_args: Vec<String>,
+    /// Regexes of the functions, types and constants to keep.
+    pub allow: Vec<String>,
+}
+
+pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
+    let mut builder = bindgen::Builder::default()
+        .header(spec.header.to_string_lossy())
+        .use_core()
+        .ctypes_prefix("::core::ffi")
+        .prepend_enum_name(false)
+        .layout_tests(true)
+        .generate_comments(false)
+        .merge_extern_blocks(true)
+        .formatter(bindgen::Formatter::None);
+    for pattern in &spec.allow {
+        builder = builder.allowlist_function(pattern).allowlist_type(pattern).allowlist_var(pattern);
+    }
+    for dir in &spec.include_dirs {
+        builder = builder.clang_arg(format!("-I{}", dir.display()));
+    }
+    builder = builder.clang_args(&spec.clang_args);
+    let header = spec.header.display().to_string();
+    let bindings = generate_catching_panics(builder)
+        .map_err(|message| libclang_error(&header, &message))?
+        .map_err(|error| {
+            Error::new(ErrorKind::Bindings, format!("bindgen could not parse the header: {error}"))
+                .in_file(&header)
+                .help("the interface header must be valid C; run with Builder::show_warnings(true) to see clang's diagnostics")
+        })?;
+    Ok(bindings.to_string())
+}
+
+/// bindgen panics when libclang cannot be loaded; turn that into an error.
+fn generate_catching_panics(
+    builder: bindgen::Builder,
+) -> std::result::Result<std::result::Result<bindgen::Bindings, bindgen::BindgenError>, String> {
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    // The builder is consumed and never observed after a panic.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || builder.generate()));
+    std::panic::set_hook(previous_hook);
+    result.map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "bindgen panicked".to_string())
+    })
+}
+
+fn libclang_error(header: &str, message: &str) -> Error {
+    let libclang = message.contains("libclang") || message.contains("clang");
+    let text = if libclang {
+        format!("bindgen could not load libclang: {message}")
+    } else {
+        format!("bindgen failed: {message}")
+    };
+    Error::new(if libclang { ErrorKind::Toolchain } else { ErrorKind::Bindings }, text)
+        .in_file(header)
+        .help("install libclang (Debian/Ubuntu: `apt-get install --no-install-recommends libclang1-14 libclang-common-14-dev`), or point LIBCLANG_PATH at the directory holding libclang.so")
+}

@@ -1,0 +1,77 @@
+//! Compiles C with `cc` into static libraries and tells Cargo to link them.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// One static library to build.
+pub(crate) struct Library {
+    /// `lib<name>.a`.
+    pub name: String,
+    pub c_sources: Vec<PathBuf>,
+    pub cxx_sources: Vec<PathBuf>,
+    pub objects: Vec<PathBuf>,
+    pub include_dirs: Vec<PathBuf>,
+    pub defines: Vec<(String, Option<String>)>,
+    /// Where objects and the archive go; stable so `cc`'s object names stay stable.
+    pub out_dir: PathBuf,
+    /// Show the compiler's warnings (generated code has many).
+    pub show_warnings: bool,
+}
+
+impl Library {
+    /// Compiles the library from `base` (the user's `cc::Build`, if any).
+    pub fn compile(&self, base: &cc::Build) -> Result<()> {
+        std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
+        let mut build = self.configured(base);
+        build.files(&self.c_sources).objects(&self.objects);
+        if !self.cxx_sources.is_empty() {
+            // cc compiles one language per library: C++ goes in a sibling archive.
+            let mut cxx = self.configured(base);
+            cxx.cpp(true).files(&self.cxx_sources);
+            cxx.try_compile(&format!("{}_cxx", self.name)).map_err(|e| compile_error(&self.name, e))?;
+        }
+        build.try_compile(&self.name).map_err(|e| compile_error(&self.name, e))
+    }
+
+    fn configured(&self, base: &cc::Build) -> cc::Build {
+        let mut build = base.clone();
+        build
+            .out_dir(&self.out_dir)
+            .cargo_metadata(false)
+            .cargo_warnings(self.show_warnings)
+            .warnings(self.show_warnings)
+            .extra_warnings(false);
+        if !self.show_warnings {
+            build.flag_if_supported("-w");
+        }
+        for dir in &self.include_dirs {
+            build.include(dir);
+        }
+        for (name, value) in &self.defines {
+            build.define(name, value.as_deref());
+        }
+        build
+    }
+
+    /// Prints the link directives; done by us rather than `cc` so a cached build can replay them.
+    pub fn link(&self) {
+        println!("cargo:rustc-link-search=native={}", self.out_dir.display());
+        println!("cargo:rustc-link-lib=static={}", self.name);
+        if !self.cxx_sources.is_empty() {
+            println!("cargo:rustc-link-lib=static={}_cxx", self.name);
+        }
+    }
+
+    /// Whether the archive from an earlier build is still there.
+    pub fn is_built(&self) -> bool {
+        self.out_dir.join(format!("lib{}.a", self.name)).is_file()
+    }
+}
+
+fn compile_error(library: &str, error: cc::Error) -> Error {
+    Error::new(ErrorKind::Compile, format!("compiling `{library}` failed: {error}"))
+        .help("the compiler output above names the file and line; set Builder::show_warnings(true) for every diagnostic")
+        .with_source(error)
+}
+

@@ -1,0 +1,418 @@
+//! Facts read from the archive's files rather than its metadata: the interface
+//! header, which sources belong to which module, what the generated code
+//! needs at link time, and the tensor types the Relay text declares.
+
+use std::collections::BTreeMap;
+
+use crate::archive::Tree;
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result};
+
+pub(crate) const SRC_DIR: &str = "codegen/host/src";
+pub(crate) const LIB_DIR: &str = "codegen/host/lib";
+pub(crate) const INCLUDE_DIR: &str = "codegen/host/include";
+
+/// Headers that exist only in Arm toolchains: code including them was generated for an Arm target.
+const ARM_ONLY_HEADERS: &[&str] = &["arm_acle.h", "arm_math.h", "arm_nnfunctions.h", "arm_nn_types.h", "cmsis_compiler.h"];
+
+/// What `codegen/host/` holds for one module.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Codegen {
+    /// C sources, numeric-aware sorted (`lib2` before `lib10`).
+    pub c_sources: Vec<String>,
+    /// C++ sources (BYOC code generators may emit them).
+    pub cxx_sources: Vec<String>,
+    /// Prebuilt objects (llvm target).
+    pub objects: Vec<String>,
+    /// Files in `src/` or `lib/` that are not sources or objects: junk left by users.
+    pub ignored: Vec<String>,
+}
+
+/// Splits `codegen/host/{src,lib}` among the modules: `<m>_lib<N>.c` belongs to `m`;
+/// unprefixed files belong to the only module.
+pub(crate) fn codegen_for(tree: &Tree, module: &str, module_count: usize) -> Codegen {
+    let prefix = format!("{module}_");
+    let mut codegen = Codegen::default();
+    for path in tree.files_under(SRC_DIR).chain(tree.files_under(LIB_DIR)) {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let relative = &path[path.find("codegen/host/").map_or(0, |i| i + "codegen/host/".len())..];
+        let nested = relative.matches('/').count() > 1;
+        if module_count > 1 && !file.starts_with(&prefix) {
+            continue;
+        }
+        let extension = file.rsplit_once('.').map(|(_, ext)| ext);
+        let in_src = path.starts_with(SRC_DIR);
+        let list = match extension {
+            _ if nested || file.starts_with('.') => &mut codegen.ignored,
+            Some("c") if in_src => &mut codegen.c_sources,
+            Some("cc" | "cpp" | "cxx") if in_src => &mut codegen.cxx_sources,
+            Some("o") if !in_src => &mut codegen.objects,
+            _ => &mut codegen.ignored,
+        };
+        list.push(path.to_string());
+    }
+    for list in [&mut codegen.c_sources, &mut codegen.cxx_sources, &mut codegen.objects] {
+        list.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+    }
+    codegen
+}
+
+/// Sort key that orders digit runs by value.
+fn natural_key(name: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            let mut number = c.to_digit(10).map_or(0, u64::from);
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                number = number.saturating_mul(10).saturating_add(u64::from(d));
+                chars.next();
+            }
+            key.push((std::mem::take(&mut text), number));
+        } else {
+            text.push(c);
+        }
+    }
+    key.push((text, 0));
+    key
+}
+
+/// The parts of `tvmgen_<m>.h` the build needs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InterfaceHeader {
+    pub path: String,
+    /// Members of `struct tvmgen_<m>_inputs`, in declaration order.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    /// Members of `struct tvmgen_<m>_workspace_pools` (pools the application supplies).
+    pub pools: Vec<String>,
+    /// Members of `struct tvmgen_<m>_devices` (BYOC device handles).
+    pub devices: Vec<String>,
+    /// `#define NAME value` lines, continuation lines joined.
+    pub macros: BTreeMap<String, String>,
+    /// Whether `tvmgen_<m>_map_inputs` exists (USMP `use_workspace_io`).
+    pub maps_inputs: bool,
+}
+
+impl InterfaceHeader {
+    pub fn path_for(module: &str) -> String {
+        format!("{INCLUDE_DIR}/tvmgen_{module}.h")
+    }
+
+    pub fn parse(module: &str, path: &str, text: &str) -> Result<InterfaceHeader> {
+        let code = strip_comments(text);
+        let struct_members = |suffix: &str| struct_fields(&code, &format!("tvmgen_{module}_{suffix}"));
+        let header = InterfaceHeader {
+            path: path.to_string(),
+            inputs: struct_members("inputs").unwrap_or_default(),
+            outputs: struct_members("outputs").unwrap_or_default(),
+            pools: struct_members("workspace_pools").unwrap_or_default(),
+            devices: struct_members("devices").unwrap_or_default(),
+            macros: macros(&code),
+            maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
+        };
+        if !code.contains(&format!("tvmgen_{module}_run")) {
+            return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
+                .in_file(path)
+                .help("the header must come from the same export as the sources; re-export the archive"));
+        }
+        Ok(header)
+    }
+
+    /// A `#define` value parsed as an unsigned integer.
+    pub fn macro_u64(&self, name: &str) -> Option<u64> {
+        parse_c_integer(self.macros.get(name)?)
+    }
+}
+
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        out.push_str(&rest[..start]);
+        rest = rest[start + 2..].find("*/").map_or("", |end| &rest[start + 2 + end + 2..]);
+    }
+    out.push_str(rest);
+    out.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// Field names of `struct <name> { void* a; void* b; };`.
+fn struct_fields(code: &str, name: &str) -> Option<Vec<String>> {
+    let start = code.find(&format!("struct {name} {{")).or_else(|| code.find(&format!("struct {name}{{")))?;
+    let body_start = start + code[start..].find('{')? + 1;
+    let body = &code[body_start..body_start + code[body_start..].find('}')?];
+    Some(
+        body.split(';')
+            .filter_map(|decl| {
+                let ident = decl.trim().rsplit(|c: char| c == '*' || c.is_whitespace()).next()?;
+                (!ident.is_empty()).then(|| ident.to_string())
+            })
+            .collect(),
+    )
+}
+
+fn macros(code: &str) -> BTreeMap<String, String> {
+    let joined = code.replace("\\\r\n", " ").replace("\\\n", " ");
+    joined
+        .lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix("#define")?.trim_start();
+            let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            (!name.contains('(')).then(|| (name.to_string(), value.trim().to_string()))
+        })
+        .collect()
+}
+
+pub(crate) fn parse_c_integer(text: &str) -> Option<u64> {
+    let text = text.trim().trim_start_matches('(').trim_end_matches(')');
+    let text = text.trim_end_matches(['u', 'U', 'l', 'L']);
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// Parses a `NAME_DATA` macro body (`0x12, 0x34, ...`) into bytes.
+pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| parse_c_integer(item).and_then(|value| u8::try_from(value).ok()))
+        .collect()
+}
+
+/// What the generated C needs from its surroundings.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CodeNeeds {
+    /// Calls `TVMBackendAllocWorkspace`: an allocator and arena must be supplied.
+    pub workspace_allocator: bool,
+    /// `(file, header)` of the first Arm-only header included.
+    pub arm_only: Option<(String, String)>,
+}
+
+pub(crate) fn code_needs(tree: &Tree, codegen: &Codegen) -> CodeNeeds {
+    let mut needs = CodeNeeds::default();
+    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        needs.workspace_allocator |= text.contains("TVMBackendAllocWorkspace");
+        if needs.arm_only.is_none() {
+            needs.arm_only = included_headers(&text)
+                .find(|header| ARM_ONLY_HEADERS.contains(header))
+                .map(|header| (path.clone(), header.to_string()));
+        }
+    }
+    needs
+}
+
+/// Header names of `#include <x>` / `#include "x"` lines.
+pub(crate) fn included_headers(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim();
+        let (open, close) = match rest.chars().next()? {
+            '<' => ('<', '>'),
+            '"' => ('"', '"'),
+            _ => return None,
+        };
+        let inner = rest.strip_prefix(open)?;
+        Some(&inner[..inner.find(close)?])
+    })
+}
+
+/// A tensor type written in Relay text: `Tensor[(1, 49, 10, 1), int8]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RelayTensor {
+    pub shape: Vec<u64>,
+    pub dtype: DType,
+}
+
+/// The `@main` signature of the Relay text, as far as it is typed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RelaySignature {
+    /// `(name without %, type)` of every parameter: inputs and weights.
+    pub params: Vec<(String, RelayTensor)>,
+    /// Result types from `-> ...` or the final expression's `ty=` annotation.
+    pub results: Vec<RelayTensor>,
+}
+
+pub(crate) fn relay_signature(text: &str) -> RelaySignature {
+    let Some(start) = text.find("def @main(") else { return RelaySignature::default() };
+    let after = &text[start + "def @main(".len()..];
+    let Some(close) = unmatched_close(after) else { return RelaySignature::default() };
+    let params = split_top_level(&after[..close])
+        .into_iter()
+        .filter_map(|param| {
+            let (name, ty) = param.trim().strip_prefix('%')?.split_once(':')?;
+            Some((name.trim().to_string(), parse_tensor_type(ty)?))
+        })
+        .collect();
+    let tail = &after[close + 1..];
+    let body_start = tail.find('{').unwrap_or(tail.len());
+    let mut results = tail[..body_start]
+        .find("->")
+        .map(|arrow| parse_tensor_types(&tail[arrow + 2..body_start]))
+        .unwrap_or_default();
+    if results.is_empty() {
+        results = final_expression_type(&tail[body_start..]);
+    }
+    RelaySignature { params, results }
+}
+
+/// The index of the first bracket that closes one opened before `text`.
+fn unmatched_close(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' if depth > 0 => depth -= 1,
+            ')' | ']' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn parse_tensor_type(text: &str) -> Option<RelayTensor> {
+    let inner = text.trim().strip_prefix("Tensor[")?;
+    let inner = &inner[..inner.rfind(']')?];
+    let (shape, dtype) = inner.rsplit_once(',')?;
+    let shape = shape.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let shape = shape
+        .split(',')
+        .map(str::trim)
+        .filter(|dim| !dim.is_empty())
+        .map(|dim| dim.parse().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    Some(RelayTensor { shape, dtype: DType::parse(dtype.trim()).ok()? })
+}
+
+/// Every `Tensor[...]` in `text`, in order (a tuple result lists several).
+fn parse_tensor_types(text: &str) -> Vec<RelayTensor> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("Tensor[") {
+        let candidate = &rest[start..];
+        let end = unmatched_close(&candidate["Tensor[".len()..]).map_or(candidate.len(), |e| e + "Tensor[".len() + 1);
+        found.extend(parse_tensor_type(&candidate[..end]));
+        rest = &candidate[end..];
+    }
+    found
+}
+
+/// The `ty=` annotation of the last expression of the `@main` body, if it has one.
+fn final_expression_type(body: &str) -> Vec<RelayTensor> {
+    let end = body.find("\n}").unwrap_or(body.len());
+    let last = body[..end].trim_end().rsplit('\n').next().unwrap_or("");
+    last.rfind("ty=").map(|at| parse_tensor_types(&last[at..])).unwrap_or_default()
+}
+
+/// Element types of `tvmgen_<m>___tvm_main__`'s parameters, from its definition
+/// (`float* x_buffer_var, ...`); `None` for untyped (`void*`) parameters.
+pub(crate) fn main_parameter_types(tree: &Tree, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
+    let needle = format!("tvmgen_{module}___tvm_main__(");
+    for path in &codegen.c_sources {
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        for (at, _) in text.match_indices(&needle) {
+            let params_text = &text[at + needle.len()..];
+            let Some(close) = params_text.find(')') else { continue };
+            let types: Vec<Option<DType>> = params_text[..close].split(',').map(c_pointer_dtype).collect();
+            if types.iter().any(Option::is_some) {
+                return types;
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn c_pointer_dtype(param: &str) -> Option<DType> {
+    let ty = param.trim().split('*').next()?.trim();
+    let name = match ty {
+        "int8_t" => "int8",
+        "uint8_t" => "uint8",
+        "int16_t" => "int16",
+        "uint16_t" => "uint16",
+        "int32_t" => "int32",
+        "uint32_t" => "uint32",
+        "int64_t" => "int64",
+        "uint64_t" => "uint64",
+        "float" => "float32",
+        "double" => "float64",
+        _ => return None,
+    };
+    DType::parse(name).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_interface_header_with_pools_and_byte_data() {
+        let text = "#define TVMGEN_DEFAULT_INPUT_1_SIZE 240\n/*! doc */\nstruct tvmgen_default_inputs {\n  void* input_1;\n};\n\
+            struct tvmgen_default_outputs {\n  void* output;\n};\nstruct tvmgen_default_workspace_pools {\n  void* flash;\n  void* sram;\n};\n\
+            int32_t tvmgen_default_run(\n  struct tvmgen_default_inputs* inputs\n);\n\
+            #define TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA \\\n    0xee, 0x19, \\\n    0x00\\\n\n#define TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 17778\n";
+        let header = InterfaceHeader::parse("default", "h", text).unwrap();
+        assert_eq!(header.inputs, ["input_1"]);
+        assert_eq!(header.outputs, ["output"]);
+        assert_eq!(header.pools, ["flash", "sram"]);
+        assert_eq!(header.macro_u64("TVMGEN_DEFAULT_INPUT_1_SIZE"), Some(240));
+        assert_eq!(header.macro_u64("TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE"), Some(17778));
+        let data = &header.macros["TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA"];
+        assert_eq!(parse_byte_list(data), Some(vec![0xee, 0x19, 0x00]));
+    }
+
+    #[test]
+    fn header_without_run_function_is_an_error() {
+        let err = InterfaceHeader::parse("default", "codegen/host/include/tvmgen_default.h", "struct x {};").unwrap_err();
+        assert!(err.to_string().contains("tvmgen_default_run"), "{err}");
+    }
+
+    #[test]
+    fn reads_relay_signature_and_result_types() {
+        let text = "def @main(%input_1: Tensor[(1, 49, 10, 1), int8] /* span=input_1:0:0 */, %w: Tensor[(10), int32]) -> (Tensor[(1, 12), int8], Tensor[(3), float32]) {\n  %0\n}\n";
+        let sig = relay_signature(text);
+        assert_eq!(sig.params[0].0, "input_1");
+        assert_eq!(sig.params[0].1.shape, [1, 49, 10, 1]);
+        assert_eq!(sig.results.len(), 2);
+        assert_eq!(sig.results[1].dtype.to_string(), "float32");
+
+        let annotated = "def @main(%x: Tensor[(1, 4), float32]) {\n  %0 = f(%x);\n  g(%0) /* ty=Tensor[(1, 6), int8] */\n}\n";
+        assert_eq!(relay_signature(annotated).results[0].shape, [1, 6]);
+    }
+
+    #[test]
+    fn sorts_sources_numerically_and_skips_junk() {
+        let files = ["lib10.c", "lib2.c", "lib0.c", ".DS_Store", "notes.txt", ".vscode/settings.json"]
+            .map(|name| (format!("{SRC_DIR}/{name}"), Vec::new()));
+        let tree = Tree::from_files(files).unwrap();
+        let codegen = codegen_for(&tree, "default", 1);
+        let names: Vec<_> = codegen.c_sources.iter().map(|p| p.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["lib0.c", "lib2.c", "lib10.c"]);
+        assert_eq!(codegen.ignored.len(), 3);
+    }
+
+    #[test]
+    fn finds_arm_only_headers() {
+        let text = "#include <stdint.h>\n#  include <arm_acle.h>\n";
+        assert!(included_headers(text).any(|h| h == "arm_acle.h"));
+    }
+}

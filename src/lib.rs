@@ -1,0 +1,386 @@
+//! Build Apache TVM Model Library Format archives into Rust programs from `build.rs`.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     mlf_build::Builder::new("model.tar").build().unwrap();
+//! }
+//! ```
+//! ```ignore
+//! // src/main.rs
+//! mod model {
+//!     include!(concat!(env!("OUT_DIR"), "/mlf/default.rs"));
+//! }
+//! let mut outputs = model::Outputs::zeroed();
+//! model::run(&model::Inputs::zeroed(), &mut outputs)?;
+//! ```
+//!
+//! The pipeline, one module per stage: [`archive`](Builder) unpacks safely,
+//! `metadata` normalizes every MLF version, `inspect` reads the sources,
+//! `plan` decides sizes and storage, `glue` and `compile` build the C,
+//! `bindings` runs bindgen, and `emit` writes the Rust. See README.md.
+
+mod archive;
+mod bindings;
+mod cache;
+mod compile;
+mod dtype;
+mod emit;
+mod env;
+mod error;
+mod glue;
+mod graph;
+mod inspect;
+mod metadata;
+mod params;
+mod plan;
+mod target;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub use dtype::{DType, TypeCode};
+pub use error::{Error, ErrorKind, Result};
+
+use archive::{write_if_changed, Limits, Tree};
+use compile::Library;
+use plan::{ModulePlan, Plan};
+use target::Target;
+
+/// The crate's own C: support library sources and headers.
+const SUPPORT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/build-support");
+
+/// Builds one Model Library Format archive into the crate being compiled.
+///
+/// Options are plain data; [`Builder::build`] does the work.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    archive: PathBuf,
+    show_warnings: Option<bool>,
+    cc: Option<cc::Build>,
+    target: Option<String>,
+    limits: Limits,
+}
+
+/// What [`Builder::build`] produced.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// One entry per module of the archive, sorted by name.
+    pub modules: Vec<GeneratedModule>,
+}
+
+/// The generated Rust of one module.
+#[derive(Debug, Clone)]
+pub struct GeneratedModule {
+    /// The module name (`default` unless the archive was exported with another).
+    pub name: String,
+    /// The file to `include!`: `$OUT_DIR/mlf/<name>.rs`.
+    pub rust_file: PathBuf,
+}
+
+impl Builder {
+    /// A builder for the archive at `path`: a `.tar` or an extracted directory,
+    /// relative to the package root (the build script's working directory).
+    pub fn new(path: impl AsRef<Path>) -> Builder {
+        Builder { archive: path.as_ref().to_path_buf(), show_warnings: None, cc: None, target: None, limits: Limits::default() }
+    }
+
+    /// Shows the C compiler's warnings on generated code (default: silenced;
+    /// the `MLF_BUILD_SHOW_WARNINGS=1` environment variable turns them on too).
+    pub fn show_warnings(mut self, show: bool) -> Builder {
+        self.show_warnings = Some(show);
+        self
+    }
+
+    /// Starts every C compilation from `build` instead of `cc::Build::new()`,
+    /// for flags, defines or a compiler of your choice.
+    pub fn cc_build(mut self, build: cc::Build) -> Builder {
+        self.cc = Some(build);
+        self
+    }
+
+    /// Builds for `triple` instead of Cargo's `TARGET`.
+    pub fn target(mut self, triple: impl Into<String>) -> Builder {
+        self.target = Some(triple.into());
+        self
+    }
+
+    /// Unpacks, compiles and generates bindings and Rust for every module.
+    ///
+    /// Writes only below `$OUT_DIR/mlf/`; an unchanged archive is not
+    /// unpacked, compiled or bound again.
+    pub fn build(self) -> Result<Output> {
+        let archive = self.archive.clone();
+        self.build_inner().map_err(|error| error.in_archive(&archive))
+    }
+
+    fn build_inner(self) -> Result<Output> {
+        println!("cargo:rerun-if-changed={}", self.archive.display());
+        let out_dir = env::out_dir()?;
+        let target = Target::from_env(self.target.as_deref())?;
+        let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
+        let base = self.cc.clone().unwrap_or_default();
+
+        let tree = Tree::load(&self.archive, self.limits)?;
+        let metadata_bytes = tree.get("metadata.json").ok_or_else(|| {
+            Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
+                .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
+        })?;
+        let metadata = metadata::parse(metadata_bytes).map_err(|e| e.in_file("metadata.json"))?;
+        // Before planning: an object for another architecture is the clearest thing to report.
+        check_objects(&tree, &target)?;
+        let plan = plan::plan(&tree, &metadata)?;
+        check_target(&plan, &target, &metadata)?;
+
+        let stem = archive_stem(&self.archive);
+        let work = out_dir.join("mlf").join("build").join(&stem);
+        let tree_dir = work.join("tree");
+        let gen_dir = work.join("gen");
+        tree.write_to(&tree_dir)?;
+
+        let config = CompileConfig { base: &base, show_warnings, target: &target };
+        let support = support_library(&out_dir, &config)?;
+        let model = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings)?;
+
+        let key = cache::key(&[
+            tree.digest().as_slice(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+            config.fingerprint().as_bytes(),
+        ]);
+        let stamp = cache::Stamp { path: work.join("stamp"), key };
+        let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
+        let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
+        if !cached {
+            stamp.invalidate()?;
+            model.compile(&base)?;
+            for module in &plan.modules {
+                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &target);
+                let text = bindings::generate(&spec)?;
+                write_if_changed(&bindings_file(module), text.as_bytes())?;
+            }
+            stamp.record()?;
+        }
+        model.link();
+        support.link();
+
+        let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
+        let digest_hex = tree.digest_hex();
+        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex };
+        let mut modules = Vec::new();
+        for module in &plan.modules {
+            let path = bindings_file(module);
+            let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+            let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
+            write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
+            modules.push(GeneratedModule { name: module.name.clone(), rust_file });
+        }
+        Ok(Output { modules })
+    }
+}
+
+/// Settings that change compiled code, shared by the model and support libraries.
+struct CompileConfig<'a> {
+    base: &'a cc::Build,
+    show_warnings: bool,
+    target: &'a Target,
+}
+
+/// Environment variables `cc` and bindgen read that change their output.
+const TOOL_VARIABLES: &[&str] =
+    &["CC", "CFLAGS", "TARGET_CC", "TARGET_CFLAGS", "OPT_LEVEL", "DEBUG", "PROFILE", "BINDGEN_EXTRA_CLANG_ARGS"];
+
+impl CompileConfig<'_> {
+    /// Everything besides the sources that determines the compiled objects.
+    fn fingerprint(&self) -> String {
+        let triple = &self.target.triple;
+        let per_target = [format!("CC_{triple}"), format!("CFLAGS_{triple}"), format!("CC_{}", triple.replace('-', "_")), format!(
+            "CFLAGS_{}",
+            triple.replace('-', "_")
+        )];
+        let variables = TOOL_VARIABLES.iter().map(|name| name.to_string()).chain(per_target);
+        let values: Vec<String> = variables.map(|name| format!("{name}={:?}", env::var(&name))).collect();
+        format!("{triple}|{}|{}|{:?}|{}", self.target.host, self.show_warnings, self.base, values.join("|"))
+    }
+}
+
+/// The crate's platform layer, built once per build script run however many archives it builds.
+fn support_library(out_dir: &Path, config: &CompileConfig<'_>) -> Result<Library> {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let support = Path::new(SUPPORT_DIR);
+    let sources = ["call.c", "arena.c", "log.c", "registry.c"].map(|file| support.join("src").join(file));
+    let library = Library {
+        name: "mlf_support".to_string(),
+        c_sources: sources.to_vec(),
+        cxx_sources: Vec::new(),
+        objects: Vec::new(),
+        include_dirs: vec![support.join("include"), support.join("runtime-include")],
+        defines: Vec::new(),
+        out_dir: out_dir.join("mlf").join("support"),
+        show_warnings: config.show_warnings,
+    };
+    if BUILT.get().is_none() {
+        let mut parts = vec![env!("CARGO_PKG_VERSION").as_bytes().to_vec(), config.fingerprint().into_bytes()];
+        for source in &sources {
+            parts.push(std::fs::read(source).map_err(|e| Error::io("read", source, e))?);
+        }
+        let key = cache::key(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
+        if !(stamp.is_current() && library.is_built()) {
+            stamp.invalidate()?;
+            library.compile(config.base)?;
+            stamp.record()?;
+        }
+        let _ = BUILT.set(());
+    }
+    Ok(library)
+}
+
+/// The archive's code, its runtime sources and the generated glue, as one library.
+fn model_library(plan: &Plan, stem: &str, tree_dir: &Path, gen_dir: &Path, work: &Path, show_warnings: bool) -> Result<Library> {
+    let support = Path::new(SUPPORT_DIR);
+    let mut c_sources = Vec::new();
+    let mut cxx_sources = Vec::new();
+    let mut objects = Vec::new();
+    for module in &plan.modules {
+        c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
+        cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
+        objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
+        for path in &module.codegen.ignored {
+            println!("cargo:warning=mlf-build: ignoring `{path}`: not a C/C++ source or object");
+        }
+        let glue = glue::generate(module);
+        write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
+        write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
+        c_sources.push(gen_dir.join(&glue.source_name));
+    }
+    let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
+    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
+    if allocates {
+        if plan.has_runtime {
+            c_sources.push(tree_dir.join(plan::BACKEND_API_SOURCE));
+        } else {
+            c_sources.push(support.join("src/backend.c"));
+        }
+    }
+    let crt_config = match &plan.crt_config_template {
+        Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
+        None => DEFAULT_CRT_CONFIG.as_bytes().to_vec(),
+    };
+    write_if_changed(&gen_dir.join("crt_config.h"), &crt_config)?;
+    let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
+    Ok(Library {
+        name: format!("mlf_{stem}"),
+        c_sources,
+        cxx_sources,
+        objects,
+        include_dirs: vec![
+            tree_dir.join(inspect::INCLUDE_DIR),
+            gen_dir.to_path_buf(),
+            runtime_include,
+            support.join("include"),
+        ],
+        defines: vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))],
+        out_dir: work.join("lib"),
+        show_warnings,
+    })
+}
+
+/// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.
+const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's defaults. */
+#ifndef TVM_RUNTIME_CRT_CONFIG_H_
+#define TVM_RUNTIME_CRT_CONFIG_H_
+#define TVM_CRT_LOG_LEVEL 1
+#define TVM_CRT_DEBUG 0
+#define TVM_CRT_MAX_NDIM 6
+#define TVM_CRT_MAX_ARGS 10
+#define TVM_CRT_GLOBAL_FUNC_REGISTRY_SIZE_BYTES 512
+#define TVM_CRT_MAX_REGISTERED_MODULES 2
+#define TVM_CRT_MAX_PACKET_SIZE_BYTES 2048
+#define TVM_CRT_MAX_STRLEN_DLTYPE 10
+#define TVM_CRT_MAX_STRLEN_FUNCTION_NAME 120
+#define TVM_CRT_MAX_STRLEN_PARAM_NAME 80
+#define TVM_CRT_MAX_FUNCTION_NAME_LENGTH_BYTES 120
+#endif
+";
+
+fn bindings_spec(module: &ModulePlan, plan: &Plan, tree_dir: &Path, gen_dir: &Path, _target: &Target) -> bindings::BindingsSpec {
+    let support = Path::new(SUPPORT_DIR);
+    let m = &module.name;
+    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
+    bindings::BindingsSpec {
+        header: gen_dir.join(glue::generate(module).header_name),
+        include_dirs: vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")],
+        clang_args: Vec::new(),
+        allow: vec![
+            format!("tvmgen_{m}_.*"),
+            format!("TVMGEN_{}_.*", m.to_uppercase()),
+            glue::invoke_symbol(m),
+            "mlf_support_(call|workspace_peak|set_log_hook)".to_string(),
+            "mlf_status_t|MLF_STATUS_.*".to_string(),
+            "tvm_model_t".to_string(),
+        ],
+    }
+}
+
+/// Refuses code that cannot compile for the target, before the compiler says so less clearly.
+fn check_target(plan: &Plan, target: &Target, metadata: &metadata::Metadata) -> Result<()> {
+    for module in &plan.modules {
+        if let Some((file, header)) = &module.needs.arm_only {
+            if !target.is_arm32() {
+                let compiled_for = metadata
+                    .modules
+                    .iter()
+                    .find(|m| m.name == module.name)
+                    .and_then(|m| m.targets.first())
+                    .map_or_else(String::new, |t| format!(" (`{}`)", t.target));
+                return Err(Error::new(
+                    ErrorKind::WrongTarget,
+                    format!(
+                        "includes <{header}>: module `{}` was compiled for an Arm Cortex-M target{compiled_for} and cannot be built for `{}`",
+                        module.name, target.triple
+                    ),
+                )
+                .in_file(file)
+                .help("build for an Arm target, e.g. `cargo build --target thumbv7em-none-eabihf` with arm-none-eabi-gcc installed, or re-export the model for the host (target \"c\")"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prebuilt objects link only when their architecture is the target's.
+fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
+    let Some(expected) = target.elf_machine() else { return Ok(()) };
+    for path in tree.files_under(inspect::LIB_DIR).filter(|path| path.ends_with(".o")) {
+        let bytes = tree.get(path).unwrap_or_default();
+        let machine = (bytes.len() > 20 && bytes.starts_with(b"\x7fELF")).then(|| u16::from_le_bytes([bytes[18], bytes[19]]));
+        match machine {
+            Some(found) if found == expected => {}
+            found => {
+                let found = found.map_or_else(|| "not an ELF object".to_string(), target::elf_machine_name);
+                return Err(Error::new(
+                    ErrorKind::WrongTarget,
+                    format!(
+                        "prebuilt object is for {found}, but the build target `{}` is {}",
+                        target.triple,
+                        target::elf_machine_name(expected)
+                    ),
+                )
+                .in_file(path)
+                .help("objects under codegen/host/lib come from TVM's llvm target: build for the architecture they were made for, or re-export the model with the \"c\" target"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A file-system-safe name for the archive's build directory and library.
+fn archive_stem(path: &Path) -> String {
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    if stem.is_empty() {
+        "model".to_string()
+    } else {
+        stem
+    }
+}

@@ -1,0 +1,304 @@
+//! Decides what to build for each module: merges the normalized metadata with
+//! what the sources say, resolves every tensor's type and size, and lays out
+//! the static memory. Nothing after this stage looks at versions or files.
+
+use crate::archive::Tree;
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature};
+use crate::metadata::{self, Executor, Metadata, ModuleMeta, Style};
+
+/// Alignment TVM uses for workspaces and pools unless the target says otherwise.
+const DEFAULT_ALIGNMENT: u64 = 16;
+
+/// Everything the later stages need to build one archive.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub modules: Vec<ModulePlan>,
+    /// The archive carries TVM's standalone C runtime under `runtime/`.
+    pub has_runtime: bool,
+    /// `crt_config.h` shipped in the archive (path), if any.
+    pub crt_config_template: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ModulePlan {
+    /// Module name as TVM wrote it (`default`, `vision`).
+    pub name: String,
+    pub interface: InterfaceHeader,
+    pub codegen: Codegen,
+    pub needs: CodeNeeds,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    pub pools: Vec<Pool>,
+    pub memory: MemoryMap,
+    /// Alignment of workspace, arena and pools (`-workspace-byte-alignment`).
+    pub alignment: u64,
+    /// Bytes of the static arena behind `TVMBackendAllocWorkspace`; 0 when the code needs none.
+    pub arena_bytes: u64,
+    /// Target strings from the metadata, for documentation.
+    pub targets: Vec<String>,
+}
+
+/// Sizes the metadata reports, kept for the generated constants.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MemoryMap {
+    pub workspace_bytes: u64,
+    pub constants_bytes: u64,
+    pub io_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Tensor {
+    /// The name in the interface header (already C-sanitized).
+    pub name: String,
+    pub dtype: DType,
+    pub size_bytes: u64,
+    /// The shape when the archive states one (Relay text), else `[elements]`.
+    pub shape: Vec<u64>,
+    /// Where the size and type came from, for the generated docs.
+    pub source: String,
+}
+
+impl Tensor {
+    pub fn elements(&self) -> u64 {
+        self.size_bytes / self.dtype.size_bytes() as u64
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pool {
+    /// Member name in `struct tvmgen_<m>_workspace_pools`.
+    pub name: String,
+    pub size_bytes: u64,
+    /// Bytes the application must place in a constant pool; `None` for a workspace pool.
+    pub constant_data: Option<Vec<u8>>,
+}
+
+pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
+    let modules = metadata
+        .modules
+        .iter()
+        .map(|module| plan_module(tree, module, metadata.modules.len()))
+        .collect::<Result<Vec<_>>>()?;
+    let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
+        .into_iter()
+        .find(|path| tree.contains(path))
+        .map(str::to_string);
+    Ok(Plan { modules, has_runtime: tree.contains(BACKEND_API_SOURCE), crt_config_template })
+}
+
+/// The one runtime source a workspace-allocating archive needs.
+pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
+
+fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<ModulePlan> {
+    let name = meta.name.clone();
+    let codegen = inspect::codegen_for(tree, &name, module_count);
+    if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
+        return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
+            .in_file(inspect::SRC_DIR)
+            .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
+    }
+    let header_path = InterfaceHeader::path_for(&name);
+    let Some(header_text) = tree.get(&header_path) else {
+        return Err(unsupported_kind(meta, &header_path));
+    };
+    let interface = InterfaceHeader::parse(&name, &header_path, &String::from_utf8_lossy(header_text))?;
+    if interface.maps_inputs {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("module `{name}` was built with tir.usmp.use_workspace_io: inputs live inside the workspace pool"),
+        )
+        .in_file(header_path)
+        .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
+    }
+    let needs = inspect::code_needs(tree, &codegen);
+    let relay = meta
+        .relay_path
+        .as_deref()
+        .and_then(|path| tree.get(path))
+        .map(|text| inspect::relay_signature(&String::from_utf8_lossy(text)))
+        .unwrap_or_default();
+    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
+    let main = meta.main_for_device(1).or(meta.main.first());
+    let resolver = TensorResolver { meta, main, interface: &interface, relay: &relay, main_types: &main_types };
+    let (inputs, outputs) = resolver.resolve()?;
+
+    let alignment = meta
+        .targets
+        .iter()
+        .find_map(|target| target.option("workspace-byte-alignment"))
+        .and_then(|value| value.parse().ok())
+        .filter(|value: &u64| value.is_power_of_two())
+        .unwrap_or(DEFAULT_ALIGNMENT);
+    let pools = interface
+        .pools
+        .iter()
+        .map(|pool| plan_pool(&interface, &name, pool))
+        .collect::<Result<Vec<_>>>()?;
+    let memory = MemoryMap {
+        workspace_bytes: meta.workspace_size_bytes(),
+        constants_bytes: meta.constants_size_bytes(),
+        io_bytes: meta.io_size_bytes(),
+    };
+    // TVM's planner sizes each request rounded to the alignment; the extra
+    // alignment covers the arena base, as TVM's own allocator assumes.
+    let arena_bytes = if needs.workspace_allocator { round_up(memory.workspace_bytes, alignment) + alignment } else { 0 };
+    Ok(ModulePlan {
+        name,
+        interface,
+        codegen,
+        needs,
+        inputs,
+        outputs,
+        pools,
+        memory,
+        alignment,
+        arena_bytes,
+        targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
+    })
+}
+
+fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
+    let kind = match (meta.style, meta.executors.first()) {
+        (Style::Operator, _) => "an operator-only export (`style: operator`)",
+        (_, Some(Executor::Graph)) => "a graph-executor archive",
+        _ => "an AOT archive without the C interface header (packed API or the legacy tvm_model_t)",
+    };
+    Error::new(ErrorKind::Unsupported, format!("module `{}` is {kind}: not supported yet (this version builds AOT C-interface archives)", meta.name))
+        .in_file(header_path)
+        .help("re-export with the AOT executor and the C interface: executor=Executor(\"aot\", {\"interface-api\": \"c\", \"unpacked-api\": True})")
+}
+
+fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool> {
+    let prefix = format!("TVMGEN_{}_{}", module.to_uppercase(), pool.to_uppercase());
+    if let Some(size) = header.macro_u64(&format!("{prefix}_WORKSPACE_POOL_SIZE")) {
+        return Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: None });
+    }
+    let missing = |what: &str| {
+        Error::new(ErrorKind::Metadata, format!("pool `{pool}` has no {what} macro `{prefix}_…`"))
+            .in_file(&header.path)
+            .help("the header must come from the same export as the sources; re-export the archive")
+    };
+    let size = header.macro_u64(&format!("{prefix}_CONSTANT_POOL_SIZE")).ok_or_else(|| missing("size"))?;
+    let data_macro = format!("{prefix}_CONSTANT_POOL_DATA");
+    let data = header.macros.get(&data_macro).ok_or_else(|| missing("data"))?;
+    let mut data = inspect::parse_byte_list(data).ok_or_else(|| {
+        Error::new(ErrorKind::Metadata, format!("`{data_macro}` is not a list of byte values")).in_file(&header.path)
+    })?;
+    if (data.len() as u64) < size {
+        return Err(Error::new(ErrorKind::Metadata, format!("`{data_macro}` has {} bytes, the pool size says {size}", data.len()))
+            .in_file(&header.path));
+    }
+    // TVM pads constant data to the alignment; the pool itself is `size` bytes.
+    data.truncate(usize::try_from(size).unwrap_or(usize::MAX));
+    Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: Some(data) })
+}
+
+pub(crate) fn round_up(value: u64, alignment: u64) -> u64 {
+    value.div_ceil(alignment) * alignment
+}
+
+/// Finds each header tensor's type and size in the best source the archive has:
+/// metadata (TVM >= 0.11), header size macros, the Relay text, the generated
+/// `__tvm_main__` prototype, and last the metadata's I/O total (older archives).
+struct TensorResolver<'a> {
+    meta: &'a ModuleMeta,
+    main: Option<&'a metadata::MainMemory>,
+    interface: &'a InterfaceHeader,
+    relay: &'a RelaySignature,
+    main_types: &'a [Option<DType>],
+}
+
+#[derive(Clone)]
+struct Partial {
+    name: String,
+    dtype: Option<(DType, String)>,
+    size: Option<(u64, String)>,
+    shape: Option<Vec<u64>>,
+}
+
+impl TensorResolver<'_> {
+    fn resolve(&self) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+        let mut inputs: Vec<Partial> = self.interface.inputs.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect();
+        let mut outputs: Vec<Partial> =
+            self.interface.outputs.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect();
+        self.fill_from_io_total(&mut inputs, &mut outputs);
+        let finish = |list: Vec<Partial>| list.into_iter().map(|p| self.finish(p)).collect::<Result<Vec<_>>>();
+        Ok((finish(inputs)?, finish(outputs)?))
+    }
+
+    fn partial(&self, name: &str, position: usize, is_input: bool) -> Partial {
+        let mut partial = Partial { name: name.to_string(), dtype: None, size: None, shape: None };
+        let kind = if is_input { "inputs" } else { "outputs" };
+        if let Some(main) = self.main {
+            let list = if is_input { &main.inputs } else { &main.outputs };
+            if let Some(tensor) = list.iter().find(|t| metadata::sanitize(&t.name) == name) {
+                let path = format!("metadata.json memory.functions.main.{kind}.{}", tensor.name);
+                partial.dtype = Some((tensor.dtype, path.clone()));
+                partial.size = Some((tensor.size_bytes, path));
+            }
+        }
+        let size_macro = format!("TVMGEN_{}_{}_SIZE", self.meta.name.to_uppercase(), name.to_uppercase());
+        if partial.size.is_none() {
+            partial.size = self.interface.macro_u64(&size_macro).map(|size| (size, format!("{size_macro} in {}", self.interface.path)));
+        }
+        let relay_type = if is_input {
+            self.relay.params.iter().find(|(param, _)| metadata::sanitize(param) == name).map(|(_, ty)| ty)
+        } else if self.relay.results.len() == self.interface.outputs.len() {
+            self.relay.results.get(position)
+        } else {
+            None
+        };
+        if let Some(ty) = relay_type {
+            let path = self.meta.relay_path.clone().unwrap_or_default();
+            partial.dtype.get_or_insert_with(|| (ty.dtype, format!("the Relay signature in {path}")));
+            let bytes = ty.shape.iter().product::<u64>() * ty.dtype.size_bytes() as u64;
+            partial.size.get_or_insert_with(|| (bytes, format!("the Relay signature in {path}")));
+            partial.shape = Some(ty.shape.clone());
+        }
+        let main_position = if is_input { position } else { self.interface.inputs.len() + position };
+        if let Some(Some(dtype)) = self.main_types.get(main_position) {
+            partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
+        }
+        partial
+    }
+
+    /// Archives before TVM 0.11 record only the I/O total; one unknown size is what remains of it.
+    fn fill_from_io_total(&self, inputs: &mut [Partial], outputs: &mut [Partial]) {
+        let all: Vec<&mut Partial> = inputs.iter_mut().chain(outputs.iter_mut()).collect();
+        let unknown: Vec<usize> = all.iter().enumerate().filter(|(_, p)| p.size.is_none()).map(|(i, _)| i).collect();
+        let [index] = unknown[..] else { return };
+        let known: u64 = all.iter().filter_map(|p| p.size.as_ref().map(|(size, _)| *size)).sum();
+        let io = self.meta.io_size_bytes();
+        let mut all = all;
+        if io > known {
+            all[index].size = Some((io - known, "metadata.json io_size_bytes minus the other tensors".to_string()));
+        }
+    }
+
+    fn finish(&self, partial: Partial) -> Result<Tensor> {
+        let missing = |what: &str| {
+            Error::new(ErrorKind::Metadata, format!("cannot tell the {what} of tensor `{}` of module `{}`", partial.name, self.meta.name))
+                .in_file(&self.interface.path)
+                .help("neither metadata.json, the header's _SIZE macros nor the Relay text state it; re-export with TVM >= 0.11")
+        };
+        let (dtype, dtype_source) = partial.dtype.clone().ok_or_else(|| missing("element type"))?;
+        let (size_bytes, size_source) = partial.size.clone().ok_or_else(|| missing("size"))?;
+        if size_bytes % dtype.size_bytes() as u64 != 0 {
+            return Err(Error::new(
+                ErrorKind::Metadata,
+                format!("tensor `{}` is {size_bytes} bytes, not a whole number of {dtype} elements", partial.name),
+            )
+            .in_file(&self.interface.path));
+        }
+        let elements = size_bytes / dtype.size_bytes() as u64;
+        let shape = partial.shape.filter(|shape| shape.iter().product::<u64>() == elements).unwrap_or_else(|| vec![elements]);
+        let source = if size_source == dtype_source {
+            size_source
+        } else {
+            format!("size from {size_source}; element type from {dtype_source}")
+        };
+        Ok(Tensor { name: partial.name, dtype, size_bytes, shape, source })
+    }
+}

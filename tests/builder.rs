@@ -1,0 +1,109 @@
+//! The Builder called in-process, as a build script would, on the demo archive
+//! and on broken or hostile ones.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use mlf_build::{Builder, ErrorKind};
+
+mod common;
+
+/// The Builder reads OUT_DIR and friends from the process environment.
+static ENV: Mutex<()> = Mutex::new(());
+
+fn demo_archive() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-model")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/builder-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `f` with the variables Cargo gives a build script, OUT_DIR = `out_dir`.
+fn in_build_script<T>(out_dir: &Path, f: impl FnOnce() -> T) -> T {
+    let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let host = common::host_triple();
+    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
+        std::env::set_var(key, value);
+    }
+    f()
+}
+
+fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data) in entries {
+        let mut header = tar::Header::new_old();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        builder.append(&header, *data).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+#[test]
+fn same_archive_gives_the_same_rust_in_any_out_dir() {
+    let first = scratch("determinism-a");
+    let second = scratch("determinism-b");
+    let a = in_build_script(&first, || Builder::new(demo_archive()).build()).unwrap();
+    let b = in_build_script(&second, || Builder::new(demo_archive()).build()).unwrap();
+    assert_eq!(a.modules.len(), 1);
+    assert_eq!(a.modules[0].name, "default");
+    assert_eq!(a.modules[0].rust_file, first.join("mlf/default.rs"));
+    let text_a = std::fs::read(&a.modules[0].rust_file).unwrap();
+    let text_b = std::fs::read(&b.modules[0].rust_file).unwrap();
+    assert!(text_a == text_b, "generated Rust differs between OUT_DIRs");
+}
+
+#[test]
+fn unchanged_archive_is_not_compiled_or_written_again() {
+    let out = scratch("cache");
+    let output = in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
+    let library = out.join("mlf/build/demo_model/lib/libmlf_demo_model.a");
+    let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
+    let (library_time, rust_time) = (modified(&library), modified(&output.modules[0].rust_file));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
+    assert_eq!(modified(&library), library_time, "the library was rebuilt");
+    assert_eq!(modified(&output.modules[0].rust_file), rust_time, "the Rust file was rewritten");
+}
+
+#[test]
+fn a_directory_without_metadata_is_not_an_mlf_archive() {
+    let out = scratch("not-mlf");
+    let input = out.join("input/codegen/host/src");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("lib0.c"), "int x;").unwrap();
+    let error = in_build_script(&out, || Builder::new(out.join("input")).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotMlf);
+    let text = error.to_string();
+    assert!(text.contains("metadata.json") && text.contains("input"), "{text}");
+}
+
+#[test]
+fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
+    let out = scratch("hostile");
+    let archive = out.join("evil.tar");
+    std::fs::write(&archive, tar_with(&[(b"./metadata.json", b"{}"), (b"../escaped.txt", b"x")])).unwrap();
+    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::UnsafeEntry);
+    assert!(error.to_string().contains("../escaped.txt"), "{error}");
+    assert_eq!(error.archive(), Some(archive.as_path()));
+    assert!(!out.join("escaped.txt").exists() && !out.join("out/escaped.txt").exists());
+}
+
+#[test]
+fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
+    let out = scratch("version");
+    let archive = out.join("future.tar");
+    std::fs::write(&archive, tar_with(&[(b"./metadata.json", br#"{"version": 99, "modules": {}}"#)])).unwrap();
+    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::UnsupportedVersion);
+    let text = error.to_string();
+    assert!(text.contains("99") && text.contains("metadata.json"), "{text}");
+}

@@ -1,0 +1,203 @@
+//! Shared by the corpus tests: finding cases, building runner crates with
+//! Cargo, comparing outputs and printing conformance lines.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared/mlf-corpus`, or `None` (with a note) when it is absent.
+pub fn corpus_root() -> Option<PathBuf> {
+    let root = repo_root().join("../shared/mlf-corpus");
+    if root.is_dir() {
+        Some(root)
+    } else {
+        println!("corpus: ../shared/mlf-corpus is absent; corpus cases skipped");
+        None
+    }
+}
+
+/// One run of a module: input files and the expected output files.
+#[derive(Debug, Clone)]
+pub struct Vector {
+    pub inputs: Vec<PathBuf>,
+    pub expected: Vec<Expected>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub file: PathBuf,
+    pub dtype: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModuleCase {
+    /// `None` for single-module archives.
+    pub module: Option<String>,
+    pub vectors: Vec<Vector>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub archive: PathBuf,
+    pub modules: Vec<ModuleCase>,
+    pub rtol: f64,
+    pub atol: f64,
+    /// Real-world cases: the top-1 class each vector must give.
+    pub reference_top1: Vec<usize>,
+}
+
+fn load_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
+    value[key].as_str().unwrap_or_default()
+}
+
+/// Every case of the corpus, `tvm-0.18/` then `real-world/`, sorted by name.
+pub fn cases(root: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for group in ["tvm-0.18", "real-world"] {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join(group))
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("case.json").is_file()).collect())
+            .unwrap_or_default();
+        dirs.sort();
+        cases.extend(dirs.iter().map(|dir| load_case(dir, group == "real-world")));
+    }
+    cases
+}
+
+fn load_case(dir: &Path, real_world: bool) -> Case {
+    let json = load_json(&dir.join("case.json"));
+    let name = str_field(&json, "name").to_string();
+    let archive = match json["archive"].as_str() {
+        Some(path) => dir.join(path.trim_end_matches('/')),
+        None => dir.join("model.tar"),
+    };
+    let tolerance = &json["tolerance"]["float32"];
+    let mut case = Case {
+        name,
+        archive,
+        modules: Vec::new(),
+        rtol: tolerance["rtol"].as_f64().unwrap_or(1e-4),
+        atol: tolerance["atol"].as_f64().unwrap_or(1e-5),
+        reference_top1: json["reference_top1"].as_array().map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as usize).collect()).unwrap_or_default(),
+    };
+    if real_world {
+        let dtype = str_field(&json["output"], "dtype").to_string();
+        let vectors = json["vectors"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|v| Vector {
+                        inputs: vec![dir.join(str_field(v, "file"))],
+                        expected: vec![Expected { file: dir.join(str_field(v, "expected")), dtype: dtype.clone() }],
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        case.modules.push(ModuleCase { module: None, vectors });
+    } else {
+        let modules = json["modules"].as_array().cloned().unwrap_or_default();
+        let several = modules.len() > 1;
+        for module in &modules {
+            let inputs = module["inputs"].as_array().map(|l| l.iter().map(|i| dir.join(str_field(i, "file"))).collect()).unwrap_or_default();
+            let expected = module["outputs"]
+                .as_array()
+                .map(|l| l.iter().map(|o| Expected { file: dir.join(str_field(o, "file")), dtype: str_field(o, "dtype").to_string() }).collect())
+                .unwrap_or_default();
+            let vectors = if module["outputs"].as_array().is_some_and(|l| !l.is_empty()) { vec![Vector { inputs, expected }] } else { Vec::new() };
+            case.modules.push(ModuleCase { module: several.then(|| str_field(module, "module").to_string()), vectors });
+        }
+    }
+    case
+}
+
+/// Compares `got` with `expected` bytes: integers exactly, floats within tolerance.
+pub fn compare(expected: &Expected, got: &[u8], rtol: f64, atol: f64) -> Result<(), String> {
+    let want = std::fs::read(&expected.file).map_err(|e| format!("{}: {e}", expected.file.display()))?;
+    if want.len() != got.len() {
+        return Err(format!("{}: {} bytes expected, got {}", expected.file.display(), want.len(), got.len()));
+    }
+    if expected.dtype != "float32" {
+        return match want.iter().zip(got).position(|(a, b)| a != b) {
+            None => Ok(()),
+            Some(at) => Err(format!("{}: byte {at} differs ({} expected, got {})", expected.file.display(), want[at], got[at])),
+        };
+    }
+    let floats = |bytes: &[u8]| bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect::<Vec<_>>();
+    let (want, got) = (floats(&want), floats(got));
+    for (index, (w, g)) in want.iter().zip(&got).enumerate() {
+        if (w - g).abs() > atol + rtol * w.abs() || g.is_nan() != w.is_nan() {
+            return Err(format!("{}: element {index} is {g}, expected {w} (rtol {rtol}, atol {atol})", expected.file.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The index of the largest element (first on ties), reading `dtype` elements.
+pub fn top1(bytes: &[u8], dtype: &str) -> usize {
+    let values: Vec<f64> = match dtype {
+        "int8" => bytes.iter().map(|&b| b as i8 as f64).collect(),
+        "uint8" => bytes.iter().map(|&b| b as f64).collect(),
+        _ => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+    };
+    values.iter().enumerate().fold(0, |best, (i, v)| if *v > values[best] { i } else { best })
+}
+
+pub enum Verdict {
+    Pass(String),
+    Fail(String),
+    Skip(String),
+}
+
+/// Prints the conformance line and returns whether it failed.
+pub fn report(case: &str, triple: &str, verdict: &Verdict) -> bool {
+    let (word, why, failed) = match verdict {
+        Verdict::Pass(why) => ("PASS", why, false),
+        Verdict::Fail(why) => ("FAIL", why, true),
+        Verdict::Skip(why) => ("SKIP", why, false),
+    };
+    let why = why.lines().next().unwrap_or_default();
+    println!("corpus: {case} [{triple}] {word} ({why})");
+    failed
+}
+
+/// A Cargo command for building example crates in a target directory of their
+/// own, so it never waits on the outer `cargo test`'s lock.
+pub fn cargo(target_dir: &str) -> Command {
+    let mut command = Command::new(env!("CARGO"));
+    command.current_dir(repo_root()).env("CARGO_TARGET_DIR", repo_root().join("target").join(target_dir));
+    command
+}
+
+/// The host's target triple, as rustc reports it.
+pub fn host_triple() -> String {
+    let output = Command::new("rustc").arg("-vV").output().expect("rustc runs");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc -vV names the host")
+}
+
+/// stderr of a failed command, without Cargo's progress lines.
+pub fn failure_text(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let interesting: Vec<&str> = stderr
+        .lines()
+        .filter(|line| {
+            let trimmed = line.trim_start();
+            !(trimmed.starts_with("Compiling") || trimmed.starts_with("Finished") || trimmed.starts_with("Running") || trimmed.starts_with("warning: build failed"))
+        })
+        .collect();
+    interesting.join("\n")
+}

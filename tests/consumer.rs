@@ -1,0 +1,17 @@
+//! Builds a consumer crate that includes the demo module in a `no_std`
+//! library under `#![deny(warnings, missing_docs)]` and runs it.
+
+mod common;
+
+#[test]
+fn demo_module_builds_no_std_warning_free_and_runs() {
+    let manifest = common::repo_root().join("tests/fixtures/typed-consumer/Cargo.toml");
+    let output = common::cargo("typed-consumer")
+        .args(["run", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "typed-consumer failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("output = [0.0, 8.0, 0.75]"), "{stdout}");
+}

@@ -1,0 +1,130 @@
+//! Builds every corpus archive into `examples/host-runner` on the host, runs it
+//! on the case's inputs and compares with the outputs TVM computed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Case, Verdict};
+
+/// Cases that must build and match on the host (issue #2).
+const MUST_PASS: &[&str] = &[
+    "mlp_f32-aot_c",
+    "cnn_f32-aot_c",
+    "kws_int8-aot_c",
+    "kws_int8-aot_c_usmp",
+    "cnn_f32-aot_c_usmp",
+    "kws_int8-aot_c_pools",
+    "cnn_f32-aot_c_pools",
+    "two_outputs_f32-aot_c",
+    "cnn_f32-aot_c-named",
+    "mobilenet_f32-aot_c",
+    "linaro-tfm-sine",
+    "etiss-kws-rv32-tvm0160",
+];
+
+/// Cases the host must refuse, with the words the refusal must contain.
+const MUST_REFUSE: &[(&str, &str)] = &[
+    ("kws_int8-aot_c-cortex_m4", "compiled for an Arm"),
+    ("riot-ml-mnist-cm7-tvm011", "compiled for an Arm"),
+    ("nitesh-llvm-aarch64-sve-conv1d", "prebuilt object is for AArch64"),
+];
+
+const TARGET_DIR: &str = "corpus-host";
+
+#[test]
+fn corpus_cases_on_the_host() {
+    let Some(root) = common::corpus_root() else { return };
+    let triple = common::host_triple();
+    let mut failed = Vec::new();
+    for case in common::cases(&root) {
+        let verdict = match host_verdict(&case) {
+            Verdict::Skip(why) if MUST_PASS.contains(&case.name.as_str()) => Verdict::Fail(format!("required on the host: {why}")),
+            verdict => verdict,
+        };
+        if common::report(&case.name, &triple, &verdict) {
+            failed.push(case.name.clone());
+        }
+    }
+    assert!(failed.is_empty(), "corpus cases failed on the host: {failed:?}");
+}
+
+fn host_verdict(case: &Case) -> Verdict {
+    let refusal = MUST_REFUSE.iter().find(|(name, _)| *name == case.name).map(|(_, words)| *words);
+    let build = common::cargo(TARGET_DIR)
+        .args(["build", "--release", "--quiet", "-p", "host-runner"])
+        .env("MLF_ARCHIVE", &case.archive)
+        .output()
+        .expect("cargo runs");
+    let stderr = common::failure_text(&build);
+    match (build.status.success(), refusal) {
+        (false, Some(words)) if stderr.contains(words) => return Verdict::Pass(format!("refused: {}", mlf_message(&stderr))),
+        (false, Some(words)) => return Verdict::Fail(format!("expected a refusal saying `{words}`, got: {}", mlf_message(&stderr))),
+        (true, Some(_)) => return Verdict::Fail("built, but the host must refuse this archive".to_string()),
+        (false, None) if stderr.contains("mlf-build:") && stderr.contains("not supported") => {
+            return Verdict::Skip(mlf_message(&stderr))
+        }
+        (false, None) => return Verdict::Fail(format!("build failed: {}", mlf_message(&stderr))),
+        (true, None) => {}
+    }
+    let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
+    let mut runs = 0;
+    for module in &case.modules {
+        if module.vectors.is_empty() {
+            // No reference data: the archive must still build and run on zeros.
+            if let Err(why) = run_runner(&binary, module.module.as_deref(), &[], &scratch(case, "zeros")) {
+                return Verdict::Fail(why);
+            }
+            runs += 1;
+        }
+        for (index, vector) in module.vectors.iter().enumerate() {
+            let out = scratch(case, &format!("{}-{index}", module.module.as_deref().unwrap_or("m")));
+            if let Err(why) = run_runner(&binary, module.module.as_deref(), &vector.inputs, &out) {
+                return Verdict::Fail(why);
+            }
+            for (output, expected) in vector.expected.iter().enumerate() {
+                let got = match std::fs::read(out.join(format!("output{output}.bin"))) {
+                    Ok(bytes) => bytes,
+                    Err(e) => return Verdict::Fail(format!("output{output}.bin: {e}")),
+                };
+                if let Err(why) = common::compare(expected, &got, case.rtol, case.atol) {
+                    return Verdict::Fail(why);
+                }
+                if let Some(&want) = case.reference_top1.get(index) {
+                    let top = common::top1(&got, &expected.dtype);
+                    if top != want {
+                        return Verdict::Fail(format!("vector {index}: top-1 class {top}, reference {want}"));
+                    }
+                }
+            }
+            runs += 1;
+        }
+    }
+    let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
+    Verdict::Pass(format!("{runs} run(s), {checked}"))
+}
+
+fn scratch(case: &Case, run: &str) -> PathBuf {
+    common::repo_root().join("target").join(TARGET_DIR).join("outputs").join(&case.name).join(run)
+}
+
+fn run_runner(binary: &Path, module: Option<&str>, inputs: &[PathBuf], out: &Path) -> Result<(), String> {
+    let mut command = std::process::Command::new(binary);
+    if let Some(module) = module {
+        command.args(["--module", module]);
+    }
+    let output = command.args(inputs).arg("--out").arg(out).output().map_err(|e| format!("{}: {e}", binary.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("host-runner failed: {}", String::from_utf8_lossy(&output.stderr).trim()))
+    }
+}
+
+/// The first line of mlf-build's message in a build's stderr.
+fn mlf_message(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|line| line.find("mlf-build:").map(|at| line[at..].to_string()))
+        .unwrap_or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string())
+}
