@@ -63,15 +63,6 @@ pub(crate) fn snake_ident(name: &str) -> String {
     snake
 }
 
-/// The field name bindgen gives a C struct member (it appends `_` to Rust keywords).
-fn bindgen_field(name: &str) -> String {
-    if KEYWORDS.contains(&name) || UNRAWABLE.contains(&name) {
-        format!("{name}_")
-    } else {
-        name.to_string()
-    }
-}
-
 /// Distinct snake identifiers for a list of names (a clash gets the index appended).
 fn unique_idents<'n>(names: impl Iterator<Item = &'n str>) -> Vec<String> {
     let mut seen = Vec::<String>::new();
@@ -488,28 +479,21 @@ pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error>
         self.line(format!(
             "fn invoke(inputs: [*mut core::ffi::c_void; {n_in}], outputs: [*mut core::ffi::c_void; {n_out}]) -> Result<(), Error> {{"
         ));
-        let in_fields: Vec<String> =
-            m.inputs.iter().enumerate().map(|(i, t)| format!("{}: inputs[{i}]", bindgen_field(&t.name))).collect();
-        let out_fields: Vec<String> =
-            m.outputs.iter().enumerate().map(|(i, t)| format!("{}: outputs[{i}]", bindgen_field(&t.name))).collect();
-        self.line(format!("    let mut c_inputs = ffi::tvmgen_{name}_inputs {{ {} }};", in_fields.join(", ")));
-        self.line(format!("    let mut c_outputs = ffi::tvmgen_{name}_outputs {{ {} }};", out_fields.join(", ")));
-        let mut args = vec!["&mut c_inputs".to_string(), "&mut c_outputs".to_string()];
-        if !m.pools.is_empty() {
-            let fields: Vec<String> = m
-                .pools
-                .iter()
-                .map(|pool| {
-                    let pointer = match pool.constant_data {
-                        // The generated code only reads constant pools; its C signature is not const.
-                        Some(_) => format!("{}.0.as_ptr() as *mut core::ffi::c_void", pool_static(pool)),
-                        None => format!("{}.0.get().cast::<core::ffi::c_void>()", pool_static(pool)),
-                    };
-                    format!("{}: {pointer}", bindgen_field(&pool.name))
-                })
-                .collect();
-            self.line(format!("    let mut c_pools = ffi::tvmgen_{name}_workspace_pools {{ {} }};", fields.join(", ")));
-            args.push("&mut c_pools".to_string());
+        let pools: Vec<String> = m
+            .pools
+            .iter()
+            .map(|pool| match pool.constant_data {
+                // The generated code only reads constant pools; its C signature is not const.
+                Some(_) => format!("{}.0.as_ptr() as *mut core::ffi::c_void", pool_static(pool)),
+                None => format!("{}.0.get().cast::<core::ffi::c_void>()", pool_static(pool)),
+            })
+            .collect();
+        let mut args = vec!["inputs.as_ptr()".to_string(), "outputs.as_ptr()".to_string()];
+        if pools.is_empty() {
+            args.push("core::ptr::null()".to_string());
+        } else {
+            self.line(format!("    let pools = [{}];", pools.join(", ")));
+            args.push("pools.as_ptr()".to_string());
         }
         if m.arena_bytes > 0 {
             args.push("ARENA.0.get().cast::<u8>()".to_string());

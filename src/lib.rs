@@ -140,12 +140,13 @@ impl Builder {
 
         let config = CompileConfig { base: &base, show_warnings, target: &target };
         let support = support_library(&out_dir, &config)?;
-        let model = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings)?;
+        let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
             env!("CARGO_PKG_VERSION").as_bytes(),
             config.fingerprint().as_bytes(),
+            &generated_c,
         ]);
         let stamp = cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
@@ -235,8 +236,17 @@ fn support_library(out_dir: &Path, config: &CompileConfig<'_>) -> Result<Library
     Ok(library)
 }
 
-/// The archive's code, its runtime sources and the generated glue, as one library.
-fn model_library(plan: &Plan, stem: &str, tree_dir: &Path, gen_dir: &Path, work: &Path, show_warnings: bool) -> Result<Library> {
+/// The archive's code, its runtime sources and the generated glue, as one
+/// library, and the text of everything generated (part of the cache key).
+fn model_library(
+    plan: &Plan,
+    stem: &str,
+    tree_dir: &Path,
+    gen_dir: &Path,
+    work: &Path,
+    show_warnings: bool,
+) -> Result<(Library, Vec<u8>)> {
+    let mut generated = Vec::new();
     let support = Path::new(SUPPORT_DIR);
     let mut c_sources = Vec::new();
     let mut cxx_sources = Vec::new();
@@ -251,6 +261,7 @@ fn model_library(plan: &Plan, stem: &str, tree_dir: &Path, gen_dir: &Path, work:
         let glue = glue::generate(module);
         write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
         write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
+        generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
         c_sources.push(gen_dir.join(&glue.source_name));
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
@@ -267,8 +278,9 @@ fn model_library(plan: &Plan, stem: &str, tree_dir: &Path, gen_dir: &Path, work:
         None => DEFAULT_CRT_CONFIG.as_bytes().to_vec(),
     };
     write_if_changed(&gen_dir.join("crt_config.h"), &crt_config)?;
+    generated.extend(&crt_config);
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
-    Ok(Library {
+    let library = Library {
         name: format!("mlf_{stem}"),
         c_sources,
         cxx_sources,
@@ -282,7 +294,8 @@ fn model_library(plan: &Plan, stem: &str, tree_dir: &Path, gen_dir: &Path, work:
         defines: vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))],
         out_dir: work.join("lib"),
         show_warnings,
-    })
+    };
+    Ok((library, generated))
 }
 
 /// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.
