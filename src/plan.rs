@@ -25,7 +25,7 @@ pub(crate) struct Plan {
 pub(crate) struct ModulePlan {
     /// Module name as TVM wrote it (`default`, `vision`).
     pub name: String,
-    pub interface: InterfaceHeader,
+    pub entry: Entry,
     pub codegen: Codegen,
     pub needs: CodeNeeds,
     pub inputs: Vec<Tensor>,
@@ -38,6 +38,13 @@ pub(crate) struct ModulePlan {
     pub arena_bytes: u64,
     /// Target strings from the metadata, for documentation.
     pub targets: Vec<String>,
+}
+
+/// How the generated code is called, decided from the files (not the version).
+#[derive(Debug, Clone)]
+pub(crate) enum Entry {
+    /// `tvmgen_<m>_run(struct inputs*, struct outputs*[, struct workspace_pools*][, struct devices*])`.
+    CInterface(InterfaceHeader),
 }
 
 /// Sizes the metadata reports, kept for the generated constants.
@@ -100,16 +107,21 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<Mo
             .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
     }
     let header_path = InterfaceHeader::path_for(&name);
-    let Some(header_text) = tree.get(&header_path) else {
-        return Err(unsupported_kind(meta, &header_path));
-    };
+    match tree.get(&header_path) {
+        Some(header_text) => plan_c_interface(tree, meta, codegen, &header_path, header_text),
+        None => Err(unsupported_kind(meta, &header_path)),
+    }
+}
+
+fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
+    let name = meta.name.clone();
     let interface = InterfaceHeader::parse(&name, &header_path, &String::from_utf8_lossy(header_text))?;
     if interface.maps_inputs {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!("module `{name}` was built with tir.usmp.use_workspace_io: inputs live inside the workspace pool"),
         )
-        .in_file(header_path)
+        .in_file(header_path.to_string())
         .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
     }
     let needs = inspect::code_needs(tree, &codegen);
@@ -146,7 +158,7 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<Mo
     let arena_bytes = if needs.workspace_allocator { round_up(memory.workspace_bytes, alignment) + alignment } else { 0 };
     Ok(ModulePlan {
         name,
-        interface,
+        entry: Entry::CInterface(interface),
         codegen,
         needs,
         inputs,
