@@ -26,6 +26,8 @@ pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
         .layout_tests(true)
         .generate_comments(false)
         .merge_extern_blocks(true)
+        // `#define` status codes compare with the C functions' `int32_t` results.
+        .default_macro_constant_type(bindgen::MacroTypeVariation::Signed)
         .formatter(bindgen::Formatter::None);
     for pattern in &spec.allow {
         builder = builder.allowlist_function(pattern).allowlist_type(pattern).allowlist_var(pattern);
@@ -52,7 +54,13 @@ fn generate_catching_panics(
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     // The builder is consumed and never observed after a panic.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || builder.generate()));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let builder = match clang_resource_include() {
+            Some(dir) => builder.clang_arg("-isystem").clang_arg(dir.display().to_string()),
+            None => builder,
+        };
+        builder.generate()
+    }));
     std::panic::set_hook(previous_hook);
     result.map_err(|panic| {
         panic
@@ -61,6 +69,21 @@ fn generate_catching_panics(
             .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "bindgen panicked".to_string())
     })
+}
+
+/// clang's own `stddef.h`/`stdint.h`. Debian's libclang looks for them beside
+/// the library, not where `libclang-common-*-dev` puts them; host builds
+/// never notice (the host's gcc headers serve), cross builds do.
+fn clang_resource_include() -> Option<PathBuf> {
+    let version = bindgen::clang_version();
+    let (major, _) = version.parsed?;
+    let patterns = [format!("/usr/lib/llvm-{major}/lib/clang/*/include"), format!("/usr/lib/clang/{major}*/include")];
+    patterns
+        .iter()
+        .filter_map(|pattern| glob::glob(pattern).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok())
+        .find(|dir| dir.join("stddef.h").is_file())
 }
 
 fn libclang_error(header: &str, message: &str) -> Error {

@@ -59,6 +59,7 @@ pub struct Builder {
     show_warnings: Option<bool>,
     cc: Option<cc::Build>,
     target: Option<String>,
+    cpu: Option<String>,
     limits: Limits,
 }
 
@@ -82,7 +83,7 @@ impl Builder {
     /// A builder for the archive at `path`: a `.tar` or an extracted directory,
     /// relative to the package root (the build script's working directory).
     pub fn new(path: impl AsRef<Path>) -> Builder {
-        Builder { archive: path.as_ref().to_path_buf(), show_warnings: None, cc: None, target: None, limits: Limits::default() }
+        Builder { archive: path.as_ref().to_path_buf(), show_warnings: None, cc: None, target: None, cpu: None, limits: Limits::default() }
     }
 
     /// Shows the C compiler's warnings on generated code (default: silenced;
@@ -105,6 +106,13 @@ impl Builder {
         self
     }
 
+    /// The Arm core to compile for (`-mcpu`), e.g. `cortex-m7`; default: the
+    /// triple's usual core (`cortex-m0plus`, `cortex-m3`, `cortex-m4`, `cortex-m33`).
+    pub fn cpu(mut self, cpu: impl Into<String>) -> Builder {
+        self.cpu = Some(cpu.into());
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/`; an unchanged archive is not
@@ -117,9 +125,10 @@ impl Builder {
     fn build_inner(self) -> Result<Output> {
         println!("cargo:rerun-if-changed={}", self.archive.display());
         let out_dir = env::out_dir()?;
-        let target = Target::from_env(self.target.as_deref())?;
+        let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
-        let base = self.cc.clone().unwrap_or_default();
+        let toolchain = target::toolchain(&self.cc.clone().unwrap_or_default(), &target)?;
+        let base = &toolchain.build;
 
         let tree = Tree::load(&self.archive, self.limits)?;
         let metadata_bytes = tree.get("metadata.json").ok_or_else(|| {
@@ -138,7 +147,7 @@ impl Builder {
         let gen_dir = work.join("gen");
         tree.write_to(&tree_dir)?;
 
-        let config = CompileConfig { base: &base, show_warnings, target: &target };
+        let config = CompileConfig { base, show_warnings, target: &target };
         let support = support_library(&out_dir, &config)?;
         let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings)?;
 
@@ -153,9 +162,9 @@ impl Builder {
         let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
         if !cached {
             stamp.invalidate()?;
-            model.compile(&base)?;
+            model.compile(base)?;
             for module in &plan.modules {
-                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &target);
+                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &toolchain.clang_args);
                 let text = bindings::generate(&spec)?;
                 write_if_changed(&bindings_file(module), text.as_bytes())?;
             }
@@ -163,6 +172,7 @@ impl Builder {
         }
         model.link();
         support.link();
+        toolchain.link();
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex();
@@ -316,14 +326,14 @@ const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's de
 #endif
 ";
 
-fn bindings_spec(module: &ModulePlan, plan: &Plan, tree_dir: &Path, gen_dir: &Path, _target: &Target) -> bindings::BindingsSpec {
+fn bindings_spec(module: &ModulePlan, plan: &Plan, tree_dir: &Path, gen_dir: &Path, clang_args: &[String]) -> bindings::BindingsSpec {
     let support = Path::new(SUPPORT_DIR);
     let m = &module.name;
     let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
     bindings::BindingsSpec {
         header: gen_dir.join(glue::generate(module).header_name),
         include_dirs: vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")],
-        clang_args: Vec::new(),
+        clang_args: clang_args.to_vec(),
         allow: vec![
             format!("tvmgen_{m}_.*"),
             format!("TVMGEN_{}_.*", m.to_uppercase()),

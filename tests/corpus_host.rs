@@ -82,20 +82,11 @@ fn host_verdict(case: &Case) -> Verdict {
             if let Err(why) = run_runner(&binary, module.module.as_deref(), &vector.inputs, &out) {
                 return Verdict::Fail(why);
             }
-            for (output, expected) in vector.expected.iter().enumerate() {
-                let got = match std::fs::read(out.join(format!("output{output}.bin"))) {
-                    Ok(bytes) => bytes,
-                    Err(e) => return Verdict::Fail(format!("output{output}.bin: {e}")),
-                };
-                if let Err(why) = common::compare(expected, &got, case.rtol, case.atol) {
-                    return Verdict::Fail(why);
-                }
-                if let Some(&want) = case.reference_top1.get(index) {
-                    let top = common::top1(&got, &expected.dtype);
-                    if top != want {
-                        return Verdict::Fail(format!("vector {index}: top-1 class {top}, reference {want}"));
-                    }
-                }
+            let outputs: Result<Vec<Vec<u8>>, String> = (0..vector.expected.len())
+                .map(|i| std::fs::read(out.join(format!("output{i}.bin"))).map_err(|e| format!("output{i}.bin: {e}")))
+                .collect();
+            if let Err(why) = outputs.and_then(|outputs| common::check_vector(case, index, vector, &outputs)) {
+                return Verdict::Fail(why);
             }
             runs += 1;
         }

@@ -10,16 +10,16 @@
 extern "C" {
 #endif
 
-/** How a guarded call ended. */
-typedef enum {
-  MLF_STATUS_OK = 0,
-  /** The model returned a non-zero code (stored in *code). */
-  MLF_STATUS_MODEL_ERROR = 1,
-  /** TVMPlatformAbort was called (its tvm_crt_error_t stored in *code). */
-  MLF_STATUS_ABORTED = 2,
-  /** Another guarded call is running: the workspace is shared and static. */
-  MLF_STATUS_BUSY = 3,
-} mlf_status_t;
+/** How a guarded call ended. A fixed-width integer, not an enum: enum sizes
+ * differ between Arm EABI variants, and Rust must agree with every one. */
+typedef int32_t mlf_status_t;
+#define MLF_STATUS_OK 0
+/** The model returned a non-zero code (stored in *code). */
+#define MLF_STATUS_MODEL_ERROR 1
+/** TVMPlatformAbort was called (its tvm_crt_error_t stored in *code). */
+#define MLF_STATUS_ABORTED 2
+/** Another guarded call is running: the workspace is shared and static. */
+#define MLF_STATUS_BUSY 3
 
 typedef int32_t (*mlf_entry_t)(void* context);
 typedef void (*mlf_log_hook_t)(const char* message, size_t length);

@@ -1,7 +1,6 @@
 /* The abort guard: TVMPlatformAbort unwinds to the guarded call instead of
  * ending the program, so the application sees an error code. */
 #include <setjmp.h>
-#include <stdlib.h>
 
 #include <tvm/runtime/crt/error_codes.h>
 #include <tvm/runtime/crt/platform.h>
@@ -46,6 +45,7 @@ mlf_status_t mlf_support_call(mlf_entry_t entry, void* context, uint8_t* arena, 
 void TVMPlatformAbort(tvm_crt_error_t error) {
   abort_code = (int32_t)error;
   if (abort_target != NULL) longjmp(*abort_target, 1);
-  /* Outside a guarded call there is nothing to return to. */
-  abort();
+  /* Outside a guarded call there is nothing to return to; trapping needs no C
+   * library (abort() drags in newlib's signal stubs on bare metal). */
+  __builtin_trap();
 }

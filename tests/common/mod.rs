@@ -144,6 +144,24 @@ pub fn compare(expected: &Expected, got: &[u8], rtol: f64, atol: f64) -> Result<
     Ok(())
 }
 
+/// Checks one run's outputs against the vector's expected files and, for
+/// real-world cases, the reference top-1 class.
+pub fn check_vector(case: &Case, index: usize, vector: &Vector, outputs: &[Vec<u8>]) -> Result<(), String> {
+    if outputs.len() != vector.expected.len() {
+        return Err(format!("vector {index}: {} outputs, expected {}", outputs.len(), vector.expected.len()));
+    }
+    for (expected, got) in vector.expected.iter().zip(outputs) {
+        compare(expected, got, case.rtol, case.atol)?;
+        if let Some(&want) = case.reference_top1.get(index) {
+            let top = top1(got, &expected.dtype);
+            if top != want {
+                return Err(format!("vector {index}: top-1 class {top}, reference {want}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The index of the largest element (first on ties), reading `dtype` elements.
 pub fn top1(bytes: &[u8], dtype: &str) -> usize {
     let values: Vec<f64> = match dtype {

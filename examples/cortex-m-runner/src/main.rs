@@ -1,0 +1,92 @@
+//! Cortex-M firmware that runs one model of a Model Library Format archive on
+//! embedded inputs and prints each output as `output<i>: <hex bytes>` through
+//! semihosting; exits 0 on success, 1 on any error (QEMU passes it on).
+#![no_std]
+#![no_main]
+
+use core::fmt::Write;
+
+use cortex_m_rt::entry;
+use cortex_m_semihosting::{debug, hio};
+use panic_semihosting as _;
+
+/// Bytes aligned for any tensor element type.
+#[repr(C, align(16))]
+struct Aligned<const N: usize>([u8; N]);
+
+include!(concat!(env!("OUT_DIR"), "/firmware.rs"));
+
+const fn max_bytes(tensors: &[model::TensorInfo]) -> usize {
+    let mut max = 0;
+    let mut i = 0;
+    while i < tensors.len() {
+        if tensors[i].bytes > max {
+            max = tensors[i].bytes;
+        }
+        i += 1;
+    }
+    max
+}
+
+/// Zeros for every input when no input files were embedded.
+static ZEROS: Aligned<{ max_bytes(&model::INPUTS) }> = Aligned([0; max_bytes(&model::INPUTS)]);
+
+/// Every output at an offset aligned to 16 bytes.
+const OUTPUT_AREA_BYTES: usize = model::OUTPUT_BYTES + 16 * model::OUTPUTS.len();
+
+#[entry]
+fn main() -> ! {
+    let status = match hio::hstdout() {
+        Ok(mut stdout) => match run(&mut stdout) {
+            Ok(()) => debug::EXIT_SUCCESS,
+            Err(error) => {
+                let _ = writeln!(stdout, "error: {error}");
+                debug::EXIT_FAILURE
+            }
+        },
+        Err(()) => debug::EXIT_FAILURE,
+    };
+    debug::exit(status);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+fn run(out: &mut hio::HostStream) -> Result<(), model::Error> {
+    let _ = writeln!(out, "model `{}` from {}", model::MODULE_NAME, ARCHIVE);
+    let mut inputs: [&[u8]; model::INPUTS.len()] = [&[]; model::INPUTS.len()];
+    for (index, input) in inputs.iter_mut().enumerate() {
+        *input = match INPUT_FILES.get(index) {
+            Some(bytes) => bytes,
+            None => &ZEROS.0[..model::INPUTS[index].bytes],
+        };
+    }
+    let mut area = Aligned([0u8; OUTPUT_AREA_BYTES]);
+    let mut outputs: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+    let mut rest: &mut [u8] = &mut area.0;
+    for (output, info) in outputs.iter_mut().zip(model::OUTPUTS.iter()) {
+        let (buffer, tail) = rest.split_at_mut(info.bytes.next_multiple_of(16));
+        *output = &mut buffer[..info.bytes];
+        rest = tail;
+    }
+    model::run_raw(&inputs, &mut outputs)?;
+    for (index, output) in outputs.iter().enumerate() {
+        let _ = write!(out, "output{index}: ");
+        write_hex(out, output);
+        let _ = writeln!(out);
+    }
+    Ok(())
+}
+
+/// Hex in chunks: one semihosting call per 64 bytes rather than per byte.
+fn write_hex(out: &mut hio::HostStream, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut line = [0u8; 128];
+    for chunk in bytes.chunks(64) {
+        for (pair, byte) in line.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0xf)];
+        }
+        let _ = out.write_all(&line[..chunk.len() * 2]);
+    }
+}
