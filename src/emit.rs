@@ -129,12 +129,9 @@ impl Emitter<'_, '_> {
 
     fn constants(&mut self) {
         let m = self.module;
-        let input_bytes: u64 = m.inputs.iter().map(|t| t.size_bytes).sum();
-        let output_bytes: u64 = m.outputs.iter().map(|t| t.size_bytes).sum();
-        let pool_bytes: u64 = m.pools.iter().filter(|p| p.constant_data.is_none()).map(|p| p.size_bytes).sum();
-        let constant_pool_bytes: u64 = m.pools.iter().filter_map(|p| p.constant_data.as_ref()).map(|d| d.len() as u64).sum();
-        let workspace_in_code = !m.needs.workspace_allocator && m.pools.is_empty();
-        let workspace_in_code_bytes = if workspace_in_code { m.memory.workspace_bytes } else { 0 };
+        let needs = m.memory_needs();
+        let (input_bytes, output_bytes, pool_bytes) = (needs.inputs, needs.outputs, needs.pools);
+        let (constant_pool_bytes, workspace_in_code_bytes) = (needs.constant_pools, needs.code_workspace);
         let targets: Vec<String> = m.targets.iter().map(|t| format!("{t:?}")).collect();
         let consts = [
             ("/// Module name in the archive (`tvmgen_<name>_run`).".to_string(), format!("pub const MODULE_NAME: &str = {:?};", m.name)),

@@ -41,6 +41,7 @@ use std::sync::OnceLock;
 
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
+pub use plan::MemoryNeeds;
 
 use archive::{write_if_changed, Limits, Tree};
 use compile::Library;
@@ -77,6 +78,9 @@ pub struct GeneratedModule {
     pub name: String,
     /// The file to `include!`: `$OUT_DIR/mlf/<name>.rs`.
     pub rust_file: PathBuf,
+    /// What the module needs in bytes, as its generated constants state it:
+    /// for linker scripts or RAM budgets checked in `build.rs`.
+    pub memory: MemoryNeeds,
 }
 
 impl Builder {
@@ -183,7 +187,7 @@ impl Builder {
             let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
             let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
             write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
-            modules.push(GeneratedModule { name: module.name.clone(), rust_file });
+            modules.push(GeneratedModule { name: module.name.clone(), rust_file, memory: module.memory_needs() });
         }
         Ok(Output { modules })
     }

@@ -47,6 +47,57 @@ pub(crate) enum Entry {
     CInterface(InterfaceHeader),
 }
 
+/// What one module needs, in bytes: the numbers behind its generated constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MemoryNeeds {
+    /// Constant (weight) bytes in the generated code: `constants_size_bytes` in metadata.json.
+    pub constants: u64,
+    /// Constant pools the application places in read-only memory (interface header).
+    pub constant_pools: u64,
+    /// Workspace the metadata reports: `workspace_size_bytes`.
+    pub workspace: u64,
+    /// Workspace the generated code reserves itself (USMP's static array).
+    pub code_workspace: u64,
+    /// The static arena mlf-build reserves for `TVMBackendAllocWorkspace`.
+    pub arena: u64,
+    /// Workspace pools mlf-build reserves.
+    pub pools: u64,
+    /// All input buffers together.
+    pub inputs: u64,
+    /// All output buffers together.
+    pub outputs: u64,
+}
+
+impl MemoryNeeds {
+    /// Static RAM a run uses besides the caller's buffers.
+    pub fn static_ram(&self) -> u64 {
+        self.code_workspace + self.arena + self.pools
+    }
+
+    /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
+    pub fn ram(&self) -> u64 {
+        self.static_ram() + self.inputs + self.outputs
+    }
+}
+
+impl ModulePlan {
+    pub fn memory_needs(&self) -> MemoryNeeds {
+        // USMP without application pools puts the workspace in a static array of the generated code.
+        let workspace_in_code = !self.needs.workspace_allocator && self.pools.is_empty();
+        MemoryNeeds {
+            constants: self.memory.constants_bytes,
+            constant_pools: self.pools.iter().filter_map(|p| p.constant_data.as_ref()).map(|d| d.len() as u64).sum(),
+            workspace: self.memory.workspace_bytes,
+            code_workspace: if workspace_in_code { self.memory.workspace_bytes } else { 0 },
+            arena: self.arena_bytes,
+            pools: self.pools.iter().filter(|p| p.constant_data.is_none()).map(|p| p.size_bytes).sum(),
+            inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
+            outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
+        }
+    }
+}
+
 /// Sizes the metadata reports, kept for the generated constants.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MemoryMap {

@@ -24,12 +24,24 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `f` with the variables Cargo gives a build script, OUT_DIR = `out_dir`.
 fn in_build_script<T>(out_dir: &Path, f: impl FnOnce() -> T) -> T {
+    in_build_script_for(out_dir, &common::host_triple(), &[], f)
+}
+
+/// Like [`in_build_script`] for `target`, with `extra` variables set only during `f`.
+fn in_build_script_for<T>(out_dir: &Path, target: &str, extra: &[(&str, &str)], f: impl FnOnce() -> T) -> T {
     let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let host = common::host_triple();
-    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
+    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", target), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
         std::env::set_var(key, value);
     }
-    f()
+    for (key, value) in extra {
+        std::env::set_var(key, value);
+    }
+    let result = f();
+    for (key, _) in extra {
+        std::env::remove_var(key);
+    }
+    result
 }
 
 fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
@@ -106,4 +118,45 @@ fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
     assert_eq!(error.kind(), ErrorKind::UnsupportedVersion);
     let text = error.to_string();
     assert!(text.contains("99") && text.contains("metadata.json"), "{text}");
+}
+
+#[test]
+fn a_missing_cross_compiler_names_the_target_and_the_package() {
+    let out = scratch("no-cross-cc");
+    let extra = [("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")];
+    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Toolchain);
+    let text = error.to_string();
+    assert!(text.contains("thumbv7em-none-eabihf") && text.contains("no-such-arm-gcc") && text.contains("gcc-arm-none-eabi"), "{text}");
+}
+
+#[test]
+fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
+    let out = scratch("float-abi");
+    let extra = [("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")];
+    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert!(error.to_string().contains("-mfloat-abi=softfp"), "{error}");
+}
+
+#[test]
+fn a_missing_rust_target_says_how_to_install_it() {
+    let out = scratch("no-rust-target");
+    // A triple .ci/run never installs.
+    let triple = "thumbv8m.main-none-eabihf";
+    let error = in_build_script_for(&out, triple, &[], || Builder::new(demo_archive()).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Toolchain);
+    assert!(error.to_string().contains(&format!("rustup target add {triple}")), "{error}");
+}
+
+#[test]
+fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
+    let out = scratch("cross-m4");
+    let output = in_build_script_for(&out, "thumbv7em-none-eabihf", &[], || Builder::new(demo_archive()).build()).unwrap();
+    let needs = output.modules[0].memory;
+    assert_eq!((needs.inputs, needs.outputs, needs.code_workspace), (16, 12, 12));
+    let library = out.join("mlf/build/demo_model/lib/libmlf_demo_model.a");
+    let bytes = std::fs::read(&library).unwrap();
+    // An ar archive of 32-bit Arm ELF objects: e_machine 40 follows each member's ELF header.
+    assert!(bytes.windows(20).any(|w| w.starts_with(b"\x7fELF\x01") && w[18] == 40), "no Arm object in {}", library.display());
 }

@@ -83,6 +83,18 @@ fn main() {
     )
     .unwrap();
     write_if_changed(&out_dir.join("firmware.rs"), &firmware);
+    // For examples/footprint: what the model needs, next to what the firmware takes.
+    let needs = &module.memory;
+    let report = format!(
+        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\n",
+        module.name,
+        needs.constants,
+        needs.constant_pools,
+        needs.code_workspace + needs.arena,
+        needs.pools,
+        needs.inputs + needs.outputs
+    );
+    write_if_changed(&out_dir.join("model-needs.txt"), &report);
     write_if_changed(&out_dir.join("memory.x"), MEMORY_X);
     println!("cargo:rustc-link-search={}", out_dir.display());
 }

@@ -61,7 +61,8 @@ fn run(out: &mut hio::HostStream) -> Result<(), model::Error> {
             None => &ZEROS.0[..model::INPUTS[index].bytes],
         };
     }
-    let mut area = Aligned([0u8; OUTPUT_AREA_BYTES]);
+    // Static, as firmware keeps its buffers, so the output bytes count in .bss.
+    let area = cortex_m::singleton!(: Aligned<OUTPUT_AREA_BYTES> = Aligned([0; OUTPUT_AREA_BYTES])).unwrap_or_else(|| unreachable!());
     let mut outputs: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     let mut rest: &mut [u8] = &mut area.0;
     for (output, info) in outputs.iter_mut().zip(model::OUTPUTS.iter()) {

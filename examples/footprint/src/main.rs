@@ -1,0 +1,149 @@
+//! Builds `examples/cortex-m-runner` from an archive and prints the
+//! firmware's flash and RAM next to what the model itself needs by its
+//! metadata, and the difference: what mlf-build's runtime and the runner add.
+//!
+//! `cargo run --release -p footprint -- [--target TRIPLE] [--module NAME] [ARCHIVE]`
+//! (default: the demo archive on thumbv7em-none-eabihf).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+struct Args {
+    target: String,
+    module: Option<String>,
+    archive: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { target: "thumbv7em-none-eabihf".to_string(), module: None, archive: None };
+    let mut iter = std::env::args().skip(1);
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--target" => args.target = iter.next().ok_or("--target needs a triple")?,
+            "--module" => args.module = Some(iter.next().ok_or("--module needs a name")?),
+            "-h" | "--help" => return Err("usage: footprint [--target TRIPLE] [--module NAME] [ARCHIVE]".to_string()),
+            path => args.archive = Some(std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?),
+        }
+    }
+    Ok(args)
+}
+
+/// What the firmware build produced: the ELF and the runner's build-script output directory.
+struct Firmware {
+    elf: PathBuf,
+    out_dir: PathBuf,
+}
+
+fn build_firmware(args: &Args) -> Result<Firmware, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "cortex-m-runner", "--message-format=json-render-diagnostics", "--target"])
+        .arg(&args.target)
+        .env("CARGO_TARGET_DIR", root.join("target/footprint"))
+        .env("MLF_INPUTS", "")
+        .env("MLF_MODULE", args.module.as_deref().unwrap_or_default())
+        .env("MLF_ARCHIVE", args.archive.as_deref().map(Path::as_os_str).unwrap_or_default());
+    let output = command.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("cargo: {e}"))?;
+    if !output.status.success() {
+        return Err("building cortex-m-runner failed (see above)".to_string());
+    }
+    let (mut elf, mut out_dir) = (None, None);
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let is_runner = message["package_id"].as_str().is_some_and(|id| id.contains("cortex-m-runner"));
+        match message["reason"].as_str() {
+            Some("compiler-artifact") if is_runner => elf = message["executable"].as_str().map(PathBuf::from).or(elf),
+            Some("build-script-executed") if is_runner => out_dir = message["out_dir"].as_str().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    Ok(Firmware { elf: elf.ok_or("cargo named no firmware executable")?, out_dir: out_dir.ok_or("cargo named no build-script output")? })
+}
+
+fn tool(name: &str, args: &[&Path]) -> Result<String, String> {
+    let output = Command::new(name).args(args).output().map_err(|e| format!("{name}: {e} (install gcc-arm-none-eabi)"))?;
+    if !output.status.success() {
+        return Err(format!("{name} failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Section sizes from `size -A`.
+fn sections(elf: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let text = tool("arm-none-eabi-size", &[Path::new("-A"), elf])?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let name = fields.next()?.to_string();
+            let size = fields.next()?.parse().ok()?;
+            name.starts_with('.').then_some((name, size))
+        })
+        .collect())
+}
+
+/// Sizes of the code symbols whose names `select` picks, from `nm -S`.
+fn code_bytes(elf: &Path, select: impl Fn(&str) -> bool) -> Result<u64, String> {
+    let text = tool("arm-none-eabi-nm", &[Path::new("-S"), Path::new("--defined-only"), elf])?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [_, size, kind, name] = fields[..] else { return None };
+            (matches!(kind, "T" | "t") && select(name)).then(|| u64::from_str_radix(size, 16).ok()).flatten()
+        })
+        .sum())
+}
+
+fn main() -> ExitCode {
+    match footprint() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("footprint: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn footprint() -> Result<(), String> {
+    let args = parse_args()?;
+    let firmware = build_firmware(&args)?;
+    let needs_text = std::fs::read_to_string(firmware.out_dir.join("model-needs.txt")).map_err(|e| format!("model-needs.txt: {e}"))?;
+    let needs: BTreeMap<&str, &str> = needs_text.lines().filter_map(|line| line.split_once(' ')).collect();
+    let need = |key: &str| needs.get(key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let module = needs.get("module").copied().unwrap_or("default");
+
+    let sections = sections(&firmware.elf)?;
+    let section = |name: &str| sections.get(name).copied().unwrap_or(0);
+    // .data occupies flash (its initial image) and RAM.
+    let flash = section(".vector_table") + section(".text") + section(".rodata") + section(".data");
+    let ram = section(".data") + section(".bss") + section(".uninit");
+
+    let prefix = format!("tvmgen_{module}_");
+    let model_code = code_bytes(&firmware.elf, |name| name.starts_with(&prefix))?;
+    let support_code = code_bytes(&firmware.elf, |name| name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp"))?;
+    let model_flash = model_code + need("constants") + need("constant_pools");
+    let model_ram = need("workspace") + need("io") + need("pools");
+
+    let archive = args.archive.as_deref().map_or_else(|| "the demo archive".to_string(), |p| p.display().to_string());
+    println!("footprint of {archive}, module `{module}`, in cortex-m-runner for {}", args.target);
+    println!("{:<6} {:>10} {:>12} {:>11}", "", "firmware", "model needs", "difference");
+    println!("{:<6} {flash:>10} {model_flash:>12} {:>11}", "flash", flash as i64 - model_flash as i64);
+    println!("{:<6} {ram:>10} {model_ram:>12} {:>11}", "RAM", ram as i64 - model_ram as i64);
+    println!(
+        "model needs: flash = code {model_code} (tvmgen_{module}_* functions) + constants {} + constant pools {}; \
+         RAM = workspace {} + inputs/outputs {} + pools {}",
+        need("constants"),
+        need("constant_pools"),
+        need("workspace"),
+        need("io"),
+        need("pools")
+    );
+    println!("firmware: flash = vector table + .text + .rodata + .data image; RAM = .data + .bss (no heap; stack not counted; the runner keeps its inputs in flash)");
+    println!("difference: startup, semihosting output and formatting of the runner, and mlf-build's C support ({support_code} bytes of code)");
+    Ok(())
+}
