@@ -28,7 +28,7 @@ pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
         .merge_extern_blocks(true)
         // `#define` status codes compare with the C functions' `int32_t` results.
         .default_macro_constant_type(bindgen::MacroTypeVariation::Signed)
-        .formatter(bindgen::Formatter::None);
+        .formatter(bindgen::Formatter::Prettyplease);
     for pattern in &spec.allow {
         builder = builder.allowlist_function(pattern).allowlist_type(pattern).allowlist_var(pattern);
     }
