@@ -15,3 +15,25 @@ fn demo_module_builds_no_std_warning_free_and_runs() {
     assert!(output.status.success(), "typed-consumer failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("output = [0.0, 8.0, 0.75]"), "{stdout}");
 }
+
+#[test]
+fn a_second_build_reruns_no_build_script() {
+    let manifest = common::repo_root().join("tests/fixtures/typed-consumer/Cargo.toml");
+    let build = || {
+        let output = common::cargo("typed-consumer-noop")
+            .args(["build", "--release", "-v", "--manifest-path"])
+            .arg(&manifest)
+            .output()
+            .expect("cargo runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    // A fresh build.rs makes the first build run the build script even in a warm target directory.
+    let build_rs = common::repo_root().join("tests/fixtures/typed-consumer/build.rs");
+    std::fs::File::options().write(true).open(&build_rs).and_then(|f| f.set_modified(std::time::SystemTime::now())).expect("touch build.rs");
+    let first = build();
+    assert!(first.contains("build-script-build"), "the first build runs the build script:\n{first}");
+    let second = build();
+    let reruns: Vec<&str> = second.lines().filter(|line| line.contains("Running") && line.contains("build-script")).collect();
+    assert!(reruns.is_empty(), "a no-op build reran build scripts: {reruns:?}");
+}
