@@ -376,3 +376,179 @@ fn is_c_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::graph;
+
+    const GRAPH: &str = "executor-config/graph/default.graph";
+    const PARAMS: &str = "parameters/default.params";
+
+    /// `y = b(reshape(a(x, p0)))`: `a` writes storage 2, the reshape is a
+    /// `__nop` in the same storage, and `b` writes storage 0, which the input had.
+    fn sample() -> Value {
+        let op = |name: &str, func: &str, inputs: Value, flatten: &str| {
+            json!({"op": "tvm_op", "name": name, "inputs": inputs,
+                   "attrs": {"func_name": func, "num_inputs": inputs.as_array().unwrap().len().to_string(), "num_outputs": "1", "flatten_data": flatten}})
+        };
+        json!({
+            "nodes": [
+                {"op": "null", "name": "x", "inputs": []},
+                {"op": "null", "name": "p0", "inputs": []},
+                op("a", "tvmgen_default_a", json!([[0, 0, 0], [1, 0, 0]]), "0"),
+                op("reshape", "__nop", json!([[2, 0, 0]]), "0"),
+                op("b", "tvmgen_default_b", json!([[3, 0, 0]]), "1"),
+            ],
+            "arg_nodes": [0, 1],
+            "heads": [[4, 0, 0]],
+            "node_row_ptr": [0, 1, 2, 3, 4, 5],
+            "attrs": {
+                "storage_id": ["list_int", [0, 1, 2, 2, 0]],
+                "shape": ["list_shape", [[2, 3], [3], [2, 3], [6], [2, 3]]],
+                "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]]
+            }
+        })
+    }
+
+    fn p0() -> Param {
+        Param { name: "p0".to_string(), dtype: DType::parse("float32").unwrap(), shape: vec![3], data: vec![7; 12], device_type: 1 }
+    }
+
+    fn sid(storage_id: u32, size_bytes: u64, binding: Option<&str>) -> Storage {
+        Storage { storage_id, size_bytes, input_binding: binding.map(str::to_string) }
+    }
+
+    fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
+        let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params,
+            linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)),
+            sids,
+            metadata_inputs: Vec::new(),
+            metadata_outputs: Vec::new(),
+            alignment: 16,
+        };
+        schedule(&graph, &with)
+    }
+
+    fn places(schedule: &Schedule) -> Vec<(usize, Place)> {
+        schedule.tensors.iter().map(|t| (t.entry, t.place.clone())).collect()
+    }
+
+    #[test]
+    fn places_inputs_weights_storage_and_outputs() {
+        let sids = [sid(0, 24, Some("x")), sid(1, 999, Some("p0")), sid(2, 24, None)];
+        let (schedule, inputs, outputs) = run(&sample(), &[p0()], &sids, None).unwrap();
+        assert_eq!(inputs.iter().map(|t| (t.name.as_str(), t.size_bytes, t.shape.clone())).collect::<Vec<_>>(), [("x", 24, vec![2, 3])]);
+        assert_eq!(outputs.iter().map(|t| (t.name.as_str(), t.size_bytes)).collect::<Vec<_>>(), [("output", 24)]);
+        // Storage 0 held the input and holds the output: both use the caller's buffers, so only storage 2 is allocated.
+        assert_eq!(schedule.slots, [Slot { storage_id: 2, offset: 0, bytes: 24 }]);
+        assert_eq!(schedule.storage_bytes, 32);
+        assert_eq!(schedule.params, vec![7; 12]);
+        assert_eq!(
+            places(&schedule),
+            [(0, Place::Input(0)), (1, Place::Param(0)), (2, Place::Storage(0)), (3, Place::Storage(0)), (4, Place::Output(0))]
+        );
+        // The `__nop` is not called; `b` flattens its arguments.
+        assert_eq!(schedule.calls.iter().map(|c| (c.func_name.as_str(), c.args.clone())).collect::<Vec<_>>(), [
+            ("tvmgen_default_a", vec![0, 1, 2]),
+            ("tvmgen_default_b", vec![3, 4])
+        ]);
+        assert_eq!(schedule.tensors[3].shape, [6]);
+        assert!(schedule.copies.is_empty());
+    }
+
+    #[test]
+    fn shared_or_passthrough_outputs_are_copied() {
+        let mut value = sample();
+        value["heads"] = json!([[4, 0, 0], [4, 0, 0], [0, 0, 0]]);
+        let (schedule, _, outputs) = run(&value, &[p0()], &[], None).unwrap();
+        assert_eq!(outputs.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["output0", "output1", "output2"]);
+        // Two heads share `b`'s result, so it lives in storage 0; each head and the input are copied out.
+        assert_eq!(schedule.slots.iter().map(|s| s.storage_id).collect::<Vec<_>>(), [0, 2]);
+        let copies: Vec<(usize, Place, u64)> =
+            schedule.copies.iter().map(|c| (c.output, schedule.tensors[c.from].place.clone(), c.bytes)).collect();
+        assert_eq!(copies, [(0, Place::Storage(0), 24), (1, Place::Storage(0), 24), (2, Place::Input(0), 24)]);
+    }
+
+    #[test]
+    fn linked_weights_are_looked_up_by_storage_id() {
+        let (schedule, inputs, _) = run(&sample(), &[p0()], &[], Some(vec![1])).unwrap();
+        assert_eq!(schedule.tensors[1].place, Place::Linked(1));
+        assert_eq!((schedule.linked_params, schedule.params.len(), inputs.len()), (1, 0, 1));
+        assert_eq!(schedule.lookup_symbol.as_deref(), Some("_lookup_linked_param"));
+    }
+
+    #[test]
+    fn storage_table_must_match_the_graph() {
+        let cases: &[(&[Storage], &str)] = &[
+            (&[sid(0, 24, Some("x"))], "it lists 1 storage ids, the graph uses 3"),
+            (&[sid(0, 24, None), sid(1, 12, None), sid(2, 24, Some("x"))], "`x` has storage id 0 in the graph, 2 in the metadata"),
+            (&[sid(0, 20, Some("x")), sid(1, 12, None), sid(2, 24, None)], "input `x` is 24 bytes in the graph, 20 in the metadata"),
+            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "bound to `y`, which is not an input of the graph"),
+        ];
+        for (sids, expected) in cases {
+            let error = run(&sample(), &[p0()], sids, None).unwrap_err();
+            assert_eq!(error.file(), Some("metadata.json"));
+            assert!(error.to_string().contains(expected), "expected `{expected}` in {error}");
+        }
+    }
+
+    #[test]
+    fn weights_must_fit_their_entries() {
+        let short = Param { data: vec![0; 8], shape: vec![2], ..p0() };
+        let error = run(&sample(), &[short], &[], None).unwrap_err();
+        assert_eq!(error.file(), Some(PARAMS));
+        assert!(error.to_string().contains("weight `p0` is 8 bytes of float32, but the graph"), "{error}");
+    }
+
+    #[test]
+    fn missing_weights_show_as_unexpected_inputs() {
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params: &[],
+            linked: None,
+            sids: &[],
+            metadata_inputs: vec!["x".to_string()],
+            metadata_outputs: vec!["y".to_string()],
+            alignment: 16,
+        };
+        let error = schedule(&graph, &with).unwrap_err();
+        assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
+    }
+
+    /// The corpus's cnn graph: only the storage operators write is allocated.
+    #[test]
+    fn cnn_f32_graph_schedule() {
+        let archive = "tvm-0.18/cnn_f32-graph";
+        let Some(bytes) = graph::tests::corpus_member(archive, GRAPH) else { return };
+        let graph = graph::parse(&bytes, GRAPH).unwrap();
+        let params = crate::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params: &params,
+            linked: None,
+            sids: &[],
+            metadata_inputs: vec!["image".to_string()],
+            metadata_outputs: vec!["output".to_string()],
+            alignment: 16,
+        };
+        let (schedule, inputs, outputs) = schedule(&graph, &with).unwrap();
+        assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
+        assert_eq!((outputs[0].name.as_str(), outputs[0].size_bytes), ("output", 20));
+        assert_eq!(schedule.calls.len(), 6, "seven operators, one a __nop");
+        assert_eq!(schedule.slots.iter().map(|s| (s.storage_id, s.bytes)).collect::<Vec<_>>(), [(2, 8192), (3, 2048)]);
+        assert_eq!(schedule.storage_bytes, 10240);
+        // Three weights at 16-byte offsets.
+        assert_eq!(schedule.params.len(), 864 + 4608 + 5120);
+        assert!(schedule.copies.is_empty());
+    }
+}
