@@ -80,7 +80,35 @@ fn check(archive: &Path) -> Result<String, String> {
     if !binary.iter().any(|symbol| symbol == "mlf_default_invoke") {
         return Err("the program does not link the generated entry point".to_string());
     }
-    Ok(format!("{} undefined symbols in the model library, {} in the program: none from a graph runtime, JSON or heap", undefined.len(), binary.len()))
+    strict_no_std(&out_dir.join("mlf/default.rs"))?;
+    Ok(format!(
+        "{} undefined symbols in the model library, {} in the program: none from a graph runtime, JSON or heap; no_std warning-free",
+        undefined.len(),
+        binary.len()
+    ))
+}
+
+/// The generated module compiles in a `no_std` library under `#![deny(warnings, missing_docs)]`.
+fn strict_no_std(module: &Path) -> Result<(), String> {
+    let dir = common::repo_root().join("target").join(TARGET_DIR).join("graph-strict");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let lib = dir.join("lib.rs");
+    let text = format!(
+        "//! A graph module under firmware settings.\n#![no_std]\n#![deny(warnings, missing_docs, unsafe_op_in_unsafe_fn)]\n\n/// The model.\npub mod model {{\n    include!({:?});\n}}\n",
+        module.display().to_string()
+    );
+    std::fs::write(&lib, text).map_err(|e| format!("{}: {e}", lib.display()))?;
+    let output = Command::new("rustc")
+        .args(["--edition", "2021", "--crate-type", "rlib", "--crate-name", "graph_strict", "--out-dir"])
+        .arg(&dir)
+        .arg(&lib)
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("the generated module does not compile strictly: {}", String::from_utf8_lossy(&output.stderr)))
+    }
 }
 
 /// Symbol names `nm` lists for `file`.
