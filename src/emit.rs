@@ -5,6 +5,11 @@
 use crate::glue;
 use crate::plan::{ModulePlan, Pool, Tensor};
 
+/// The file next to the module's Rust that holds a graph module's weights, for `include_bytes!`.
+pub(crate) fn params_file(module: &str) -> String {
+    format!("{module}_params.bin")
+}
+
 /// Where the generated text says it came from.
 pub(crate) struct Provenance<'a> {
     /// The archive's file name (not its full path: the output must not depend on where it lives).
@@ -133,7 +138,7 @@ impl Emitter<'_, '_> {
         let (input_bytes, output_bytes, pool_bytes) = (needs.inputs, needs.outputs, needs.pools);
         let (constant_pool_bytes, workspace_in_code_bytes) = (needs.constant_pools, needs.code_workspace);
         let targets: Vec<String> = m.targets.iter().map(|t| format!("{t:?}")).collect();
-        let consts = [
+        let mut consts = vec![
             ("/// Module name in the archive (`tvmgen_<name>_run`).".to_string(), format!("pub const MODULE_NAME: &str = {:?};", m.name)),
             (
                 "/// Target strings the archive was compiled for (`target` in metadata.json).".to_string(),
@@ -173,15 +178,41 @@ impl Emitter<'_, '_> {
                 "/// Workspace the generated C reserves itself (USMP's static `global_workspace`), in bytes.".to_string(),
                 format!("pub const CODE_WORKSPACE_BYTES: usize = {workspace_in_code_bytes};"),
             ),
-            (
+        ];
+        match m.schedule() {
+            None => consts.push((
                 "/// Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`].".to_string(),
                 "pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES;".to_string(),
-            ),
+            )),
+            Some(schedule) => consts.extend([
+                (
+                    format!("/// Static storage of the graph's intermediate tensors, in bytes: one slot per storage id\n/// ({} in all) that operators write, sized from the graph's shapes and dtypes, each aligned to\n/// [`ALIGNMENT`]. Inputs, outputs and weights are used in place and take none.", schedule.slots.len()),
+                    format!("pub const STORAGE_BYTES: usize = {};", schedule.storage_bytes),
+                ),
+                (
+                    "/// Weights from the archive's `.params` file, in bytes (each aligned to [`ALIGNMENT`]), placed in\n/// read-only memory; weights linked into the C code are not counted.".to_string(),
+                    format!("pub const PARAMS_BYTES: usize = {};", schedule.params.len()),
+                ),
+                (
+                    "/// Weights the C code links in (`-link-params`), found through its lookup function at run time.".to_string(),
+                    format!("pub const LINKED_PARAMS: usize = {};", schedule.linked_params),
+                ),
+                (
+                    "/// Operator calls a run makes, in the graph's order.".to_string(),
+                    format!("pub const OPERATOR_CALLS: usize = {};", schedule.calls.len()),
+                ),
+                (
+                    "/// Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`].".to_string(),
+                    "pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES;".to_string(),
+                ),
+            ]),
+        }
+        consts.extend([
             (
                 "/// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.".to_string(),
                 "pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;".to_string(),
             ),
-        ];
+        ]);
         for (doc, item) in consts {
             self.line(doc);
             self.line(item);
@@ -201,13 +232,13 @@ impl Emitter<'_, '_> {
             self.line(format!("        pub type Element = {};", tensor.dtype.rust_type()));
             self.line("        /// TVM's name of the element type.");
             self.line(format!("        pub const DTYPE: &str = \"{}\";", tensor.dtype));
-            self.line(format!("        /// Position among the {}s, in the interface header's order.", kind.to_lowercase()));
+            self.line(format!("        /// Position among the {}s, in the model's order.", kind.to_lowercase()));
             self.line(format!("        pub const INDEX: usize = {index};"));
             self.line("        /// Size in bytes.");
             self.line(format!("        pub const BYTES: usize = {};", tensor.size_bytes));
             self.line("        /// Number of elements.");
             self.line(format!("        pub const LEN: usize = {};", tensor.elements()));
-            self.line("        /// Shape, from the Relay text when the archive has it, else `[LEN]`.");
+            self.line("        /// Shape, as the graph or the Relay text states it, else `[LEN]`.");
             self.line(format!("        pub const SHAPE: [usize; {}] = [{}];", shape.len(), shape.join(", ")));
             self.line("    }");
         }
@@ -331,7 +362,9 @@ impl Emitter<'_, '_> {
         let m = self.module;
         let align = m.alignment;
         let workspace_pools: Vec<&Pool> = m.pools.iter().filter(|p| p.constant_data.is_none()).collect();
-        if m.arena_bytes > 0 || !workspace_pools.is_empty() {
+        let graph = m.schedule();
+        let graph_storage = graph.is_some_and(|g| g.storage_bytes > 0);
+        if m.arena_bytes > 0 || !workspace_pools.is_empty() || graph_storage {
             self.line("/// Static memory the C code writes through raw pointers.");
             self.line(format!("#[repr(C, align({align}))]"));
             self.line("struct Storage<const N: usize>(core::cell::UnsafeCell<[u8; N]>);");
@@ -343,6 +376,20 @@ impl Emitter<'_, '_> {
         if m.arena_bytes > 0 {
             self.line("/// The arena behind `TVMBackendAllocWorkspace`.");
             self.line("static ARENA: Storage<ARENA_BYTES> = Storage(core::cell::UnsafeCell::new([0; ARENA_BYTES]));");
+            self.line("");
+        }
+        if graph_storage {
+            self.line("/// The graph's storage: every storage id's slot.");
+            self.line("static GRAPH_STORAGE: Storage<STORAGE_BYTES> = Storage(core::cell::UnsafeCell::new([0; STORAGE_BYTES]));");
+            self.line("");
+        }
+        if graph.is_some_and(|g| !g.params.is_empty()) {
+            self.line("/// Read-only bytes, aligned as the operators expect their weights.");
+            self.line(format!("#[repr(C, align({align}))]"));
+            self.line("struct Params<const N: usize>([u8; N]);");
+            self.line("");
+            self.line("/// The weights, in `.params` order at aligned offsets.");
+            self.line(format!("static PARAMS: Params<PARAMS_BYTES> = Params(*include_bytes!({:?}));", params_file(&m.name)));
             self.line("");
         }
         for pool in &workspace_pools {
@@ -485,6 +532,15 @@ pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error>
                 None => format!("{}.0.get().cast::<core::ffi::c_void>()", pool_static(pool)),
             })
             .collect();
+        let pools = match m.schedule() {
+            None => pools,
+            // The glue reads the storage base, then the weights' base.
+            Some(schedule) => vec![
+                if schedule.storage_bytes > 0 { "GRAPH_STORAGE.0.get().cast::<core::ffi::c_void>()" } else { "core::ptr::null_mut()" }.to_string(),
+                // The operators only read weights; the C signature is not const.
+                if schedule.params.is_empty() { "core::ptr::null_mut()" } else { "PARAMS.0.as_ptr() as *mut core::ffi::c_void" }.to_string(),
+            ],
+        };
         let mut args = vec!["inputs.as_ptr()".to_string(), "outputs.as_ptr()".to_string()];
         if pools.is_empty() {
             args.push("core::ptr::null()".to_string());

@@ -71,6 +71,7 @@ impl Graph {
     }
 
     /// The arg nodes that are not weights, in `arg_nodes` order: the model inputs.
+    #[cfg(test)]
     pub fn input_nodes(&self, param_names: &[&str]) -> Vec<usize> {
         let is_param = |node: usize| param_names.contains(&self.nodes[node].name.as_str());
         self.arg_nodes.iter().copied().filter(|&node| !is_param(node)).collect()

@@ -205,6 +205,44 @@ pub(crate) fn code_needs(tree: &Tree, codegen: &Codegen) -> CodeNeeds {
     needs
 }
 
+/// The function TVM generates for linked weights (`-link-params`): a packed
+/// call from a storage id to the weight's address, one `case <sid>:` each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LinkedParams {
+    pub symbol: String,
+    pub storage_ids: Vec<usize>,
+}
+
+/// Finds the definition of `_lookup_linked_param` in the module's C sources.
+pub(crate) fn linked_params(tree: &Tree, codegen: &Codegen) -> Option<LinkedParams> {
+    const SUFFIX: &str = "_lookup_linked_param(";
+    for path in &codegen.c_sources {
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let Some(at) = line.find(SUFFIX) else { continue };
+            // A definition, not the registry's declaration: the line opens the body.
+            if !line.trim_end().ends_with('{') {
+                continue;
+            }
+            let start = line[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+            let symbol = format!("{}_lookup_linked_param", &line[start..at]);
+            let mut storage_ids = Vec::new();
+            for body in lines.by_ref() {
+                if body.starts_with('}') {
+                    break;
+                }
+                let case = body.trim().strip_prefix("case ").and_then(|rest| rest.strip_suffix(':'));
+                if let Some(id) = case.and_then(|id| id.trim().parse().ok()) {
+                    storage_ids.push(id);
+                }
+            }
+            return Some(LinkedParams { symbol, storage_ids });
+        }
+    }
+    None
+}
+
 /// Header names of `#include <x>` / `#include "x"` lines.
 pub(crate) fn included_headers(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|line| {
@@ -414,5 +452,25 @@ mod tests {
     fn finds_arm_only_headers() {
         let text = "#include <stdint.h>\n#  include <arm_acle.h>\n";
         assert!(included_headers(text).any(|h| h == "arm_acle.h"));
+    }
+
+    #[test]
+    fn finds_linked_param_storage_ids() {
+        let lib0 = "TVM_DLL int32_t _lookup_linked_param(TVMValue* args, int* type_code, int num_args, TVMValue* out_value, int* out_type_code);\n";
+        let lib1 = "static const int16_t __tvm_param__p7[2] = {1, 2};\n\
+            TVM_DLL int32_t _lookup_linked_param(void* args, int* arg_type_ids, int num_args, void* out_ret_value, int* out_ret_tcode, void* resource_handle) {\n\
+            \x20   switch (((int64_t*) args)[0]) {\n    default:\n        out_ret_tcode[0] = 4;\n        return 0;\n\
+            \x20   case 10:\n        ((uint64_t*)out_ret_value)[0] = (uint64_t) (uintptr_t) __tvm_param__p7;\n\
+            \x20   case 3:\n        return 0;\n    }\n}\nint after(void) {\n  case 99:\n}\n";
+        let tree = Tree::from_files([
+            ("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec()),
+            ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
+        ])
+        .unwrap();
+        let codegen = codegen_for(&tree, "default", 1);
+        let linked = linked_params(&tree, &codegen).unwrap();
+        assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
+        let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
+        assert_eq!(linked_params(&plain, &codegen_for(&plain, "default", 1)), None);
     }
 }

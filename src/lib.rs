@@ -34,6 +34,7 @@ mod inspect;
 mod metadata;
 mod params;
 mod plan;
+mod schedule;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -185,6 +186,12 @@ impl Builder {
         for module in &plan.modules {
             let path = bindings_file(module);
             let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+            if let plan::Entry::Graph(schedule) = &module.entry {
+                // Beside the Rust, which `include_bytes!`es it by relative path.
+                if !schedule.params.is_empty() {
+                    write_if_changed(&out_dir.join("mlf").join(emit::params_file(&module.name)), &schedule.params)?;
+                }
+            }
             let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
             write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
             modules.push(GeneratedModule { name: module.name.clone(), rust_file, memory: module.memory_needs() });

@@ -5,8 +5,11 @@
 use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::graph;
 use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature};
 use crate::metadata::{self, Executor, Metadata, ModuleMeta, Style};
+use crate::params;
+use crate::schedule::{self, Schedule};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
@@ -45,6 +48,8 @@ pub(crate) struct ModulePlan {
 pub(crate) enum Entry {
     /// `tvmgen_<m>_run(struct inputs*, struct outputs*[, struct workspace_pools*][, struct devices*])`.
     CInterface(InterfaceHeader),
+    /// Graph executor: operator calls planned at build time (see `schedule`).
+    Graph(Schedule),
 }
 
 /// What one module needs, in bytes: the numbers behind its generated constants.
@@ -63,6 +68,10 @@ pub struct MemoryNeeds {
     pub arena: u64,
     /// Workspace pools mlf-build reserves.
     pub pools: u64,
+    /// Static storage of a graph's intermediate tensors.
+    pub storage: u64,
+    /// Weights from a graph's `.params` file, placed in read-only memory.
+    pub params: u64,
     /// All input buffers together.
     pub inputs: u64,
     /// All output buffers together.
@@ -72,7 +81,7 @@ pub struct MemoryNeeds {
 impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
-        self.code_workspace + self.arena + self.pools
+        self.code_workspace + self.arena + self.pools + self.storage
     }
 
     /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
@@ -82,9 +91,19 @@ impl MemoryNeeds {
 }
 
 impl ModulePlan {
+    /// The fixed call sequence of a graph-executor module.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        match &self.entry {
+            Entry::Graph(schedule) => Some(schedule),
+            _ => None,
+        }
+    }
+
     pub fn memory_needs(&self) -> MemoryNeeds {
-        // USMP without application pools puts the workspace in a static array of the generated code.
-        let workspace_in_code = !self.needs.workspace_allocator && self.pools.is_empty();
+        let schedule = self.schedule();
+        // USMP without application pools puts the workspace in a static array of the AOT code;
+        // graph operators have none of their own.
+        let workspace_in_code = !self.needs.workspace_allocator && self.pools.is_empty() && schedule.is_none();
         MemoryNeeds {
             constants: self.memory.constants_bytes,
             constant_pools: self.pools.iter().filter_map(|p| p.constant_data.as_ref()).map(|d| d.len() as u64).sum(),
@@ -94,6 +113,8 @@ impl ModulePlan {
             pools: self.pools.iter().filter(|p| p.constant_data.is_none()).map(|p| p.size_bytes).sum(),
             inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
+            storage: schedule.map_or(0, |s| s.storage_bytes),
+            params: schedule.map_or(0, |s| s.params.len() as u64),
         }
     }
 }
@@ -108,11 +129,11 @@ pub(crate) struct MemoryMap {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Tensor {
-    /// The name in the interface header (already C-sanitized).
+    /// The name in the interface header (already C-sanitized) or in the graph.
     pub name: String,
     pub dtype: DType,
     pub size_bytes: u64,
-    /// The shape when the archive states one (Relay text), else `[elements]`.
+    /// The shape when the archive states one (graph, Relay text), else `[elements]`.
     pub shape: Vec<u64>,
     /// Where the size and type came from, for the generated docs.
     pub source: String,
@@ -158,9 +179,90 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<Mo
             .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
     }
     let header_path = InterfaceHeader::path_for(&name);
-    match tree.get(&header_path) {
-        Some(header_text) => plan_c_interface(tree, meta, codegen, &header_path, header_text),
-        None => Err(unsupported_kind(meta, &header_path)),
+    if let Some(header_text) = tree.get(&header_path) {
+        return plan_c_interface(tree, meta, codegen, &header_path, header_text);
+    }
+    match meta.graph_json_path.as_deref() {
+        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(tree, meta, codegen, graph_path),
+        _ => Err(unsupported_kind(meta, &header_path)),
+    }
+}
+
+fn target_alignment(meta: &ModuleMeta) -> u64 {
+    meta.targets
+        .iter()
+        .find_map(|target| target.option("workspace-byte-alignment"))
+        .and_then(|value| value.parse().ok())
+        .filter(|value: &u64| value.is_power_of_two())
+        .unwrap_or(DEFAULT_ALIGNMENT)
+}
+
+/// A graph-executor module: the graph JSON and `.params` become a fixed call sequence.
+fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str) -> Result<ModulePlan> {
+    let name = meta.name.clone();
+    let graph_bytes = tree.get(graph_path).ok_or_else(|| {
+        Error::new(ErrorKind::NotMlf, format!("module `{name}` uses the graph executor, but the archive has no graph JSON"))
+            .in_file(graph_path)
+            .help("the graph JSON is part of the export; re-export the archive without removing files")
+    })?;
+    let graph = graph::parse(graph_bytes, graph_path)?;
+    let params_path = params_path(tree, &name);
+    let params = match tree.get(&params_path) {
+        Some(bytes) => params::parse(bytes, &params_path)?,
+        // Linked weights, or none: the schedule checks every weight has a source.
+        None => Vec::new(),
+    };
+    let linked = inspect::linked_params(tree, &codegen);
+    let main = meta.main_for_device(1).or(meta.main.first());
+    let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
+    let alignment = target_alignment(meta);
+    let with = schedule::Inputs {
+        graph_path,
+        params_path: &params_path,
+        params: &params,
+        linked: linked.map(|l| (l.symbol, l.storage_ids)),
+        sids: &meta.sids,
+        metadata_inputs: names(main.map(|m| &m.inputs)),
+        metadata_outputs: names(main.map(|m| &m.outputs)),
+        alignment,
+    };
+    let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
+    let needs = inspect::code_needs(tree, &codegen);
+    let memory = MemoryMap {
+        workspace_bytes: meta.workspace_size_bytes(),
+        constants_bytes: meta.constants_size_bytes(),
+        io_bytes: meta.io_size_bytes(),
+    };
+    // Operators run one at a time, each freeing its workspace: the arena needs
+    // the largest operator's (already aligned per request by TVM), plus the base.
+    let operator_workspace = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
+    let workspace = operator_workspace.unwrap_or(memory.workspace_bytes);
+    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment) + alignment } else { 0 };
+    Ok(ModulePlan {
+        name,
+        entry: Entry::Graph(schedule),
+        codegen,
+        needs,
+        inputs,
+        outputs,
+        pools: Vec::new(),
+        memory,
+        alignment,
+        arena_bytes,
+        targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
+    })
+}
+
+/// `parameters/<module>.params`, or the only `.params` file when older exports named it otherwise.
+fn params_path(tree: &Tree, module: &str) -> String {
+    let expected = format!("parameters/{module}.params");
+    if tree.contains(&expected) {
+        return expected;
+    }
+    let mut found = tree.files_under("parameters").filter(|path| path.ends_with(".params"));
+    match (found.next(), found.next()) {
+        (Some(only), None) => only.to_string(),
+        _ => expected,
     }
 }
 
@@ -187,13 +289,7 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
     let resolver = TensorResolver { meta, main, interface: &interface, relay: &relay, main_types: &main_types };
     let (inputs, outputs) = resolver.resolve()?;
 
-    let alignment = meta
-        .targets
-        .iter()
-        .find_map(|target| target.option("workspace-byte-alignment"))
-        .and_then(|value| value.parse().ok())
-        .filter(|value: &u64| value.is_power_of_two())
-        .unwrap_or(DEFAULT_ALIGNMENT);
+    let alignment = target_alignment(meta);
     let pools = interface
         .pools
         .iter()
@@ -225,10 +321,9 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
 fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
     let kind = match (meta.style, meta.executors.first()) {
         (Style::Operator, _) => "an operator-only export (`style: operator`)",
-        (_, Some(Executor::Graph)) => "a graph-executor archive",
         _ => "an AOT archive without the C interface header (packed API or the legacy tvm_model_t)",
     };
-    Error::new(ErrorKind::Unsupported, format!("module `{}` is {kind}: not supported yet (this version builds AOT C-interface archives)", meta.name))
+    Error::new(ErrorKind::Unsupported, format!("module `{}` is {kind}: not supported yet (this version builds AOT C-interface and graph-executor archives)", meta.name))
         .in_file(header_path)
         .help("re-export with the AOT executor and the C interface: executor=Executor(\"aot\", {\"interface-api\": \"c\", \"unpacked-api\": True})")
 }

@@ -17,6 +17,9 @@ const MATRIX: &[(&str, &[&str])] = &[
     ("cnn_f32-aot_c", &[V7M]),
     ("riot-ml-mnist-cm7-tvm011", &[V7EM_HF]),
     ("etiss-kws-rv32-tvm0160", &[V7EM_HF]),
+    ("cnn_f32-graph", &[V7EM_HF]),
+    ("kws_int8-graph_linked", &[V7EM_HF]),
+    ("arduino-microspeech-graph-v5-executorconfig", &[V7EM_HF]),
 ];
 
 const V7EM_HF: &str = "thumbv7em-none-eabihf";

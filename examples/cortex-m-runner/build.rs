@@ -88,9 +88,9 @@ fn main() {
     let report = format!(
         "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\n",
         module.name,
-        needs.constants,
+        needs.constants + needs.params,
         needs.constant_pools,
-        needs.code_workspace + needs.arena,
+        needs.code_workspace + needs.arena + needs.storage,
         needs.pools,
         needs.inputs + needs.outputs
     );

@@ -1,0 +1,554 @@
+//! Plans a graph-executor module at build time: the work TVM's graph runtime
+//! does on the device (parse the JSON, allocate storage, load weights, look up
+//! operators) done once here, leaving a fixed call sequence over static memory.
+//!
+//! Every entry (node output) gets a place: a caller's input or output buffer,
+//! a weight, a weight linked into the C code, or a slot of the static storage
+//! (one aligned slot per storage id that operators write). `__nop` outputs
+//! (reshapes TVM does not compute) share the place of their input.
+
+use std::collections::BTreeMap;
+
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{EntryRef, Graph, NodeOp};
+use crate::metadata::Storage;
+use crate::params::Param;
+use crate::plan::{round_up, Tensor};
+
+/// The function name TVM's graph runtime skips: its output aliases its input.
+const NOP: &str = "__nop";
+/// DLPack's `kDLCPU`: the only device the generated C code runs on.
+const CPU: i32 = 1;
+
+/// The fixed run of one graph module.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Schedule {
+    /// The distinct tensor descriptions operators are called with.
+    pub tensors: Vec<TensorArg>,
+    /// Operator calls in graph order.
+    pub calls: Vec<Call>,
+    /// Outputs whose data lives elsewhere, copied in after the last call.
+    pub copies: Vec<CopyOut>,
+    /// Static storage slots, by storage id.
+    pub slots: Vec<Slot>,
+    /// Bytes of static storage: the slots, each aligned.
+    pub storage_bytes: u64,
+    /// The weights from `.params`, each at an aligned offset.
+    pub params: Vec<u8>,
+    /// How many weights are linked into the C code (looked up by storage id).
+    pub linked_params: usize,
+    /// The C symbol that returns linked weights (`_lookup_linked_param`).
+    pub lookup_symbol: Option<String>,
+}
+
+/// One `DLTensor` an operator receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TensorArg {
+    /// The entry it describes, for comments.
+    pub entry: usize,
+    pub place: Place,
+    pub dtype: DType,
+    /// As the graph gives it, or `[elements]` for operators with `flatten_data`.
+    pub shape: Vec<i64>,
+}
+
+/// Where a tensor's bytes are at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The caller's input buffer `n`.
+    Input(usize),
+    /// The caller's output buffer `n`.
+    Output(usize),
+    /// Byte offset into the static storage.
+    Storage(u64),
+    /// Byte offset into the weights.
+    Param(u64),
+    /// A weight the C code links in, found by its storage id.
+    Linked(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Call {
+    pub node: usize,
+    pub func_name: String,
+    /// Indices into `tensors`: inputs then outputs.
+    pub args: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CopyOut {
+    pub output: usize,
+    /// Index into `tensors`.
+    pub from: usize,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub storage_id: usize,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+/// What the planner knows besides the graph.
+pub(crate) struct Inputs<'a> {
+    /// Where the graph came from, for errors and docs.
+    pub graph_path: &'a str,
+    pub params_path: &'a str,
+    pub params: &'a [Param],
+    /// Storage ids the C code links weights for, and the lookup symbol.
+    pub linked: Option<(String, Vec<usize>)>,
+    /// The metadata's storage table (empty when it has none).
+    pub sids: &'a [Storage],
+    /// Model input names the metadata lists (empty before TVM 0.11).
+    pub metadata_inputs: Vec<String>,
+    /// Model output names the metadata lists (empty before TVM 0.11).
+    pub metadata_outputs: Vec<String>,
+    pub alignment: u64,
+}
+
+/// The schedule and the model's inputs and outputs.
+pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
+    let graph_error = |message: String| {
+        Error::new(ErrorKind::Unsupported, message)
+            .in_file(with.graph_path)
+            .help("mlf-build runs graphs of CPU operators with one input and one output per `__nop`; re-export for the CPU")
+    };
+    if let Some(entry) = graph.entries.iter().position(|e| e.device_index != CPU) {
+        return Err(graph_error(format!("entry {entry} is on device type {}, not the CPU", graph.entries[entry].device_index)));
+    }
+    check_sids(graph, with)?;
+
+    let params: BTreeMap<&str, &Param> = with.params.iter().map(|p| (p.name.as_str(), p)).collect();
+    let (lookup_symbol, linked_sids) = match &with.linked {
+        Some((symbol, sids)) => (Some(symbol.clone()), sids.as_slice()),
+        None => (None, &[][..]),
+    };
+
+    // Places of the arg nodes: linked weights, `.params` weights, else model inputs.
+    let mut root_place: BTreeMap<usize, Place> = BTreeMap::new();
+    let mut blob = Vec::new();
+    let mut inputs = Vec::new();
+    let mut linked_params = 0;
+    for &node in &graph.arg_nodes {
+        let entry = graph.entry_id(EntryRef { node, index: 0 });
+        let attr = &graph.entries[entry];
+        let name = &graph.nodes[node].name;
+        let place = if linked_sids.contains(&attr.storage_id) {
+            linked_params += 1;
+            Place::Linked(attr.storage_id)
+        } else if let Some(param) = params.get(name.as_str()) {
+            let bytes = byte_size(&attr.shape, attr.dtype);
+            if param.dtype != attr.dtype || param.data.len() as u64 != bytes {
+                return Err(Error::new(
+                    ErrorKind::Metadata,
+                    format!(
+                        "weight `{name}` is {} bytes of {}, but the graph `{}` wants {:?} of {} ({bytes} bytes)",
+                        param.data.len(),
+                        param.dtype,
+                        with.graph_path,
+                        attr.shape,
+                        attr.dtype
+                    ),
+                )
+                .in_file(with.params_path)
+                .help("the .params file and the graph must come from the same export; re-export the archive"));
+            }
+            let offset = round_up(blob.len() as u64, with.alignment);
+            blob.resize(offset as usize, 0);
+            blob.extend_from_slice(&param.data);
+            Place::Param(offset)
+        } else {
+            inputs.push(Tensor {
+                name: name.clone(),
+                dtype: attr.dtype,
+                size_bytes: byte_size(&attr.shape, attr.dtype),
+                shape: attr.shape.iter().map(|&d| d as u64).collect(),
+                source: format!("the graph `{}`, node {node}", with.graph_path),
+            });
+            Place::Input(inputs.len() - 1)
+        };
+        root_place.insert(entry, place);
+    }
+    check_inputs(&inputs, with)?;
+
+    // Each entry's root: itself, or for `__nop` outputs the root of its input.
+    let mut root: Vec<usize> = (0..graph.entries.len()).collect();
+    for (node_id, node) in graph.nodes.iter().enumerate() {
+        if let NodeOp::TvmOp { func_name, .. } = &node.op {
+            if func_name == NOP {
+                let ([input], first) = (node.inputs.as_slice(), graph.node_row_ptr[node_id]) else {
+                    return Err(graph_error(format!("node {node_id} `{}` is a `__nop` with {} inputs", node.name, node.inputs.len())));
+                };
+                if graph.node_row_ptr[node_id + 1] - first != 1 {
+                    return Err(graph_error(format!("node {node_id} `{}` is a `__nop` with several outputs", node.name)));
+                }
+                let source = root[graph.entry_id(*input)];
+                if byte_size_of(graph, source) != byte_size_of(graph, first) {
+                    return Err(graph_error(format!("node {node_id} `{}` is a `__nop` that changes the tensor's size", node.name)));
+                }
+                root[first] = source;
+            }
+        }
+    }
+
+    // Outputs: an operator's result goes straight into the caller's buffer when
+    // no other output shares it; anything else is copied after the last call.
+    let heads = graph.outputs();
+    let output_names = output_names(&with.metadata_outputs, heads.len());
+    let mut outputs = Vec::new();
+    let mut direct = Vec::new();
+    for (index, &entry) in heads.iter().enumerate() {
+        let attr = &graph.entries[entry];
+        outputs.push(Tensor {
+            name: output_names[index].clone(),
+            dtype: attr.dtype,
+            size_bytes: byte_size(&attr.shape, attr.dtype),
+            shape: attr.shape.iter().map(|&d| d as u64).collect(),
+            source: format!("the graph `{}`, head {index}", with.graph_path),
+        });
+        let r = root[entry];
+        let shared = heads.iter().filter(|&&other| root[other] == r).count() > 1;
+        if !root_place.contains_key(&r) && !shared {
+            root_place.insert(r, Place::Output(index));
+            direct.push(index);
+        }
+    }
+
+    // Storage: one aligned slot per storage id of the remaining roots.
+    let mut slot_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    for (entry, &r) in root.iter().enumerate() {
+        if entry == r && !root_place.contains_key(&r) {
+            let sid = graph.entries[r].storage_id;
+            let bytes = byte_size_of(graph, r);
+            let slot = slot_bytes.entry(sid).or_insert(0);
+            *slot = (*slot).max(bytes);
+        }
+    }
+    let mut slots = Vec::new();
+    let mut storage_bytes = 0;
+    for (&storage_id, &bytes) in &slot_bytes {
+        let offset = round_up(storage_bytes, with.alignment);
+        slots.push(Slot { storage_id, offset, bytes });
+        storage_bytes = offset + bytes;
+    }
+    storage_bytes = round_up(storage_bytes, with.alignment);
+    let place_of = |entry: usize| -> Place {
+        let r = root[entry];
+        match root_place.get(&r) {
+            Some(place) => place.clone(),
+            None => {
+                let sid = graph.entries[r].storage_id;
+                let offset = slots.iter().find(|s| s.storage_id == sid).map_or(0, |s| s.offset);
+                Place::Storage(offset)
+            }
+        }
+    };
+    for (what, bytes) in [("static storage", storage_bytes), ("weights", blob.len() as u64)] {
+        if bytes > u64::from(u32::MAX) {
+            return Err(graph_error(format!("the graph's {what} take {bytes} bytes, more than 4 GiB")));
+        }
+    }
+
+    let mut tensors: Vec<TensorArg> = Vec::new();
+    let mut tensor_index = |arg: TensorArg| -> usize {
+        match tensors.iter().position(|t| *t == arg) {
+            Some(index) => index,
+            None => {
+                tensors.push(arg);
+                tensors.len() - 1
+            }
+        }
+    };
+    let describe = |entry: usize, flatten: bool| {
+        let attr = &graph.entries[entry];
+        let shape = if flatten { vec![attr.shape.iter().product::<i64>()] } else { attr.shape.clone() };
+        TensorArg { entry, place: place_of(entry), dtype: attr.dtype, shape }
+    };
+    let mut calls = Vec::new();
+    for (node_id, node) in graph.nodes.iter().enumerate() {
+        let NodeOp::TvmOp { func_name, num_outputs, flatten_data, .. } = &node.op else { continue };
+        if func_name == NOP {
+            continue;
+        }
+        if !is_c_identifier(func_name) {
+            return Err(graph_error(format!("node {node_id} `{}` calls `{func_name}`, which is not a C function name", node.name)));
+        }
+        let first = graph.node_row_ptr[node_id];
+        let entries = node.inputs.iter().map(|&r| graph.entry_id(r)).chain(first..first + num_outputs);
+        let args = entries.map(|entry| tensor_index(describe(entry, *flatten_data))).collect();
+        calls.push(Call { node: node_id, func_name: func_name.clone(), args });
+    }
+    let mut copies = Vec::new();
+    for (index, &entry) in heads.iter().enumerate() {
+        if !direct.contains(&index) {
+            let from = tensor_index(describe(entry, false));
+            copies.push(CopyOut { output: index, from, bytes: outputs[index].size_bytes });
+        }
+    }
+    let schedule = Schedule { tensors, calls, copies, slots, storage_bytes, params: blob, linked_params, lookup_symbol };
+    Ok((schedule, inputs, outputs))
+}
+
+/// The metadata's storage table agrees with the graph on the number of
+/// storage ids, the id of every bound input and weight, and the size of every
+/// model input. (Its other sizes are computed before TVM plans the graph and
+/// do not describe the graph's storage.)
+fn check_sids(graph: &Graph, with: &Inputs<'_>) -> Result<()> {
+    if with.sids.is_empty() {
+        return Ok(());
+    }
+    let mismatch = |message: String| {
+        Error::new(ErrorKind::Metadata, format!("metadata.json's storage table disagrees with the graph `{}`: {message}", with.graph_path))
+            .in_file("metadata.json")
+            .help("metadata.json and the graph must come from the same export; re-export the archive")
+    };
+    let count = graph.storage_sizes().len();
+    if with.sids.len() != count {
+        return Err(mismatch(format!("it lists {} storage ids, the graph uses {count}", with.sids.len())));
+    }
+    for sid in with.sids {
+        let Some(binding) = sid.input_binding.as_deref() else { continue };
+        let node = graph.arg_nodes.iter().copied().find(|&n| graph.nodes[n].name == binding);
+        let Some(node) = node else {
+            return Err(mismatch(format!("storage id {} is bound to `{binding}`, which is not an input of the graph", sid.storage_id)));
+        };
+        let entry = graph.entry_id(EntryRef { node, index: 0 });
+        let attr = &graph.entries[entry];
+        if attr.storage_id as u64 != u64::from(sid.storage_id) {
+            return Err(mismatch(format!("`{binding}` has storage id {} in the graph, {} in the metadata", attr.storage_id, sid.storage_id)));
+        }
+        let is_weight = with.params.iter().any(|p| p.name == binding)
+            || with.linked.as_ref().is_some_and(|(_, sids)| sids.contains(&attr.storage_id));
+        let bytes = byte_size(&attr.shape, attr.dtype);
+        if !is_weight && bytes != sid.size_bytes {
+            return Err(mismatch(format!("input `{binding}` is {bytes} bytes in the graph, {} in the metadata", sid.size_bytes)));
+        }
+    }
+    Ok(())
+}
+
+/// The graph's inputs (arg nodes that are not weights) are the ones the metadata names, when it names any.
+fn check_inputs(inputs: &[Tensor], with: &Inputs<'_>) -> Result<()> {
+    if with.metadata_inputs.is_empty() {
+        return Ok(());
+    }
+    let mut graph_names: Vec<&str> = inputs.iter().map(|t| t.name.as_str()).collect();
+    let mut metadata_names: Vec<&str> = with.metadata_inputs.iter().map(String::as_str).collect();
+    graph_names.sort_unstable();
+    metadata_names.sort_unstable();
+    if graph_names == metadata_names {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Metadata,
+        format!(
+            "the graph's inputs that are not weights are {graph_names:?}, but metadata.json lists the model inputs {metadata_names:?}"
+        ),
+    )
+    .in_file(with.params_path)
+    .help("every weight of the graph must be in the .params file or linked into the C code; re-export the archive"))
+}
+
+/// Output names from the metadata when it has one per head, else `output` / `output<i>`.
+fn output_names(metadata: &[String], count: usize) -> Vec<String> {
+    if metadata.len() == count {
+        return metadata.to_vec();
+    }
+    if count == 1 {
+        return vec!["output".to_string()];
+    }
+    (0..count).map(|i| format!("output{i}")).collect()
+}
+
+fn byte_size(shape: &[i64], dtype: DType) -> u64 {
+    // `graph::parse` rejected shapes whose size overflows.
+    shape.iter().fold(dtype.size_bytes() as u64, |acc, &d| acc.saturating_mul(d as u64))
+}
+
+fn byte_size_of(graph: &Graph, entry: usize) -> u64 {
+    let attr = &graph.entries[entry];
+    byte_size(&attr.shape, attr.dtype)
+}
+
+fn is_c_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::graph;
+
+    const GRAPH: &str = "executor-config/graph/default.graph";
+    const PARAMS: &str = "parameters/default.params";
+
+    /// `y = b(reshape(a(x, p0)))`: `a` writes storage 2, the reshape is a
+    /// `__nop` in the same storage, and `b` writes storage 0, which the input had.
+    fn sample() -> Value {
+        let op = |name: &str, func: &str, inputs: Value, flatten: &str| {
+            json!({"op": "tvm_op", "name": name, "inputs": inputs,
+                   "attrs": {"func_name": func, "num_inputs": inputs.as_array().unwrap().len().to_string(), "num_outputs": "1", "flatten_data": flatten}})
+        };
+        json!({
+            "nodes": [
+                {"op": "null", "name": "x", "inputs": []},
+                {"op": "null", "name": "p0", "inputs": []},
+                op("a", "tvmgen_default_a", json!([[0, 0, 0], [1, 0, 0]]), "0"),
+                op("reshape", "__nop", json!([[2, 0, 0]]), "0"),
+                op("b", "tvmgen_default_b", json!([[3, 0, 0]]), "1"),
+            ],
+            "arg_nodes": [0, 1],
+            "heads": [[4, 0, 0]],
+            "node_row_ptr": [0, 1, 2, 3, 4, 5],
+            "attrs": {
+                "storage_id": ["list_int", [0, 1, 2, 2, 0]],
+                "shape": ["list_shape", [[2, 3], [3], [2, 3], [6], [2, 3]]],
+                "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]]
+            }
+        })
+    }
+
+    fn p0() -> Param {
+        Param { name: "p0".to_string(), dtype: DType::parse("float32").unwrap(), shape: vec![3], data: vec![7; 12], device_type: 1 }
+    }
+
+    fn sid(storage_id: u32, size_bytes: u64, binding: Option<&str>) -> Storage {
+        Storage { storage_id, size_bytes, input_binding: binding.map(str::to_string) }
+    }
+
+    fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
+        let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params,
+            linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)),
+            sids,
+            metadata_inputs: Vec::new(),
+            metadata_outputs: Vec::new(),
+            alignment: 16,
+        };
+        schedule(&graph, &with)
+    }
+
+    fn places(schedule: &Schedule) -> Vec<(usize, Place)> {
+        schedule.tensors.iter().map(|t| (t.entry, t.place.clone())).collect()
+    }
+
+    #[test]
+    fn places_inputs_weights_storage_and_outputs() {
+        let sids = [sid(0, 24, Some("x")), sid(1, 999, Some("p0")), sid(2, 24, None)];
+        let (schedule, inputs, outputs) = run(&sample(), &[p0()], &sids, None).unwrap();
+        assert_eq!(inputs.iter().map(|t| (t.name.as_str(), t.size_bytes, t.shape.clone())).collect::<Vec<_>>(), [("x", 24, vec![2, 3])]);
+        assert_eq!(outputs.iter().map(|t| (t.name.as_str(), t.size_bytes)).collect::<Vec<_>>(), [("output", 24)]);
+        // Storage 0 held the input and holds the output: both use the caller's buffers, so only storage 2 is allocated.
+        assert_eq!(schedule.slots, [Slot { storage_id: 2, offset: 0, bytes: 24 }]);
+        assert_eq!(schedule.storage_bytes, 32);
+        assert_eq!(schedule.params, vec![7; 12]);
+        assert_eq!(
+            places(&schedule),
+            [(0, Place::Input(0)), (1, Place::Param(0)), (2, Place::Storage(0)), (3, Place::Storage(0)), (4, Place::Output(0))]
+        );
+        // The `__nop` is not called; `b` flattens its arguments.
+        assert_eq!(schedule.calls.iter().map(|c| (c.func_name.as_str(), c.args.clone())).collect::<Vec<_>>(), [
+            ("tvmgen_default_a", vec![0, 1, 2]),
+            ("tvmgen_default_b", vec![3, 4])
+        ]);
+        assert_eq!(schedule.tensors[3].shape, [6]);
+        assert!(schedule.copies.is_empty());
+    }
+
+    #[test]
+    fn shared_or_passthrough_outputs_are_copied() {
+        let mut value = sample();
+        value["heads"] = json!([[4, 0, 0], [4, 0, 0], [0, 0, 0]]);
+        let (schedule, _, outputs) = run(&value, &[p0()], &[], None).unwrap();
+        assert_eq!(outputs.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["output0", "output1", "output2"]);
+        // Two heads share `b`'s result, so it lives in storage 0; each head and the input are copied out.
+        assert_eq!(schedule.slots.iter().map(|s| s.storage_id).collect::<Vec<_>>(), [0, 2]);
+        let copies: Vec<(usize, Place, u64)> =
+            schedule.copies.iter().map(|c| (c.output, schedule.tensors[c.from].place.clone(), c.bytes)).collect();
+        assert_eq!(copies, [(0, Place::Storage(0), 24), (1, Place::Storage(0), 24), (2, Place::Input(0), 24)]);
+    }
+
+    #[test]
+    fn linked_weights_are_looked_up_by_storage_id() {
+        let (schedule, inputs, _) = run(&sample(), &[p0()], &[], Some(vec![1])).unwrap();
+        assert_eq!(schedule.tensors[1].place, Place::Linked(1));
+        assert_eq!((schedule.linked_params, schedule.params.len(), inputs.len()), (1, 0, 1));
+        assert_eq!(schedule.lookup_symbol.as_deref(), Some("_lookup_linked_param"));
+    }
+
+    #[test]
+    fn storage_table_must_match_the_graph() {
+        let cases: &[(&[Storage], &str)] = &[
+            (&[sid(0, 24, Some("x"))], "it lists 1 storage ids, the graph uses 3"),
+            (&[sid(0, 24, None), sid(1, 12, None), sid(2, 24, Some("x"))], "`x` has storage id 0 in the graph, 2 in the metadata"),
+            (&[sid(0, 20, Some("x")), sid(1, 12, None), sid(2, 24, None)], "input `x` is 24 bytes in the graph, 20 in the metadata"),
+            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "bound to `y`, which is not an input of the graph"),
+        ];
+        for (sids, expected) in cases {
+            let error = run(&sample(), &[p0()], sids, None).unwrap_err();
+            assert_eq!(error.file(), Some("metadata.json"));
+            assert!(error.to_string().contains(expected), "expected `{expected}` in {error}");
+        }
+    }
+
+    #[test]
+    fn weights_must_fit_their_entries() {
+        let short = Param { data: vec![0; 8], shape: vec![2], ..p0() };
+        let error = run(&sample(), &[short], &[], None).unwrap_err();
+        assert_eq!(error.file(), Some(PARAMS));
+        assert!(error.to_string().contains("weight `p0` is 8 bytes of float32, but the graph"), "{error}");
+    }
+
+    #[test]
+    fn missing_weights_show_as_unexpected_inputs() {
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params: &[],
+            linked: None,
+            sids: &[],
+            metadata_inputs: vec!["x".to_string()],
+            metadata_outputs: vec!["y".to_string()],
+            alignment: 16,
+        };
+        let error = schedule(&graph, &with).unwrap_err();
+        assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
+    }
+
+    /// The corpus's cnn graph: only the storage operators write is allocated.
+    #[test]
+    fn cnn_f32_graph_schedule() {
+        let archive = "tvm-0.18/cnn_f32-graph";
+        let Some(bytes) = graph::tests::corpus_member(archive, GRAPH) else { return };
+        let graph = graph::parse(&bytes, GRAPH).unwrap();
+        let params = crate::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params: &params,
+            linked: None,
+            sids: &[],
+            metadata_inputs: vec!["image".to_string()],
+            metadata_outputs: vec!["output".to_string()],
+            alignment: 16,
+        };
+        let (schedule, inputs, outputs) = schedule(&graph, &with).unwrap();
+        assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
+        assert_eq!((outputs[0].name.as_str(), outputs[0].size_bytes), ("output", 20));
+        assert_eq!(schedule.calls.len(), 6, "seven operators, one a __nop");
+        assert_eq!(schedule.slots.iter().map(|s| (s.storage_id, s.bytes)).collect::<Vec<_>>(), [(2, 8192), (3, 2048)]);
+        assert_eq!(schedule.storage_bytes, 10240);
+        // Three weights at 16-byte offsets.
+        assert_eq!(schedule.params.len(), 864 + 4608 + 5120);
+        assert!(schedule.copies.is_empty());
+    }
+}
