@@ -358,7 +358,7 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
             ErrorKind::Unsupported,
             format!("module `{m}` is a graph-executor archive: not supported yet (this version builds AOT and operator archives)"),
         )
-        .in_file(header_path)
+        .in_file("metadata.json")
         .help("re-export with the AOT executor: executor=Executor(\"aot\", {\"interface-api\": \"c\", \"unpacked-api\": True})"),
         _ => Error::new(
             ErrorKind::Metadata,

@@ -64,7 +64,7 @@ fn same_archive_gives_the_same_rust_in_any_out_dir() {
 fn unchanged_archive_is_not_compiled_or_written_again() {
     let out = scratch("cache");
     let output = in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
-    let library = out.join("mlf/build/demo_model/lib/libmlf_demo_model.a");
+    let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
     let (library_time, rust_time) = (modified(&library), modified(&output.modules[0].rust_file));
     std::thread::sleep(std::time::Duration::from_millis(20));
