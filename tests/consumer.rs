@@ -15,3 +15,19 @@ fn demo_module_builds_no_std_warning_free_and_runs() {
     assert!(output.status.success(), "typed-consumer failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("output = [0.0, 8.0, 0.75]"), "{stdout}");
 }
+
+#[test]
+fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
+    if common::corpus_root().is_none() {
+        return;
+    }
+    let manifest = common::repo_root().join("tests/fixtures/multi-archive/Cargo.toml");
+    let output = common::cargo("multi-archive")
+        .args(["run", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "multi-archive failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("multi-archive: ok"), "{stdout}");
+}
