@@ -45,9 +45,7 @@ impl Tree {
         tree.map_err(|e| e.in_archive(path))
     }
 
-    /// For tests/in-crate use: build a tree from (path, bytes) pairs (normalizing paths with the same rules).
-    // Only tests call it so far.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Builds a tree from (path, bytes) pairs, normalizing paths with the same rules.
     pub fn from_files<I: IntoIterator<Item = (String, Vec<u8>)>>(files: I) -> Result<Tree> {
         let mut map = BTreeMap::new();
         for (raw, bytes) in files {
@@ -77,6 +75,11 @@ impl Tree {
             hasher.update(bytes);
         }
         Ok(Tree { files, digest: hasher.finalize().into() })
+    }
+
+    /// The files, for building a changed tree with [`Tree::from_files`].
+    pub fn into_files(self) -> BTreeMap<String, Vec<u8>> {
+        self.files
     }
 
     pub fn get(&self, path: &str) -> Option<&[u8]> {

@@ -63,6 +63,20 @@ impl Library {
         }
     }
 
+    /// Whether the compiler, configured as for this library, finds `header`
+    /// (asked by preprocessing a one-line probe file).
+    pub fn compiler_finds(&self, base: &cc::Build, header: &str) -> bool {
+        let probe = self.out_dir.join("mlf_header_probe.c");
+        if std::fs::create_dir_all(&self.out_dir).is_err() || std::fs::write(&probe, format!("#include <{header}>\n")).is_err() {
+            return true;
+        }
+        let mut build = self.configured(base);
+        build.file(&probe).cargo_warnings(false);
+        let found = build.try_expand().is_ok();
+        let _ = std::fs::remove_file(&probe);
+        found
+    }
+
     /// Whether the archive from an earlier build is still there.
     pub fn is_built(&self) -> bool {
         self.out_dir.join(format!("lib{}.a", self.name)).is_file()

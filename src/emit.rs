@@ -3,12 +3,8 @@
 //! only on the plan and the bindings, so the same archive gives the same bytes.
 
 use crate::glue;
-use crate::plan::{ModulePlan, Pool, Tensor};
+use crate::plan::{Entry, ModulePlan, OperatorSlot, Tensor};
 
-/// The file next to the module's Rust that holds a graph module's weights, for `include_bytes!`.
-pub(crate) fn params_file(module: &str) -> String {
-    format!("{module}_params.bin")
-}
 
 /// Where the generated text says it came from.
 pub(crate) struct Provenance<'a> {
@@ -84,17 +80,6 @@ fn unique_idents<'n>(names: impl Iterator<Item = &'n str>) -> Vec<String> {
         .collect()
 }
 
-fn bytes_literal(bytes: &[u8]) -> String {
-    let mut text = String::from("[");
-    for chunk in bytes.chunks(16) {
-        text.push_str("\n        ");
-        let line: Vec<String> = chunk.iter().map(|b| format!("0x{b:02x},")).collect();
-        text.push_str(&line.join(" "));
-    }
-    text.push_str("\n    ]");
-    text
-}
-
 impl Emitter<'_, '_> {
     fn line(&mut self, text: impl AsRef<str>) {
         self.out.push_str(text.as_ref());
@@ -127,9 +112,62 @@ impl Emitter<'_, '_> {
         self.tensor_info();
         self.buffer_struct("Inputs", "input", &m.inputs);
         self.buffer_struct("Outputs", "output", &m.outputs);
-        self.storage();
         self.error_type();
         self.run_functions();
+        self.descriptor();
+        self.operator_wrapper();
+    }
+
+    fn descriptor(&mut self) {
+        let m = self.module;
+        self.line("");
+        self.line(format!(
+            "/// Module `{}` as a `tvm_model_t` descriptor ({}): `run_func` takes a `DLTensor*`",
+            m.name,
+            m.entry.kind()
+        ));
+        self.line("/// (type code `kTVMDLTensorHandle`) per input then output and runs the model like [`run`].");
+        if let Entry::LegacyDescriptor { symbol, .. } = &m.entry {
+            self.line(format!("/// It calls the archive's own descriptor `{symbol}` under mlf-build's abort guard and arena."));
+        } else {
+            self.line("/// mlf-build generates it around the module's entry point (see README.md).");
+        }
+        self.line("/// Every module's `ffi::tvm_model_t`, `ffi::TVMValue` and `ffi::DLTensor` have the same C layout.");
+        self.line("pub fn descriptor() -> &'static ffi::tvm_model_t {");
+        self.line("    // SAFETY: an immutable C object defined by the glue, valid for the whole program.");
+        self.line(format!("    unsafe {{ &ffi::{} }}", glue::descriptor_symbol(&m.name)));
+        self.line("}");
+    }
+
+    /// `tvm.build` operators: one typed function named after the operator, arguments in its order.
+    fn operator_wrapper(&mut self) {
+        let m = self.module;
+        let Entry::Operator { function, args, .. } = &m.entry else { return };
+        let in_idents = unique_idents(m.inputs.iter().map(|t| t.name.as_str()));
+        let out_idents = unique_idents(m.outputs.iter().map(|t| t.name.as_str()));
+        let mut params = Vec::new();
+        let mut names = Vec::new();
+        for slot in args {
+            let (ident, kind, reference) = match *slot {
+                OperatorSlot::Input(i) => (&in_idents[i], "inputs", "&"),
+                OperatorSlot::Output(i) => (&out_idents[i], "outputs", "&mut "),
+            };
+            let bare = ident.trim_start_matches("r#");
+            params.push(format!("{ident}: {reference}[{kind}::{ident}::Element; {kind}::{ident}::LEN]"));
+            names.push(format!("`{bare}`"));
+        }
+        let mut wrapper = snake_ident(function);
+        if ["run", "run_raw", "invoke", "descriptor", "workspace_peak", "set_log_hook"].contains(&wrapper.as_str()) {
+            wrapper = format!("op_{wrapper}");
+        }
+        self.line("");
+        self.line(format!("/// Calls operator `{function}` on typed buffers, arguments in its order ({}):", names.join(", ")));
+        self.line("/// outputs are `&mut`. Sizes and types come from the metadata's memory map.");
+        self.line(format!("pub fn {wrapper}({}) -> Result<(), Error> {{", params.join(", ")));
+        let ins: Vec<String> = in_idents.iter().map(|i| format!("{i}.as_ptr() as *mut core::ffi::c_void")).collect();
+        let outs: Vec<String> = out_idents.iter().map(|i| format!("{i}.as_mut_ptr().cast::<core::ffi::c_void>()")).collect();
+        self.line(format!("    invoke([{}], [{}])", ins.join(", "), outs.join(", ")));
+        self.line("}");
     }
 
     fn constants(&mut self) {
@@ -268,8 +306,11 @@ impl Emitter<'_, '_> {
                     self.line(format!("    pub mod {ident} {{"));
                     self.line("        /// Size in bytes.");
                     self.line(format!("        pub const BYTES: usize = {};", pool.size_bytes));
-                    self.line("        /// The bytes TVM requires in the pool (placed in read-only memory).");
-                    self.line(format!("        pub static DATA: &[u8; BYTES] = &super::super::{}.0;", pool_static(pool)));
+                    self.line("        /// The bytes TVM requires in the pool: the glue's read-only C array.");
+                    self.line(format!(
+                        "        // SAFETY: an immutable C array of exactly BYTES bytes, never written.\n        pub static DATA: &[u8; BYTES] = unsafe {{ &super::super::ffi::{} }};",
+                        glue::pool_symbol(&m.name, pool)
+                    ));
                 }
             }
             self.line("    }");
@@ -356,65 +397,6 @@ impl Emitter<'_, '_> {
         self.line("    }");
         self.line("}");
         self.line("");
-    }
-
-    fn storage(&mut self) {
-        let m = self.module;
-        let align = m.alignment;
-        let workspace_pools: Vec<&Pool> = m.pools.iter().filter(|p| p.constant_data.is_none()).collect();
-        let graph = m.schedule();
-        let graph_storage = graph.is_some_and(|g| g.storage_bytes > 0);
-        if m.arena_bytes > 0 || !workspace_pools.is_empty() || graph_storage {
-            self.line("/// Static memory the C code writes through raw pointers.");
-            self.line(format!("#[repr(C, align({align}))]"));
-            self.line("struct Storage<const N: usize>(core::cell::UnsafeCell<[u8; N]>);");
-            self.line("");
-            self.line("// SAFETY: only C code touches the bytes, inside mlf_support_call, which admits one run at a time.");
-            self.line("unsafe impl<const N: usize> Sync for Storage<N> {}");
-            self.line("");
-        }
-        if m.arena_bytes > 0 {
-            self.line("/// The arena behind `TVMBackendAllocWorkspace`.");
-            self.line("static ARENA: Storage<ARENA_BYTES> = Storage(core::cell::UnsafeCell::new([0; ARENA_BYTES]));");
-            self.line("");
-        }
-        if graph_storage {
-            self.line("/// The graph's storage: every storage id's slot.");
-            self.line("static GRAPH_STORAGE: Storage<STORAGE_BYTES> = Storage(core::cell::UnsafeCell::new([0; STORAGE_BYTES]));");
-            self.line("");
-        }
-        if graph.is_some_and(|g| !g.params.is_empty()) {
-            self.line("/// Read-only bytes, aligned as the operators expect their weights.");
-            self.line(format!("#[repr(C, align({align}))]"));
-            self.line("struct Params<const N: usize>([u8; N]);");
-            self.line("");
-            self.line("/// The weights, in `.params` order at aligned offsets.");
-            self.line(format!("static PARAMS: Params<PARAMS_BYTES> = Params(*include_bytes!({:?}));", params_file(&m.name)));
-            self.line("");
-        }
-        for pool in &workspace_pools {
-            self.line(format!("/// Workspace pool `{}`.", pool.name));
-            self.line(format!(
-                "static {}: Storage<{}> = Storage(core::cell::UnsafeCell::new([0; {}]));",
-                pool_static(pool),
-                pool.size_bytes,
-                pool.size_bytes
-            ));
-            self.line("");
-        }
-        if m.pools.iter().any(|p| p.constant_data.is_some()) {
-            self.line("/// Read-only bytes, aligned as TVM requires of pools.");
-            self.line(format!("#[repr(C, align({align}))]"));
-            self.line("struct Constant<const N: usize>([u8; N]);");
-            self.line("");
-        }
-        for pool in &m.pools {
-            if let Some(data) = &pool.constant_data {
-                self.line(format!("/// Constant pool `{}`, as the interface header gives it.", pool.name));
-                self.line(format!("static {}: Constant<{}> = Constant({});", pool_static(pool), data.len(), bytes_literal(data)));
-                self.line("");
-            }
-        }
     }
 
     fn error_type(&mut self) {
@@ -523,39 +505,7 @@ pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error>
         self.line(format!(
             "fn invoke(inputs: [*mut core::ffi::c_void; {n_in}], outputs: [*mut core::ffi::c_void; {n_out}]) -> Result<(), Error> {{"
         ));
-        let pools: Vec<String> = m
-            .pools
-            .iter()
-            .map(|pool| match pool.constant_data {
-                // The generated code only reads constant pools; its C signature is not const.
-                Some(_) => format!("{}.0.as_ptr() as *mut core::ffi::c_void", pool_static(pool)),
-                None => format!("{}.0.get().cast::<core::ffi::c_void>()", pool_static(pool)),
-            })
-            .collect();
-        let pools = match m.schedule() {
-            None => pools,
-            // The glue reads the storage base, then the weights' base.
-            Some(schedule) => vec![
-                if schedule.storage_bytes > 0 { "GRAPH_STORAGE.0.get().cast::<core::ffi::c_void>()" } else { "core::ptr::null_mut()" }.to_string(),
-                // The operators only read weights; the C signature is not const.
-                if schedule.params.is_empty() { "core::ptr::null_mut()" } else { "PARAMS.0.as_ptr() as *mut core::ffi::c_void" }.to_string(),
-            ],
-        };
-        let mut args = vec!["inputs.as_ptr()".to_string(), "outputs.as_ptr()".to_string()];
-        if pools.is_empty() {
-            args.push("core::ptr::null()".to_string());
-        } else {
-            self.line(format!("    let pools = [{}];", pools.join(", ")));
-            args.push("pools.as_ptr()".to_string());
-        }
-        if m.arena_bytes > 0 {
-            args.push("ARENA.0.get().cast::<u8>()".to_string());
-            args.push("ARENA_BYTES".to_string());
-        } else {
-            args.push("core::ptr::null_mut()".to_string());
-            args.push("0".to_string());
-        }
-        args.push("&mut code".to_string());
+        let args = ["inputs.as_ptr()", "outputs.as_ptr()", "&mut code"];
         self.line("    let mut code = 0;");
         self.line("    // SAFETY: every pointer is valid for its tensor's size; the support library serializes runs.");
         self.line(format!("    let status = unsafe {{ ffi::{}({}) }};", glue::invoke_symbol(name), args.join(", ")));
@@ -581,10 +531,6 @@ pub fn set_log_hook(hook: Option<unsafe extern "C" fn(*const core::ffi::c_char, 
 }"#,
         );
     }
-}
-
-fn pool_static(pool: &Pool) -> String {
-    format!("POOL_{}", snake_ident(&pool.name).trim_start_matches("r#").to_uppercase())
 }
 
 fn capitalize(text: &str) -> String {

@@ -182,6 +182,166 @@ pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The body (between the braces) of the C function `name` defined in `text`.
+fn function_body<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let needle = format!("{name}(");
+    for (at, _) in text.match_indices(&needle) {
+        // A whole identifier, not the tail of a longer one.
+        if text[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let after = &text[at + needle.len()..];
+        let Some(close) = after.find(')') else { continue };
+        let rest = after[close + 1..].trim_start();
+        if !rest.starts_with('{') {
+            continue;
+        }
+        let body = &rest[1..];
+        let mut depth = 1usize;
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(&body[..i]);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The parameter list of the definition of `name` in `text`.
+fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let body = function_body(text, name)?;
+    let body_at = body.as_ptr() as usize - text.as_ptr() as usize;
+    let head = &text[..body_at];
+    let open = head.rfind(&format!("{name}("))? + name.len() + 1;
+    Some(&head[open..open + head[open..].find(')')?])
+}
+
+/// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
+fn packed_arg_count(body: &str) -> usize {
+    body.match_indices("args)[")
+        .filter_map(|(at, _)| {
+            let digits: String = body[at + "args)[".len()..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<usize>().ok()
+        })
+        .map(|index| index + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// A module's entry point when it has no interface header.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum HeaderlessEntry {
+    /// `const tvm_model_t <symbol> = {...}` (2021 main-branch builds).
+    Descriptor { symbol: String, file: String, inputs: Option<usize>, outputs: Option<usize> },
+    /// `tvmgen_<m>_run` with the packed signature; `arguments` packed arguments it forwards.
+    Packed { function: String, file: String, arguments: usize },
+}
+
+/// Finds the legacy descriptor or the packed `tvmgen_<m>_run` among the module's sources.
+pub(crate) fn headerless_entry(tree: &Tree, codegen: &Codegen, module: &str) -> Option<HeaderlessEntry> {
+    let run = format!("tvmgen_{module}_run");
+    let mut packed = None;
+    for path in &codegen.c_sources {
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let code = strip_comments(&text);
+        for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
+            let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
+                continue;
+            };
+            let init = &code[at..];
+            let init = &init[..init.find("};").unwrap_or(init.len())];
+            let count = |field: &str| {
+                let value = init[init.find(field)? + field.len()..].trim_start().strip_prefix('=')?;
+                let digits: String = value.trim_start().chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            };
+            return Some(HeaderlessEntry::Descriptor {
+                symbol,
+                file: path.clone(),
+                inputs: count(".num_input_tensors"),
+                outputs: count(".num_output_tensors"),
+            });
+        }
+        if packed.is_none() {
+            if let (Some(params), Some(body)) = (function_params(&code, &run), function_body(&code, &run)) {
+                if params.split(',').count() == 6 {
+                    packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: path.clone(), arguments: packed_arg_count(body) });
+                }
+            }
+        }
+    }
+    packed
+}
+
+/// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
+fn stores_into(line: &str, data: &str) -> bool {
+    let Some(cast) = line.trim_start().strip_prefix("((") else { return false };
+    let Some(type_end) = cast.find(')') else { return false };
+    let Some(index) = cast[type_end + 1..].strip_prefix(data).and_then(|rest| rest.strip_prefix(")[")) else {
+        return false;
+    };
+    let mut depth = 1usize;
+    for (i, c) in index.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return match index[i + 1..].trim_start().as_bytes() {
+                        [b'=', b'=', ..] => false,
+                        [b'=', ..] => true,
+                        [op, b'=', ..] => b"+-*/%&|^".contains(op),
+                        _ => false,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// One parameter of a generated operator: its name and whether the operator writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OperatorArg {
+    pub name: String,
+    pub written: bool,
+}
+
+/// The parameters of packed operator `function` in the order it reads them from `args`,
+/// and which of them it stores into (`((T*)x_1)[i] = ...` through the tensor's data).
+pub(crate) fn operator_args(tree: &Tree, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
+    for path in &codegen.c_sources {
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let Some(body) = function_body(&text, function) else { continue };
+        let mut args = Vec::new();
+        for index in 0..packed_arg_count(body) {
+            let needle = format!("(((TVMValue*)args)[{index}].v_handle)");
+            let at = body.find(&needle)?;
+            let line = &body[body[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+            let name = line.trim().strip_prefix("void*")?.trim().strip_suffix('=')?.trim().to_string();
+            let data = body
+                .find(&format!("(((DLTensor*){name})[0].data)"))
+                .and_then(|at| {
+                    let line = &body[body[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+                    line.trim().strip_prefix("void*")?.trim().strip_suffix('=').map(|v| v.trim().to_string())
+                })
+                .unwrap_or_else(|| name.clone());
+            let written = body.lines().any(|line| stores_into(line, &data));
+            args.push(OperatorArg { name, written });
+        }
+        return Some((path.clone(), args));
+    }
+    None
+}
+
 /// What the generated C needs from its surroundings.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CodeNeeds {
@@ -271,6 +431,8 @@ pub(crate) struct RelaySignature {
     pub params: Vec<(String, RelayTensor)>,
     /// Result types from `-> ...` or the final expression's `ty=` annotation.
     pub results: Vec<RelayTensor>,
+    /// The `out_dtype` of the final expression when no result type is written (2021 archives).
+    pub result_dtype: Option<DType>,
 }
 
 pub(crate) fn relay_signature(text: &str) -> RelaySignature {
@@ -290,10 +452,12 @@ pub(crate) fn relay_signature(text: &str) -> RelaySignature {
         .find("->")
         .map(|arrow| parse_tensor_types(&tail[arrow + 2..body_start]))
         .unwrap_or_default();
+    let mut result_dtype = None;
     if results.is_empty() {
         results = final_expression_type(&tail[body_start..]);
+        result_dtype = final_expression_out_dtype(&tail[body_start..]);
     }
-    RelaySignature { params, results }
+    RelaySignature { params, results, result_dtype }
 }
 
 /// The index of the first bracket that closes one opened before `text`.
@@ -360,6 +524,14 @@ fn final_expression_type(body: &str) -> Vec<RelayTensor> {
     let end = body.find("\n}").unwrap_or(body.len());
     let last = body[..end].trim_end().rsplit('\n').next().unwrap_or("");
     last.rfind("ty=").map(|at| parse_tensor_types(&last[at..])).unwrap_or_default()
+}
+
+/// `out_dtype="int8"` of the last expression of the `@main` body.
+fn final_expression_out_dtype(body: &str) -> Option<DType> {
+    let end = body.find("\n}").unwrap_or(body.len());
+    let last = body[..end].trim_end().rsplit('\n').next().unwrap_or("");
+    let value = &last[last.rfind("out_dtype=\"")? + "out_dtype=\"".len()..];
+    DType::parse(&value[..value.find('"')?]).ok()
 }
 
 /// Element types of `tvmgen_<m>___tvm_main__`'s parameters, from its definition

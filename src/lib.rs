@@ -34,11 +34,13 @@ mod inspect;
 mod metadata;
 mod params;
 mod plan;
+mod rename;
 mod schedule;
 mod target;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
@@ -62,6 +64,10 @@ pub struct Builder {
     cc: Option<cc::Build>,
     target: Option<String>,
     cpu: Option<String>,
+    renames: Vec<(String, String)>,
+    include_dirs: Vec<PathBuf>,
+    sources: Vec<PathBuf>,
+    defines: Vec<(String, Option<String>)>,
     limits: Limits,
 }
 
@@ -88,7 +94,18 @@ impl Builder {
     /// A builder for the archive at `path`: a `.tar` or an extracted directory,
     /// relative to the package root (the build script's working directory).
     pub fn new(path: impl AsRef<Path>) -> Builder {
-        Builder { archive: path.as_ref().to_path_buf(), show_warnings: None, cc: None, target: None, cpu: None, limits: Limits::default() }
+        Builder {
+            archive: path.as_ref().to_path_buf(),
+            show_warnings: None,
+            cc: None,
+            target: None,
+            cpu: None,
+            renames: Vec::new(),
+            include_dirs: Vec::new(),
+            sources: Vec::new(),
+            defines: Vec::new(),
+            limits: Limits::default(),
+        }
     }
 
     /// Shows the C compiler's warnings on generated code (default: silenced;
@@ -118,6 +135,35 @@ impl Builder {
         self
     }
 
+    /// Builds module `from` of the archive as `to`, as if TVM had exported it with
+    /// `mod_name="to"`: the Rust file is `$OUT_DIR/mlf/<to>.rs` and the C symbols
+    /// are `tvmgen_<to>_*` and `mlf_<to>_*`. Two archives whose modules have the
+    /// same name (usually `default`) can only be built into one crate this way.
+    pub fn rename_module(mut self, from: impl Into<String>, to: impl Into<String>) -> Builder {
+        self.renames.push((from.into(), to.into()));
+        self
+    }
+
+    /// Adds a directory to the include path of the archive's C code, for headers
+    /// of external code the archive was compiled against (BYOC, e.g. CMSIS-NN's `Include`).
+    pub fn include_dir(mut self, dir: impl AsRef<Path>) -> Builder {
+        self.include_dirs.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Compiles a C or C++ source file (`.c`, `.cc`, `.cpp`) into the model's
+    /// library, for external code the archive calls (BYOC, e.g. CMSIS-NN's kernels).
+    pub fn source(mut self, file: impl AsRef<Path>) -> Builder {
+        self.sources.push(file.as_ref().to_path_buf());
+        self
+    }
+
+    /// Defines a preprocessor macro for the archive's C code and the sources added with [`Builder::source`].
+    pub fn define(mut self, name: impl Into<String>, value: Option<&str>) -> Builder {
+        self.defines.push((name.into(), value.map(str::to_string)));
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/`; an unchanged archive is not
@@ -140,13 +186,17 @@ impl Builder {
             Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
                 .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
         })?;
-        let metadata = metadata::parse(metadata_bytes).map_err(|e| e.in_file("metadata.json"))?;
+        let mut metadata = metadata::parse(metadata_bytes).map_err(|e| e.in_file("metadata.json"))?;
         // Before planning: an object for another architecture is the clearest thing to report.
         check_objects(&tree, &target)?;
+        let tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
         check_target(&plan, &target, &metadata)?;
+        claim_symbols(&out_dir, &self.archive, &plan)?;
 
-        let stem = archive_stem(&self.archive);
+        // Module names are unique within a build script (claim_symbols), so the
+        // first names this archive's work directory and library.
+        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.clone());
         let work = out_dir.join("mlf").join("build").join(&stem);
         let tree_dir = work.join("tree");
         let gen_dir = work.join("gen");
@@ -154,22 +204,26 @@ impl Builder {
 
         let config = CompileConfig { base, show_warnings, target: &target };
         let support = support_library(&out_dir, &config)?;
-        let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings)?;
+        let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines };
+        let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings, &extra)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
             env!("CARGO_PKG_VERSION").as_bytes(),
             config.fingerprint().as_bytes(),
             &generated_c,
+            &extra.fingerprint()?,
         ]);
         let stamp = cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
         let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
         if !cached {
             stamp.invalidate()?;
-            model.compile(base)?;
+            if let Err(error) = model.compile(base) {
+                return Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error));
+            }
             for module in &plan.modules {
-                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &toolchain.clang_args);
+                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &extra, &toolchain.clang_args);
                 let text = bindings::generate(&spec)?;
                 write_if_changed(&bindings_file(module), text.as_bytes())?;
             }
@@ -186,12 +240,6 @@ impl Builder {
         for module in &plan.modules {
             let path = bindings_file(module);
             let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-            if let plan::Entry::Graph(schedule) = &module.entry {
-                // Beside the Rust, which `include_bytes!`es it by relative path.
-                if !schedule.params.is_empty() {
-                    write_if_changed(&out_dir.join("mlf").join(emit::params_file(&module.name)), &schedule.params)?;
-                }
-            }
             let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
             write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
             modules.push(GeneratedModule { name: module.name.clone(), rust_file, memory: module.memory_needs() });
@@ -266,6 +314,7 @@ fn model_library(
     gen_dir: &Path,
     work: &Path,
     show_warnings: bool,
+    extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
     let mut generated = Vec::new();
     let support = Path::new(SUPPORT_DIR);
@@ -284,6 +333,11 @@ fn model_library(
         write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
         generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
         c_sources.push(gen_dir.join(&glue.source_name));
+        if let Some((name, text)) = &glue.params {
+            write_if_changed(&gen_dir.join(name), text.as_bytes())?;
+            generated.extend(text.as_bytes());
+            c_sources.push(gen_dir.join(name));
+        }
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
     let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
@@ -301,18 +355,28 @@ fn model_library(
     write_if_changed(&gen_dir.join("crt_config.h"), &crt_config)?;
     generated.extend(&crt_config);
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
+    for source in extra.sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+        match source.extension().and_then(|e| e.to_str()) {
+            Some("c") => c_sources.push(source.clone()),
+            Some("cc" | "cpp" | "cxx") => cxx_sources.push(source.clone()),
+            _ => {
+                return Err(Error::new(ErrorKind::Config, format!("Builder::source(\"{}\"): not a C or C++ source", source.display()))
+                    .help("pass .c, .cc, .cpp or .cxx files; headers go in a directory given to Builder::include_dir"))
+            }
+        }
+    }
+    let mut include_dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
+    include_dirs.extend(extra.include_dirs.iter().cloned());
+    let mut defines = vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))];
+    defines.extend(extra.defines.iter().cloned());
     let library = Library {
         name: format!("mlf_{stem}"),
         c_sources,
         cxx_sources,
         objects,
-        include_dirs: vec![
-            tree_dir.join(inspect::INCLUDE_DIR),
-            gen_dir.to_path_buf(),
-            runtime_include,
-            support.join("include"),
-        ],
-        defines: vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))],
+        include_dirs,
+        defines,
         out_dir: work.join("lib"),
         show_warnings,
     };
@@ -337,23 +401,147 @@ const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's de
 #endif
 ";
 
-fn bindings_spec(module: &ModulePlan, plan: &Plan, tree_dir: &Path, gen_dir: &Path, clang_args: &[String]) -> bindings::BindingsSpec {
+fn bindings_spec(
+    module: &ModulePlan,
+    plan: &Plan,
+    tree_dir: &Path,
+    gen_dir: &Path,
+    extra: &ExtraCode<'_>,
+    target_clang_args: &[String],
+) -> bindings::BindingsSpec {
     let support = Path::new(SUPPORT_DIR);
     let m = &module.name;
     let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
+    let mut include_dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
+    include_dirs.extend(extra.include_dirs.iter().cloned());
     bindings::BindingsSpec {
         header: gen_dir.join(glue::generate(module).header_name),
-        include_dirs: vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")],
-        clang_args: clang_args.to_vec(),
+        include_dirs,
+        clang_args: extra
+            .defines
+            .iter()
+            .map(|(name, value)| value.as_ref().map_or_else(|| format!("-D{name}"), |value| format!("-D{name}={value}")))
+            .chain(target_clang_args.iter().cloned())
+            .collect(),
         allow: vec![
             format!("tvmgen_{m}_.*"),
             format!("TVMGEN_{}_.*", m.to_uppercase()),
-            glue::invoke_symbol(m),
+            format!("mlf_{m}_.*"),
             "mlf_support_(call|workspace_peak|set_log_hook)".to_string(),
             "mlf_status_t|MLF_STATUS_.*".to_string(),
-            "tvm_model_t".to_string(),
+            // The descriptor and what a generic runner needs to call it.
+            "tvm_model_t|TVMValue|DLTensor|DLDevice|DLDataType|DLDeviceType|TVMArgTypeCode".to_string(),
         ],
     }
+}
+
+/// External code for the archive (BYOC): Builder options as plain data.
+struct ExtraCode<'a> {
+    include_dirs: &'a [PathBuf],
+    sources: &'a [PathBuf],
+    defines: &'a [(String, Option<String>)],
+}
+
+impl ExtraCode<'_> {
+    /// Everything about the external code that changes the compiled library:
+    /// paths, defines, the sources' bytes and the include directories' file list and times.
+    fn fingerprint(&self) -> Result<Vec<u8>> {
+        let mut text = format!("{:?}|{:?}|{:?}", self.include_dirs, self.sources, self.defines).into_bytes();
+        for source in self.sources {
+            text.extend(std::fs::read(source).map_err(|e| {
+                Error::io("read", source, e).help("Builder::source paths are relative to the package root")
+            })?);
+        }
+        for dir in self.include_dirs {
+            println!("cargo:rerun-if-changed={}", dir.display());
+            if !dir.is_dir() {
+                return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))
+                    .help("include directories are relative to the package root"));
+            }
+            for entry in glob::glob(&format!("{}/**/*", glob::Pattern::escape(&dir.to_string_lossy()))).into_iter().flatten().flatten() {
+                if let Ok(meta) = entry.metadata() {
+                    let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                    text.extend(format!("{}|{}|{:?}\n", entry.display(), meta.len(), modified).into_bytes());
+                }
+            }
+        }
+        Ok(text)
+    }
+}
+
+/// Which archive claimed each module name and unprefixed C symbol, per OUT_DIR:
+/// two archives in one build script must not define the same symbols.
+static CLAIMS: Mutex<BTreeMap<(PathBuf, String), PathBuf>> = Mutex::new(BTreeMap::new());
+
+fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
+    let mut claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for module in &plan.modules {
+        let m = &module.name;
+        let mut symbols = vec![(format!("module `{m}`"), None)];
+        match &module.entry {
+            plan::Entry::Operator { function, .. } => {
+                symbols.push((format!("C function `{function}`"), Some(function.clone())));
+                symbols.push(("C function `__tvm_main__`".to_string(), Some("__tvm_main__".to_string())));
+            }
+            plan::Entry::LegacyDescriptor { symbol, .. } if !symbol.starts_with("tvmgen_") => {
+                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.clone())));
+            }
+            _ => {}
+        }
+        for (what, unprefixed) in symbols {
+            let key = (out_dir.to_path_buf(), what.clone());
+            match claims.get(&key) {
+                Some(other) if other != archive => {
+                    let (message, help) = match unprefixed {
+                        None => (
+                            format!("{what} is also built from `{}` by this build script: both would write `mlf/{m}.rs` and define the C symbols `tvmgen_{m}_*` and `mlf_{m}_*`", other.display()),
+                            format!("give one of them another name: Builder::new(\"{}\").rename_module(\"{m}\", \"another_name\")", archive.display()),
+                        ),
+                        Some(symbol) => (
+                            format!("{what} is also defined by `{}`, built by this build script: the two would clash at link time", other.display()),
+                            format!("TVM wrote `{symbol}` without a module prefix, so renaming cannot help: build the archives in separate crates, or re-export one under another function name"),
+                        ),
+                    };
+                    return Err(Error::new(ErrorKind::Config, message).help(help));
+                }
+                _ => {
+                    claims.insert(key, archive.to_path_buf());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After a failed compile: the first header a generated source includes that
+/// neither the archive, mlf-build, the Builder's include directories nor the
+/// compiler has, named with the file that wants it and the option that helps.
+fn missing_header(plan: &Plan, tree: &Tree, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
+    let mut checked = std::collections::BTreeSet::new();
+    for module in &plan.modules {
+        for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
+            let text = String::from_utf8_lossy(tree.get(path)?);
+            let own_dir = tree_dir.join(path).parent().map(Path::to_path_buf).unwrap_or_default();
+            for header in inspect::included_headers(&text) {
+                if !checked.insert(header.to_string()) {
+                    continue;
+                }
+                let in_dirs = std::iter::once(&own_dir).chain(&model.include_dirs).any(|dir| dir.join(header).is_file());
+                if in_dirs || model.compiler_finds(base, header) {
+                    continue;
+                }
+                return Some(
+                    Error::new(
+                        ErrorKind::Compile,
+                        format!("includes <{header}>, which is not in the archive, mlf-build's headers, the include directories given or the compiler's include path"),
+                    )
+                    .in_file(path.clone())
+                    .help(format!("the model was compiled against external code (BYOC, e.g. CMSIS-NN): add the directory holding {header} with Builder::include_dir(..), the library's sources with Builder::source(..) and its macros with Builder::define(..)")),
+                );
+            }
+        }
+    }
+    None
 }
 
 /// Refuses code that cannot compile for the target, before the compiler says so less clearly.
@@ -406,15 +594,4 @@ fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A file-system-safe name for the archive's build directory and library.
-fn archive_stem(path: &Path) -> String {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-    if stem.is_empty() {
-        "model".to_string()
-    } else {
-        stem
-    }
 }

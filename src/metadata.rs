@@ -60,6 +60,7 @@ impl Target {
     }
 
     /// The target kind, the first word: `c`, `llvm`.
+    #[cfg(test)]
     pub fn kind(&self) -> &str {
         self.target.split_whitespace().next().unwrap_or("")
     }

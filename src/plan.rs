@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
 use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature};
-use crate::metadata::{self, Executor, Metadata, ModuleMeta, Style};
+use crate::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::params;
 use crate::schedule::{self, Schedule};
 
@@ -50,6 +50,33 @@ pub(crate) enum Entry {
     CInterface(InterfaceHeader),
     /// Graph executor: operator calls planned at build time (see `schedule`).
     Graph(Schedule),
+    /// `tvmgen_<m>_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* handle)`
+    /// defined in `file`, one `DLTensor*` per input then output: TVM >= 0.9 packed API and August 2021 archives.
+    Packed { function: String, file: String },
+    /// `const tvm_model_t <symbol>` defined in `file` (TVM main-branch builds, May to August 2021).
+    LegacyDescriptor { symbol: String, file: String },
+    /// A `tvm.build` operator: packed `function` taking its tensors in the order of `args`.
+    Operator { function: String, file: String, args: Vec<OperatorSlot> },
+}
+
+/// Where one argument of an operator comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OperatorSlot {
+    Input(usize),
+    Output(usize),
+}
+
+impl Entry {
+    /// What a user calls this kind of archive, for docs and messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entry::CInterface(_) => "AOT, C interface",
+            Entry::Packed { .. } => "AOT, packed API",
+            Entry::LegacyDescriptor { .. } => "AOT, legacy tvm_model_t descriptor",
+            Entry::Operator { .. } => "operator-only export",
+            Entry::Graph(_) => "graph executor, planned at build time",
+        }
+    }
 }
 
 /// What one module needs, in bytes: the numbers behind its generated constants.
@@ -178,14 +205,54 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<Mo
             .in_file(inspect::SRC_DIR)
             .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
     }
+    if meta.is_operator() {
+        return plan_operator(tree, meta, codegen);
+    }
     let header_path = InterfaceHeader::path_for(&name);
     if let Some(header_text) = tree.get(&header_path) {
         return plan_c_interface(tree, meta, codegen, &header_path, header_text);
+    }
+    if meta.executors.contains(&Executor::Aot) {
+        if let Some(entry) = inspect::headerless_entry(tree, &codegen, &name) {
+            return plan_headerless(tree, meta, codegen, entry);
+        }
     }
     match meta.graph_json_path.as_deref() {
         Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(tree, meta, codegen, graph_path),
         _ => Err(unsupported_kind(meta, &header_path)),
     }
+}
+
+fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
+    let name = meta.name.clone();
+    let interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
+    if interface.maps_inputs {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("module `{name}` was built with tir.usmp.use_workspace_io: inputs live inside the workspace pool"),
+        )
+        .in_file(header_path.to_string())
+        .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
+    }
+    let relay = relay_of(tree, meta);
+    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
+    let resolver = TensorResolver {
+        meta,
+        main: main_memory(meta),
+        header: Some(&interface),
+        file: header_path,
+        input_names: &interface.inputs,
+        output_names: &interface.outputs,
+        relay: &relay,
+        main_types: &main_types,
+    };
+    let (inputs, outputs) = resolver.resolve()?;
+    let pools = interface
+        .pools
+        .iter()
+        .map(|pool| plan_pool(&interface, &name, pool))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(finish_plan(tree, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
 }
 
 fn target_alignment(meta: &ModuleMeta) -> u64 {
@@ -266,35 +333,149 @@ fn params_path(tree: &Tree, module: &str) -> String {
     }
 }
 
-fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
-    let name = meta.name.clone();
-    let interface = InterfaceHeader::parse(&name, &header_path, &String::from_utf8_lossy(header_text))?;
-    if interface.maps_inputs {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!("module `{name}` was built with tir.usmp.use_workspace_io: inputs live inside the workspace pool"),
-        )
-        .in_file(header_path.to_string())
-        .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
-    }
-    let needs = inspect::code_needs(tree, &codegen);
-    let relay = meta
-        .relay_path
+fn relay_of(tree: &Tree, meta: &ModuleMeta) -> RelaySignature {
+    meta.relay_path
         .as_deref()
         .and_then(|path| tree.get(path))
         .map(|text| inspect::relay_signature(&String::from_utf8_lossy(text)))
-        .unwrap_or_default();
-    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
-    let main = meta.main_for_device(1).or(meta.main.first());
-    let resolver = TensorResolver { meta, main, interface: &interface, relay: &relay, main_types: &main_types };
-    let (inputs, outputs) = resolver.resolve()?;
+        .unwrap_or_default()
+}
 
+fn main_memory(meta: &ModuleMeta) -> Option<&metadata::MainMemory> {
+    meta.main_for_device(1).or(meta.main.first())
+}
+
+/// Packed `tvmgen_<m>_run` or a legacy descriptor: no header names the tensors, so
+/// names and counts come from the metadata (TVM >= 0.11), the descriptor, the
+/// packed wrapper's argument count and the Relay text.
+fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: inspect::HeaderlessEntry) -> Result<ModulePlan> {
+    let name = meta.name.clone();
+    let relay = relay_of(tree, meta);
+    let main = main_memory(meta);
+    let (entry, file, declared) = match found {
+        inspect::HeaderlessEntry::Descriptor { symbol, file, inputs, outputs } => {
+            let declared = inputs.zip(outputs);
+            (Entry::LegacyDescriptor { symbol, file: file.clone() }, file, declared)
+        }
+        inspect::HeaderlessEntry::Packed { function, file, arguments } => {
+            let outputs = match main {
+                Some(main) if !main.outputs.is_empty() => main.outputs.len(),
+                // A Relay function returns one tensor unless its type says it is a tuple.
+                _ => relay.results.len().max(1),
+            };
+            let declared = (arguments > outputs).then(|| (arguments - outputs, outputs));
+            (Entry::Packed { function, file: file.clone() }, file, declared)
+        }
+    };
+    let (input_names, output_names) = match main {
+        Some(main) if !main.inputs.is_empty() && !main.outputs.is_empty() => (
+            main.inputs.iter().map(|t| metadata::sanitize(&t.name)).collect::<Vec<_>>(),
+            main.outputs.iter().map(|t| metadata::sanitize(&t.name)).collect::<Vec<_>>(),
+        ),
+        _ => {
+            let Some((n_in, n_out)) = declared else {
+                return Err(Error::new(ErrorKind::Metadata, format!("cannot tell how many inputs and outputs module `{name}` has"))
+                    .in_file(file)
+                    .help("neither metadata.json (TVM >= 0.11) nor the entry point states it; re-export the archive with TVM >= 0.11"));
+            };
+            // Relay lists the model inputs first, then the weights.
+            let inputs: Vec<String> = (0..n_in)
+                .map(|i| relay.params.get(i).map_or_else(|| format!("input{i}"), |(param, _)| metadata::sanitize(param)))
+                .collect();
+            let outputs = (0..n_out).map(|i| if n_out == 1 { "output".to_string() } else { format!("output{i}") }).collect();
+            (inputs, outputs)
+        }
+    };
+    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
+    let resolver = TensorResolver {
+        meta,
+        main,
+        header: None,
+        file: &file,
+        input_names: &input_names,
+        output_names: &output_names,
+        relay: &relay,
+        main_types: &main_types,
+    };
+    let (inputs, outputs) = resolver.resolve()?;
+    Ok(finish_plan(tree, meta, codegen, entry, inputs, outputs, Vec::new()))
+}
+
+/// A `tvm.build` operator: tensors from the metadata's memory map; which are
+/// written (outputs) from the generated code.
+fn plan_operator(tree: &Tree, meta: &ModuleMeta, codegen: Codegen) -> Result<ModulePlan> {
+    let function = match meta.operator_functions.as_slice() {
+        [function] => function,
+        [] => {
+            return Err(Error::new(ErrorKind::Metadata, "an operator export whose `memory` lists no function")
+                .in_file("metadata.json")
+                .help("re-export the operator with tvm.micro.export_model_library_format"))
+        }
+        several => {
+            let names: Vec<&str> = several.iter().map(|f| f.name.as_str()).collect();
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("operator export with several functions ({}): mlf-build wraps one function per archive", names.join(", ")),
+            )
+            .in_file("metadata.json")
+            .help("export each operator on its own (one tvm.build per archive)"));
+        }
+    };
+    let Some((file, args)) = inspect::operator_args(tree, &codegen, &function.name) else {
+        return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
+            .in_file(inspect::SRC_DIR)
+            .help("the sources must come from the same export as metadata.json; re-export the archive"));
+    };
+    if args.len() != function.params.len() {
+        return Err(Error::new(
+            ErrorKind::Metadata,
+            format!("operator `{}` reads {} arguments, metadata.json lists {}", function.name, args.len(), function.params.len()),
+        )
+        .in_file(file)
+        .help("the sources must come from the same export as metadata.json; re-export the archive"));
+    }
+    // TVM puts outputs last; when the code shows no store, the last argument is the output.
+    let any_written = args.iter().any(|arg| arg.written);
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    let mut slots = Vec::new();
+    for (index, (arg, param)) in args.iter().zip(&function.params).enumerate() {
+        let is_output = if any_written { arg.written } else { index + 1 == args.len() };
+        let how = if any_written { "the generated code stores into it" } else { "the last argument" };
+        let tensor = Tensor {
+            name: arg.name.clone(),
+            dtype: param.dtype,
+            size_bytes: param.size_bytes,
+            shape: if param.shape.is_empty() { vec![param.size_bytes / param.dtype.size_bytes() as u64] } else { param.shape.clone() },
+            source: if is_output {
+                format!("metadata.json memory.{}[{index}]; an output because {how}", function.name)
+            } else {
+                format!("metadata.json memory.{}[{index}]", function.name)
+            },
+        };
+        if is_output {
+            slots.push(OperatorSlot::Output(outputs.len()));
+            outputs.push(tensor);
+        } else {
+            slots.push(OperatorSlot::Input(inputs.len()));
+            inputs.push(tensor);
+        }
+    }
+    let entry = Entry::Operator { function: function.name.clone(), file, args: slots };
+    Ok(finish_plan(tree, meta, codegen, entry, inputs, outputs, Vec::new()))
+}
+
+fn finish_plan(
+    tree: &Tree,
+    meta: &ModuleMeta,
+    codegen: Codegen,
+    entry: Entry,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+    pools: Vec<Pool>,
+) -> ModulePlan {
+    let needs = inspect::code_needs(tree, &codegen);
     let alignment = target_alignment(meta);
-    let pools = interface
-        .pools
-        .iter()
-        .map(|pool| plan_pool(&interface, &name, pool))
-        .collect::<Result<Vec<_>>>()?;
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),
         constants_bytes: meta.constants_size_bytes(),
@@ -303,9 +484,9 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
     // TVM's planner sizes each request rounded to the alignment; the extra
     // alignment covers the arena base, as TVM's own allocator assumes.
     let arena_bytes = if needs.workspace_allocator { round_up(memory.workspace_bytes, alignment) + alignment } else { 0 };
-    Ok(ModulePlan {
-        name,
-        entry: Entry::CInterface(interface),
+    ModulePlan {
+        name: meta.name.clone(),
+        entry,
         codegen,
         needs,
         inputs,
@@ -315,17 +496,27 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
         alignment,
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
-    })
+    }
 }
 
 fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
-    let kind = match (meta.style, meta.executors.first()) {
-        (Style::Operator, _) => "an operator-only export (`style: operator`)",
-        _ => "an AOT archive without the C interface header (packed API or the legacy tvm_model_t)",
-    };
-    Error::new(ErrorKind::Unsupported, format!("module `{}` is {kind}: not supported yet (this version builds AOT C-interface and graph-executor archives)", meta.name))
+    let m = &meta.name;
+    match meta.executors.first() {
+        Some(Executor::Graph) => Error::new(
+            ErrorKind::Metadata,
+            format!("module `{m}` uses the graph executor, but metadata.json gives no place for its graph JSON"),
+        )
+        .in_file("metadata.json")
+        .help("the archive looks incomplete or hand-edited: re-export it with tvm.micro.export_model_library_format"),
+        _ => Error::new(
+            ErrorKind::Metadata,
+            format!(
+                "module `{m}` is an AOT build, but it has neither the interface header, a `tvm_model_t tvmgen_{m}_network` descriptor nor a packed `tvmgen_{m}_run` definition"
+            ),
+        )
         .in_file(header_path)
-        .help("re-export with the AOT executor and the C interface: executor=Executor(\"aot\", {\"interface-api\": \"c\", \"unpacked-api\": True})")
+        .help("the archive looks incomplete or hand-edited: re-export it with tvm.micro.export_model_library_format"),
+    }
 }
 
 fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool> {
@@ -363,7 +554,12 @@ pub(crate) fn round_up(value: u64, alignment: u64) -> u64 {
 struct TensorResolver<'a> {
     meta: &'a ModuleMeta,
     main: Option<&'a metadata::MainMemory>,
-    interface: &'a InterfaceHeader,
+    /// The interface header, for its size macros; `None` for header-less archives.
+    header: Option<&'a InterfaceHeader>,
+    /// The file that names the tensors, for errors.
+    file: &'a str,
+    input_names: &'a [String],
+    output_names: &'a [String],
     relay: &'a RelaySignature,
     main_types: &'a [Option<DType>],
 }
@@ -378,9 +574,8 @@ struct Partial {
 
 impl TensorResolver<'_> {
     fn resolve(&self) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-        let mut inputs: Vec<Partial> = self.interface.inputs.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect();
-        let mut outputs: Vec<Partial> =
-            self.interface.outputs.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect();
+        let mut inputs: Vec<Partial> = self.input_names.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect();
+        let mut outputs: Vec<Partial> = self.output_names.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect();
         self.fill_from_io_total(&mut inputs, &mut outputs);
         let finish = |list: Vec<Partial>| list.into_iter().map(|p| self.finish(p)).collect::<Result<Vec<_>>>();
         Ok((finish(inputs)?, finish(outputs)?))
@@ -398,12 +593,12 @@ impl TensorResolver<'_> {
             }
         }
         let size_macro = format!("TVMGEN_{}_{}_SIZE", self.meta.name.to_uppercase(), name.to_uppercase());
-        if partial.size.is_none() {
-            partial.size = self.interface.macro_u64(&size_macro).map(|size| (size, format!("{size_macro} in {}", self.interface.path)));
+        if let (None, Some(header)) = (&partial.size, self.header) {
+            partial.size = header.macro_u64(&size_macro).map(|size| (size, format!("{size_macro} in {}", header.path)));
         }
         let relay_type = if is_input {
             self.relay.params.iter().find(|(param, _)| metadata::sanitize(param) == name).map(|(_, ty)| ty)
-        } else if self.relay.results.len() == self.interface.outputs.len() {
+        } else if self.relay.results.len() == self.output_names.len() {
             self.relay.results.get(position)
         } else {
             None
@@ -415,9 +610,13 @@ impl TensorResolver<'_> {
             partial.size.get_or_insert_with(|| (bytes, format!("the Relay signature in {path}")));
             partial.shape = Some(ty.shape.clone());
         }
-        let main_position = if is_input { position } else { self.interface.inputs.len() + position };
+        let main_position = if is_input { position } else { self.input_names.len() + position };
         if let Some(Some(dtype)) = self.main_types.get(main_position) {
             partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
+        }
+        if let (false, [_], Some(dtype)) = (is_input, self.output_names, self.relay.result_dtype) {
+            let path = self.meta.relay_path.clone().unwrap_or_default();
+            partial.dtype.get_or_insert_with(|| (dtype, format!("the `out_dtype` of the final expression in {path}")));
         }
         partial
     }
@@ -438,7 +637,7 @@ impl TensorResolver<'_> {
     fn finish(&self, partial: Partial) -> Result<Tensor> {
         let missing = |what: &str| {
             Error::new(ErrorKind::Metadata, format!("cannot tell the {what} of tensor `{}` of module `{}`", partial.name, self.meta.name))
-                .in_file(&self.interface.path)
+                .in_file(self.file)
                 .help("neither metadata.json, the header's _SIZE macros nor the Relay text state it; re-export with TVM >= 0.11")
         };
         let (dtype, dtype_source) = partial.dtype.clone().ok_or_else(|| missing("element type"))?;
@@ -448,7 +647,7 @@ impl TensorResolver<'_> {
                 ErrorKind::Metadata,
                 format!("tensor `{}` is {size_bytes} bytes, not a whole number of {dtype} elements", partial.name),
             )
-            .in_file(&self.interface.path));
+            .in_file(self.file));
         }
         let elements = size_bytes / dtype.size_bytes() as u64;
         let shape = partial.shape.filter(|shape| shape.iter().product::<u64>() == elements).unwrap_or_else(|| vec![elements]);

@@ -76,7 +76,7 @@ fn same_archive_gives_the_same_rust_in_any_out_dir() {
 fn unchanged_archive_is_not_compiled_or_written_again() {
     let out = scratch("cache");
     let output = in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
-    let library = out.join("mlf/build/demo_model/lib/libmlf_demo_model.a");
+    let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
     let (library_time, rust_time) = (modified(&library), modified(&output.modules[0].rust_file));
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -155,8 +155,66 @@ fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
     let output = in_build_script_for(&out, "thumbv7em-none-eabihf", &[], || Builder::new(demo_archive()).build()).unwrap();
     let needs = output.modules[0].memory;
     assert_eq!((needs.inputs, needs.outputs, needs.code_workspace), (16, 12, 12));
-    let library = out.join("mlf/build/demo_model/lib/libmlf_demo_model.a");
+    let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let bytes = std::fs::read(&library).unwrap();
     // An ar archive of 32-bit Arm ELF objects: e_machine 40 follows each member's ELF header.
     assert!(bytes.windows(20).any(|w| w.starts_with(b"\x7fELF\x01") && w[18] == 40), "no Arm object in {}", library.display());
+}
+
+/// A copy of the demo archive under `dir`, with `extra` source files added.
+fn demo_copy(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
+    let root = dir.join("model");
+    for path in ["metadata.json", "codegen/host/include/tvmgen_default.h", "codegen/host/src/default_lib0.c", "codegen/host/src/default_lib1.c"] {
+        let to = root.join(path);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(demo_archive().join(path), to).unwrap();
+    }
+    for (path, text) in extra {
+        std::fs::write(root.join(path), text).unwrap();
+    }
+    root
+}
+
+#[test]
+fn two_archives_with_the_same_module_need_a_rename() {
+    let out = scratch("two-archives");
+    let other = demo_copy(&out.join("copy"), &[]);
+    let error = in_build_script(&out.join("out"), || {
+        Builder::new(demo_archive()).build().unwrap();
+        Builder::new(&other).build().unwrap_err()
+    });
+    let text = error.to_string();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert!(text.contains("module `default` is also built from") && text.contains("rename_module(\"default\""), "{text}");
+    let renamed = in_build_script(&out.join("out"), || Builder::new(&other).rename_module("default", "second").build()).unwrap();
+    assert_eq!(renamed.modules[0].rust_file, out.join("out/mlf/second.rs"));
+    let glue = std::fs::read_to_string(out.join("out/mlf/build/second/gen/mlf_second_glue.c")).unwrap();
+    assert!(glue.contains("tvmgen_second_run(&inputs, &outputs)"), "{glue}");
+    let missing = in_build_script(&out.join("out"), || Builder::new(&other).rename_module("vision", "x").build()).unwrap_err();
+    assert!(missing.to_string().contains("has no module `vision`"), "{missing}");
+}
+
+#[test]
+fn a_missing_external_header_names_itself_the_file_and_the_option() {
+    let out = scratch("byoc");
+    let source = "#include <mlf_test_byoc_kernels.h>\nint mlf_test_byoc_use(void) { return MLF_TEST_BYOC_VALUE; }\n";
+    let archive = demo_copy(&out, &[("codegen/host/src/default_lib2.c", source)]);
+    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("codegen/host/src/default_lib2.c") && text.contains("<mlf_test_byoc_kernels.h>") && text.contains("Builder::include_dir"),
+        "{text}"
+    );
+    let include = out.join("external/include");
+    std::fs::create_dir_all(&include).unwrap();
+    std::fs::write(include.join("mlf_test_byoc_kernels.h"), "int mlf_test_byoc_kernel(int x);\n").unwrap();
+    std::fs::write(out.join("external/kernels.c"), "int mlf_test_byoc_kernel(int x) { return x; }\n").unwrap();
+    in_build_script(&out.join("out2"), || {
+        Builder::new(&archive)
+            .include_dir(&include)
+            .source(out.join("external/kernels.c"))
+            .define("MLF_TEST_BYOC_VALUE", Some("3"))
+            .build()
+    })
+    .unwrap();
 }

@@ -37,3 +37,19 @@ fn a_second_build_reruns_no_build_script() {
     let reruns: Vec<&str> = second.lines().filter(|line| line.contains("Running") && line.contains("build-script")).collect();
     assert!(reruns.is_empty(), "a no-op build reran build scripts: {reruns:?}");
 }
+
+#[test]
+fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
+    if common::corpus_root().is_none() {
+        return;
+    }
+    let manifest = common::repo_root().join("tests/fixtures/multi-archive/Cargo.toml");
+    let output = common::cargo("multi-archive")
+        .args(["run", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "multi-archive failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("multi-archive: ok"), "{stdout}");
+}

@@ -20,6 +20,9 @@ const MATRIX: &[(&str, &[&str])] = &[
     ("cnn_f32-graph", &[V7EM_HF]),
     ("kws_int8-graph_linked", &[V7EM_HF]),
     ("arduino-microspeech-graph-v5-executorconfig", &[V7EM_HF]),
+    ("arduino-yesno-aot-packed-v5", &[V7EM_HF]),
+    ("arduino-microspeech-aot-tvm_model_t-v5", &[V7EM_HF]),
+    ("multi-kws_mlp-aot_c", &[V7EM_HF]),
 ];
 
 const V7EM_HF: &str = "thumbv7em-none-eabihf";
@@ -69,7 +72,39 @@ fn qemu_verdict(case: &Case, triple: &str) -> Verdict {
         }
     }
     let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
+    if case.name.contains("graph") {
+        if let Err(why) = runtime_free(triple) {
+            return Verdict::Fail(why);
+        }
+        return Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}; no heap, JSON or graph runtime linked"));
+    }
     Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}"))
+}
+
+/// A heap's functions, as newlib names them.
+const HEAP_SYMBOLS: &[&str] = &["malloc", "free", "calloc", "realloc", "_malloc_r", "_free_r", "_sbrk", "_sbrk_r"];
+/// Parts of names a JSON reader or TVM's graph executor would bring in (lowercase).
+const RUNTIME_NAME_PARTS: &[&str] = &["json", "graphexecutor", "pagememorymanager"];
+
+/// The firmware just run holds no heap, JSON reader or graph executor (bare
+/// metal has no std that would bring a heap of its own).
+fn runtime_free(triple: &str) -> Result<(), String> {
+    let elf = common::repo_root().join("target").join(TARGET_DIR).join(triple).join("release/cortex-m-runner");
+    let output = std::process::Command::new("arm-none-eabi-nm").arg(&elf).output().map_err(|e| format!("arm-none-eabi-nm: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("arm-none-eabi-nm {}: {}", elf.display(), String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    let symbols = String::from_utf8_lossy(&output.stdout);
+    let found: Vec<&str> = symbols
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .filter(|name| HEAP_SYMBOLS.contains(name) || RUNTIME_NAME_PARTS.iter().any(|part| name.to_lowercase().contains(part)))
+        .collect();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the firmware links {found:?}"))
+    }
 }
 
 /// Builds and runs the firmware; returns the bytes of each `output<i>:` line.

@@ -20,6 +20,11 @@
  * they declare a function with an untyped parameter list.) */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic warning "-Wincompatible-pointer-types"
+/* They also declare the model function with parameter names but no types
+ * (`int32_t f(arg0, arg1);`), which gcc 14 rejects by default too. */
+#if __GNUC__ >= 14
+#pragma GCC diagnostic warning "-Wdeclaration-missing-parameter-type"
+#endif
 #endif
 
 #endif /* MLF_BUILD_COMPAT_AOT_EXECUTOR_H_ */
