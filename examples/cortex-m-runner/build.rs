@@ -86,13 +86,14 @@ fn main() {
     // For examples/footprint: what the model needs, next to what the firmware takes.
     let needs = &module.memory;
     let report = format!(
-        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\n",
+        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\ninputs {}\n",
         module.name,
-        needs.constants + needs.params,
+        needs.constants,
         needs.constant_pools,
         needs.code_workspace + needs.arena + needs.storage,
         needs.pools,
-        needs.inputs + needs.outputs
+        needs.inputs + needs.outputs,
+        needs.inputs
     );
     write_if_changed(&out_dir.join("model-needs.txt"), &report);
     write_if_changed(&out_dir.join("memory.x"), MEMORY_X);

@@ -143,7 +143,11 @@ fn footprint() -> Result<(), String> {
         need("io"),
         need("pools")
     );
-    println!("firmware: flash = vector table + .text + .rodata + .data image; RAM = .data + .bss (no heap; stack not counted; the runner keeps its inputs in flash)");
-    println!("difference: startup, semihosting output and formatting of the runner, and mlf-build's C support ({support_code} bytes of code)");
+    println!("firmware: flash = vector table + .text + .rodata + .data image; RAM = .data + .bss (no heap; stack not counted)");
+    println!(
+        "difference: the runner's startup, semihosting output and formatting, its {} bytes of inputs (kept in flash, not RAM), \
+         and mlf-build's C support ({support_code} bytes of code) and call tables",
+        need("inputs")
+    );
     Ok(())
 }
