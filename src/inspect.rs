@@ -197,17 +197,23 @@ fn function_body<'t>(text: &'t str, name: &str) -> Option<&'t str> {
             continue;
         }
         let body = &rest[1..];
-        let mut depth = 1usize;
-        for (i, c) in body.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(&body[..i]);
-                    }
-                }
-                _ => {}
+        if let Some(end) = closing(body, '{', '}') {
+            return Some(&body[..end]);
+        }
+    }
+    None
+}
+
+/// The index of the `close` that ends a bracket opened just before `text`.
+fn closing(text: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in text.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
             }
         }
     }
@@ -287,25 +293,13 @@ fn stores_into(line: &str, data: &str) -> bool {
     let Some(index) = cast[type_end + 1..].strip_prefix(data).and_then(|rest| rest.strip_prefix(")[")) else {
         return false;
     };
-    let mut depth = 1usize;
-    for (i, c) in index.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return match index[i + 1..].trim_start().as_bytes() {
-                        [b'=', b'=', ..] => false,
-                        [b'=', ..] => true,
-                        [op, b'=', ..] => b"+-*/%&|^".contains(op),
-                        _ => false,
-                    };
-                }
-            }
-            _ => {}
-        }
+    let Some(end) = closing(index, '[', ']') else { return false };
+    match index[end + 1..].trim_start().as_bytes() {
+        [b'=', b'=', ..] => false,
+        [b'=', ..] => true,
+        [op, b'=', ..] => b"+-*/%&|^".contains(op),
+        _ => false,
     }
-    false
 }
 
 /// One parameter of a generated operator: its name and whether the operator writes it.

@@ -3,16 +3,22 @@
 
 mod common;
 
-#[test]
-fn demo_module_builds_no_std_warning_free_and_runs() {
-    let manifest = common::repo_root().join("tests/fixtures/typed-consumer/Cargo.toml");
-    let output = common::cargo("typed-consumer")
+/// Runs the fixture crate `tests/fixtures/<name>` and returns its stdout; panics when it fails.
+fn run_fixture(name: &str) -> String {
+    let manifest = common::repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
+    let output = common::cargo(name)
         .args(["run", "--release", "--quiet", "--manifest-path"])
         .arg(&manifest)
         .output()
         .expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "typed-consumer failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{name} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+#[test]
+fn demo_module_builds_no_std_warning_free_and_runs() {
+    let stdout = run_fixture("typed-consumer");
     assert!(stdout.contains("output = [0.0, 8.0, 0.75]"), "{stdout}");
 }
 
@@ -43,13 +49,6 @@ fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
     if common::corpus_root().is_none() {
         return;
     }
-    let manifest = common::repo_root().join("tests/fixtures/multi-archive/Cargo.toml");
-    let output = common::cargo("multi-archive")
-        .args(["run", "--release", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .output()
-        .expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "multi-archive failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = run_fixture("multi-archive");
     assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("multi-archive: ok"), "{stdout}");
 }
