@@ -52,7 +52,7 @@ pub(crate) fn codegen_for(tree: &Tree, module: &str, module_count: usize) -> Cod
         list.push(path.to_string());
     }
     for list in [&mut codegen.c_sources, &mut codegen.cxx_sources, &mut codegen.objects] {
-        list.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        list.sort_by_key(|path| natural_key(path));
     }
     codegen
 }

@@ -20,6 +20,9 @@
 //! `plan` decides sizes and storage, `glue` and `compile` build the C,
 //! `bindings` runs bindgen, and `emit` writes the Rust. See README.md.
 
+// The first example is a whole build.rs, `fn main` included.
+#![allow(clippy::needless_doctest_main)]
+
 mod archive;
 mod bindings;
 mod cache;

@@ -43,7 +43,7 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
                 .in_file(path.clone())
                 .help(format!("re-export the model with mod_name=\"{to}\" instead")));
             }
-            if !(in_src && owned(file)) && !is_header {
+            if !(is_header || in_src && owned(file)) {
                 renamed.insert(path, bytes);
                 continue;
             }
