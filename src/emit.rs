@@ -5,7 +5,6 @@
 use crate::glue;
 use crate::plan::{Entry, ModulePlan, OperatorSlot, Tensor};
 
-
 /// Where the generated text says it came from.
 pub(crate) struct Provenance<'a> {
     /// The archive's file name (not its full path: the output must not depend on where it lives).

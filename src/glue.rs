@@ -28,6 +28,10 @@ fn params_symbol(module: &str) -> String {
     format!("mlf_{module}_params")
 }
 
+/// The parameters of TVM's packed calling convention, shared by operators,
+/// packed entry points, the linked-weight lookup and descriptors' `run_func`.
+const PACKED_PARAMS: &str = "(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle)";
+
 pub(crate) fn invoke_symbol(module: &str) -> String {
     format!("mlf_{module}_invoke")
 }
@@ -151,13 +155,12 @@ fn storage(source: &mut String, module: &ModulePlan) {
 
 /// Declarations of the archive's symbols the glue calls that no header declares.
 fn entry_declaration(module: &ModulePlan) -> String {
-    let packed = "(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* handle)";
     match &module.entry {
         // The interface header declares the C entry; graph tables declare their operators.
         Entry::CInterface(_) | Entry::Graph(_) => String::new(),
         // The 2021 archives define these with void* parameters: the same C ABI.
         Entry::Packed { function, file } | Entry::Operator { function, file, .. } => {
-            format!("/* Defined in {file}. */\nint32_t {function}{packed};\n\n")
+            format!("/* Defined in {file}. */\nint32_t {function}{PACKED_PARAMS};\n\n")
         }
         Entry::LegacyDescriptor { symbol, file } => format!("/* The archive's own descriptor, defined in {file}. */\nextern const tvm_model_t {symbol};\n\n"),
     }
@@ -200,18 +203,18 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
 fn graph_tables(m: &str, schedule: &Schedule) -> String {
     let mut c = String::new();
     let _ = writeln!(c, "#include <string.h>\n\n#include <tvm/runtime/c_runtime_api.h>\n");
-    let _ = writeln!(c, "typedef int32_t (*mlf_packed_t)(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code,\n                             void* resource_handle);\n");
+    let _ = writeln!(c, "typedef int32_t (*mlf_packed_t){PACKED_PARAMS};\n");
     let _ = writeln!(c, "/* The archive's operator functions (TVM's packed calling convention). */");
     let mut declared: Vec<&str> = Vec::new();
     for call in &schedule.calls {
         if !declared.contains(&call.func_name.as_str()) {
             declared.push(&call.func_name);
-            let _ = writeln!(c, "int32_t {}(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle);", call.func_name);
+            let _ = writeln!(c, "int32_t {}{PACKED_PARAMS};", call.func_name);
         }
     }
     if let Some(symbol) = &schedule.lookup_symbol {
         let _ = writeln!(c, "/* Returns the address of a weight linked into the code, by storage id. */");
-        let _ = writeln!(c, "int32_t {symbol}(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle);");
+        let _ = writeln!(c, "int32_t {symbol}{PACKED_PARAMS};");
     }
     let _ = writeln!(c);
     let _ = writeln!(c, "/* Where a tensor's bytes are: index is the buffer number, the byte offset or the storage id. */");
@@ -377,12 +380,9 @@ fn packed_call(module: &ModulePlan, call: &str) -> String {
 fn descriptor_source(source: &mut String, module: &ModulePlan) {
     let m = &module.name;
     let (n_in, n_out) = (module.inputs.len(), module.outputs.len());
-    let _ = writeln!(
-        source,
-        "static int32_t model_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code,\n                         void* handle) {{"
-    );
+    let _ = writeln!(source, "static int32_t model_run{PACKED_PARAMS} {{");
     let _ = writeln!(source, "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t code = 0;\n  mlf_status_t status;\n  int i;", n_in.max(1), n_out.max(1));
-    let _ = writeln!(source, "  (void)ret;\n  (void)ret_code;\n  (void)handle;");
+    let _ = writeln!(source, "  (void)ret;\n  (void)ret_code;\n  (void)resource_handle;");
     let _ = writeln!(source, "  if (num_args != {}) return -1;", n_in + n_out);
     let _ = writeln!(source, "  for (i = 0; i < num_args; ++i) {{");
     let _ = writeln!(source, "    DLTensor* tensor = (DLTensor*)args[i].v_handle;");

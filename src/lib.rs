@@ -343,7 +343,6 @@ fn model_library(
         }
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
-    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
     if allocates {
         if plan.has_runtime {
             c_sources.push(tree_dir.join(plan::BACKEND_API_SOURCE));
@@ -369,8 +368,6 @@ fn model_library(
             }
         }
     }
-    let mut include_dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
-    include_dirs.extend(extra.include_dirs.iter().cloned());
     let mut defines = vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))];
     defines.extend(extra.defines.iter().cloned());
     let library = Library {
@@ -378,7 +375,7 @@ fn model_library(
         c_sources,
         cxx_sources,
         objects,
-        include_dirs,
+        include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         defines,
         out_dir: work.join("lib"),
         show_warnings,
@@ -404,6 +401,17 @@ const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's de
 #endif
 ";
 
+/// The include path of the archive's C, the glue and bindgen alike: the
+/// archive's headers, the generated ones, the runtime headers (the archive's
+/// own, else mlf-build's), mlf-build's support headers, then the user's.
+fn include_dirs(plan: &Plan, tree_dir: &Path, gen_dir: &Path, extra: &ExtraCode<'_>) -> Vec<PathBuf> {
+    let support = Path::new(SUPPORT_DIR);
+    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
+    let mut dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
+    dirs.extend(extra.include_dirs.iter().cloned());
+    dirs
+}
+
 fn bindings_spec(
     module: &ModulePlan,
     plan: &Plan,
@@ -412,14 +420,10 @@ fn bindings_spec(
     extra: &ExtraCode<'_>,
     target_clang_args: &[String],
 ) -> bindings::BindingsSpec {
-    let support = Path::new(SUPPORT_DIR);
     let m = &module.name;
-    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
-    let mut include_dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
-    include_dirs.extend(extra.include_dirs.iter().cloned());
     bindings::BindingsSpec {
         header: gen_dir.join(glue::generate(module).header_name),
-        include_dirs,
+        include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         clang_args: extra
             .defines
             .iter()

@@ -280,7 +280,7 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         None => Vec::new(),
     };
     let linked = inspect::linked_params(tree, &codegen);
-    let main = meta.main_for_device(1).or(meta.main.first());
+    let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
     let with = schedule::Inputs {
@@ -294,30 +294,7 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         alignment,
     };
     let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
-    let needs = inspect::code_needs(tree, &codegen);
-    let memory = MemoryMap {
-        workspace_bytes: meta.workspace_size_bytes(),
-        constants_bytes: meta.constants_size_bytes(),
-        io_bytes: meta.io_size_bytes(),
-    };
-    // Operators run one at a time, each freeing its workspace: the arena needs
-    // the largest operator's (already aligned per request by TVM), plus the base.
-    let operator_workspace = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
-    let workspace = operator_workspace.unwrap_or(memory.workspace_bytes);
-    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment) + alignment } else { 0 };
-    Ok(ModulePlan {
-        name,
-        entry: Entry::Graph(schedule),
-        codegen,
-        needs,
-        inputs,
-        outputs,
-        pools: Vec::new(),
-        memory,
-        alignment,
-        arena_bytes,
-        targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
-    })
+    Ok(finish_plan(tree, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
 }
 
 /// `parameters/<module>.params`, or the only `.params` file when older exports named it otherwise.
@@ -481,9 +458,16 @@ fn finish_plan(
         constants_bytes: meta.constants_size_bytes(),
         io_bytes: meta.io_size_bytes(),
     };
+    // A graph runs its operators one at a time, each freeing its workspace: the
+    // arena needs only the largest operator's. AOT needs the whole workspace.
+    let operator_workspace = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
+    let workspace = match (&entry, operator_workspace) {
+        (Entry::Graph(_), Some(largest)) => largest,
+        _ => memory.workspace_bytes,
+    };
     // TVM's planner sizes each request rounded to the alignment; the extra
     // alignment covers the arena base, as TVM's own allocator assumes.
-    let arena_bytes = if needs.workspace_allocator { round_up(memory.workspace_bytes, alignment) + alignment } else { 0 };
+    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment) + alignment } else { 0 };
     ModulePlan {
         name: meta.name.clone(),
         entry,
