@@ -7,9 +7,13 @@ use crate::error::{Error, ErrorKind, Result};
 /// DLPack type code: signed integer, unsigned integer, IEEE float or bfloat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TypeCode {
+    /// Signed two's-complement integer (`int8`, ...; DLPack `kDLInt`).
     Int,
+    /// Unsigned integer (`uint8`, ..., and `bool`; DLPack `kDLUInt`).
     UInt,
+    /// IEEE 754 float (`float32`, ...; DLPack `kDLFloat`).
     Float,
+    /// bfloat16 (DLPack `kDLBfloat`).
     BFloat,
 }
 
@@ -28,7 +32,9 @@ impl TypeCode {
 /// A scalar element type: code and bit width (lanes are always 1 in MLF archives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DType {
+    /// What kind of number an element is.
     pub code: TypeCode,
+    /// The width of one element in bits.
     pub bits: u8,
 }
 

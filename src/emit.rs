@@ -15,6 +15,22 @@ pub(crate) struct Provenance<'a> {
 pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Provenance<'_>) -> String {
     let mut out = String::new();
     Emitter { module, out: &mut out, provenance }.emit(bindings);
+    allow_unused_items(&out)
+}
+
+/// Marks every top-level item `#[allow(dead_code)]`: a binary crate that
+/// includes the module privately and calls only `run` must still build under
+/// `#![deny(warnings)]`, and an included file cannot carry an inner attribute.
+fn allow_unused_items(text: &str) -> String {
+    const ITEM_STARTS: &[&str] = &["pub ", "fn ", "impl", "unsafe impl ", "const ", "static ", "struct ", "enum ", "mod ", "type ", "unsafe fn ", "union "];
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if ITEM_STARTS.iter().any(|start| line.starts_with(start)) {
+            out.push_str("#[allow(dead_code)]\n");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
     out
 }
 

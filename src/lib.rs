@@ -1,28 +1,13 @@
-//! Build Apache TVM Model Library Format archives into Rust programs from `build.rs`.
-//!
-//! ```no_run
-//! // build.rs
-//! fn main() {
-//!     mlf_build::Builder::new("model.tar").build().unwrap();
-//! }
-//! ```
-//! ```ignore
-//! // src/main.rs
-//! mod model {
-//!     include!(concat!(env!("OUT_DIR"), "/mlf/default.rs"));
-//! }
-//! let mut outputs = model::Outputs::zeroed();
-//! model::run(&model::Inputs::zeroed(), &mut outputs)?;
-//! ```
-//!
-//! The pipeline, one module per stage: [`archive`](Builder) unpacks safely,
-//! `metadata` normalizes every MLF version, `inspect` reads the sources,
-//! `plan` decides sizes and storage, `glue` and `compile` build the C,
-//! `bindings` runs bindgen, and `emit` writes the Rust. See README.md.
-
-// The first example is a whole build.rs, `fn main` included.
+// The crate's documentation is README.md, so its Rust snippets are doctests.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+// README's build.rs snippets are whole build scripts, `fn main` included.
 #![allow(clippy::needless_doctest_main)]
 
+// The pipeline, one module per stage: `archive` unpacks safely, `metadata`
+// normalizes every MLF version, `inspect` reads the sources, `plan` decides
+// sizes and storage, `glue` and `compile` build the C, `bindings` runs bindgen,
+// and `emit` writes the Rust.
 mod archive;
 mod bindings;
 mod cache;
@@ -39,6 +24,7 @@ mod params;
 mod plan;
 mod rename;
 mod schedule;
+mod support;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -53,9 +39,6 @@ use archive::{write_if_changed, Limits, Tree};
 use compile::Library;
 use plan::{ModulePlan, Plan};
 use target::Target;
-
-/// The crate's own C: support library sources and headers.
-const SUPPORT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/build-support");
 
 /// Builds one Model Library Format archive into the crate being compiled.
 ///
@@ -96,6 +79,13 @@ pub struct GeneratedModule {
 impl Builder {
     /// A builder for the archive at `path`: a `.tar` or an extracted directory,
     /// relative to the package root (the build script's working directory).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(path: impl AsRef<Path>) -> Builder {
         Builder {
             archive: path.as_ref().to_path_buf(),
@@ -113,6 +103,13 @@ impl Builder {
 
     /// Shows the C compiler's warnings on generated code (default: silenced;
     /// the `MLF_BUILD_SHOW_WARNINGS=1` environment variable turns them on too).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").show_warnings(true).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn show_warnings(mut self, show: bool) -> Builder {
         self.show_warnings = Some(show);
         self
@@ -120,12 +117,28 @@ impl Builder {
 
     /// Starts every C compilation from `build` instead of `cc::Build::new()`,
     /// for flags, defines or a compiler of your choice.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// let mut build = cc::Build::new();
+    /// build.flag("-O2").define("NDEBUG", None);
+    /// mlf_build::Builder::new("model.tar").cc_build(build).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cc_build(mut self, build: cc::Build) -> Builder {
         self.cc = Some(build);
         self
     }
 
     /// Builds for `triple` instead of Cargo's `TARGET`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").target("thumbv7em-none-eabihf").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn target(mut self, triple: impl Into<String>) -> Builder {
         self.target = Some(triple.into());
         self
@@ -133,6 +146,13 @@ impl Builder {
 
     /// The Arm core to compile for (`-mcpu`), e.g. `cortex-m7`; default: the
     /// triple's usual core (`cortex-m0plus`, `cortex-m3`, `cortex-m4`, `cortex-m33`).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").cpu("cortex-m7").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cpu(mut self, cpu: impl Into<String>) -> Builder {
         self.cpu = Some(cpu.into());
         self
@@ -142,6 +162,14 @@ impl Builder {
     /// `mod_name="to"`: the Rust file is `$OUT_DIR/mlf/<to>.rs` and the C symbols
     /// are `tvmgen_<to>_*` and `mlf_<to>_*`. Two archives whose modules have the
     /// same name (usually `default`) can only be built into one crate this way.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// // src: mod kws { include!(concat!(env!("OUT_DIR"), "/mlf/kws.rs")); }
+    /// mlf_build::Builder::new("kws.tar").rename_module("default", "kws").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rename_module(mut self, from: impl Into<String>, to: impl Into<String>) -> Builder {
         self.renames.push((from.into(), to.into()));
         self
@@ -149,6 +177,13 @@ impl Builder {
 
     /// Adds a directory to the include path of the archive's C code, for headers
     /// of external code the archive was compiled against (BYOC, e.g. CMSIS-NN's `Include`).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").include_dir("third_party/CMSIS-NN/Include").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn include_dir(mut self, dir: impl AsRef<Path>) -> Builder {
         self.include_dirs.push(dir.as_ref().to_path_buf());
         self
@@ -156,12 +191,29 @@ impl Builder {
 
     /// Compiles a C or C++ source file (`.c`, `.cc`, `.cpp`) into the model's
     /// library, for external code the archive calls (BYOC, e.g. CMSIS-NN's kernels).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar")
+    ///     .include_dir("third_party/CMSIS-NN/Include")
+    ///     .source("third_party/CMSIS-NN/Source/ConvolutionFunctions/arm_convolve_s8.c")
+    ///     .build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn source(mut self, file: impl AsRef<Path>) -> Builder {
         self.sources.push(file.as_ref().to_path_buf());
         self
     }
 
     /// Defines a preprocessor macro for the archive's C code and the sources added with [`Builder::source`].
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").define("ARM_MATH_DSP", None).define("TVM_CRT_LOG_LEVEL", Some("0")).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn define(mut self, name: impl Into<String>, value: Option<&str>) -> Builder {
         self.defines.push((name.into(), value.map(str::to_string)));
         self
@@ -171,6 +223,17 @@ impl Builder {
     ///
     /// Writes only below `$OUT_DIR/mlf/`; an unchanged archive is not
     /// unpacked, compiled or bound again.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// let output = mlf_build::Builder::new("model.tar").build()?;
+    /// // A RAM budget, checked before anything links.
+    /// for module in &output.modules {
+    ///     assert!(module.memory.workspace <= 64 * 1024, "{}: workspace too large", module.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(self) -> Result<Output> {
         let archive = self.archive.clone();
         self.build_inner().map_err(|error| error.in_archive(&archive))
@@ -204,16 +267,18 @@ impl Builder {
         let tree_dir = work.join("tree");
         let gen_dir = work.join("gen");
         tree.write_to(&tree_dir)?;
+        let support_dir = support::write(&out_dir.join("mlf").join("build-support"))?;
 
         let config = CompileConfig { base, show_warnings, target: &target };
-        let support = support_library(&out_dir, &config)?;
-        let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines };
+        let support = support_library(&out_dir, &support_dir, &config)?;
+        let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
         let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings, &extra)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
             env!("CARGO_PKG_VERSION").as_bytes(),
-            config.fingerprint().as_bytes(),
+            support::digest().as_bytes(),
+            &config.fingerprint(),
             &generated_c,
             &extra.fingerprint()?,
         ]);
@@ -258,29 +323,49 @@ struct CompileConfig<'a> {
     target: &'a Target,
 }
 
-/// Environment variables `cc` and bindgen read that change their output.
-const TOOL_VARIABLES: &[&str] =
-    &["CC", "CFLAGS", "TARGET_CC", "TARGET_CFLAGS", "OPT_LEVEL", "DEBUG", "PROFILE", "BINDGEN_EXTRA_CLANG_ARGS"];
+/// Environment variables `cc` reads, each also as `<NAME>_<target>` and
+/// `TARGET_<NAME>` (`HOST_<NAME>` when not cross-compiling).
+const CC_VARIABLES: &[&str] = &["CC", "CFLAGS", "CXX", "CXXFLAGS", "AR", "ARFLAGS"];
+
+/// Variables Cargo sets and tracks itself that change what `cc` passes the compiler.
+const CARGO_VARIABLES: &[&str] = &["OPT_LEVEL", "DEBUG", "PROFILE"];
 
 impl CompileConfig<'_> {
-    /// Everything besides the sources that determines the compiled objects.
-    fn fingerprint(&self) -> String {
+    /// Everything besides the sources that determines the compiled objects, as
+    /// explicit data: the target, the compilers and archiver `cc` resolved with
+    /// their arguments, and the environment they were resolved from.
+    fn fingerprint(&self) -> Vec<u8> {
         let triple = &self.target.triple;
-        let per_target = [format!("CC_{triple}"), format!("CFLAGS_{triple}"), format!("CC_{}", triple.replace('-', "_")), format!(
-            "CFLAGS_{}",
-            triple.replace('-', "_")
-        )];
-        let variables = TOOL_VARIABLES.iter().map(|name| name.to_string()).chain(per_target);
-        let values: Vec<String> = variables.map(|name| format!("{name}={:?}", env::var(&name))).collect();
-        format!("{triple}|{}|{}|{:?}|{}", self.target.host, self.show_warnings, self.base, values.join("|"))
+        let underscored = triple.replace('-', "_");
+        let kind = if self.target.triple == self.target.host { "HOST" } else { "TARGET" };
+        let mut variables = vec!["CRATE_CC_NO_DEFAULTS".to_string()];
+        for name in CC_VARIABLES {
+            variables.extend([name.to_string(), format!("{name}_{triple}"), format!("{name}_{underscored}"), format!("{kind}_{name}")]);
+        }
+        // bindgen's extra clang arguments, by its own naming of the per-target variants.
+        let bindgen = "BINDGEN_EXTRA_CLANG_ARGS";
+        variables.extend([bindgen.to_string(), format!("{bindgen}_{triple}"), format!("{bindgen}_{underscored}")]);
+        let mut lines = vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
+        lines.extend(variables.iter().map(|name| format!("{name}={:?}", env::var(name))));
+        for name in CARGO_VARIABLES {
+            lines.push(format!("{name}={:?}", env::cargo_provided(name)));
+        }
+        let tool = |tool: std::result::Result<cc::Tool, cc::Error>| match tool {
+            Ok(tool) => format!("{:?} {:?}", tool.path(), tool.args()),
+            Err(error) => format!("unavailable: {error}"),
+        };
+        lines.push(format!("cc={}", tool(self.base.try_get_compiler())));
+        lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
+        let archiver = self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
+        lines.push(format!("ar={}", archiver.unwrap_or_else(|error| format!("unavailable: {error}"))));
+        lines.join("\n").into_bytes()
     }
 }
 
 /// The crate's platform layer, built once per build script run however many archives it builds.
-fn support_library(out_dir: &Path, config: &CompileConfig<'_>) -> Result<Library> {
+fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
     static BUILT: OnceLock<()> = OnceLock::new();
-    let support = Path::new(SUPPORT_DIR);
-    let sources = ["call.c", "arena.c", "log.c", "registry.c"].map(|file| support.join("src").join(file));
+    let sources = support::LIBRARY_SOURCES.map(|file| support.join(file));
     let library = Library {
         name: "mlf_support".to_string(),
         c_sources: sources.to_vec(),
@@ -292,11 +377,7 @@ fn support_library(out_dir: &Path, config: &CompileConfig<'_>) -> Result<Library
         show_warnings: config.show_warnings,
     };
     if BUILT.get().is_none() {
-        let mut parts = vec![env!("CARGO_PKG_VERSION").as_bytes().to_vec(), config.fingerprint().into_bytes()];
-        for source in &sources {
-            parts.push(std::fs::read(source).map_err(|e| Error::io("read", source, e))?);
-        }
-        let key = cache::key(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let key = cache::key(&[env!("CARGO_PKG_VERSION").as_bytes(), support::digest().as_bytes(), &config.fingerprint()]);
         let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
         if !(stamp.is_current() && library.is_built()) {
             stamp.invalidate()?;
@@ -320,7 +401,6 @@ fn model_library(
     extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
     let mut generated = Vec::new();
-    let support = Path::new(SUPPORT_DIR);
     let mut c_sources = Vec::new();
     let mut cxx_sources = Vec::new();
     let mut objects = Vec::new();
@@ -347,7 +427,7 @@ fn model_library(
         if plan.has_runtime {
             c_sources.push(tree_dir.join(plan::BACKEND_API_SOURCE));
         } else {
-            c_sources.push(support.join("src/backend.c"));
+            c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
         }
     }
     let crt_config = match &plan.crt_config_template {
@@ -405,7 +485,7 @@ const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's de
 /// archive's headers, the generated ones, the runtime headers (the archive's
 /// own, else mlf-build's), mlf-build's support headers, then the user's.
 fn include_dirs(plan: &Plan, tree_dir: &Path, gen_dir: &Path, extra: &ExtraCode<'_>) -> Vec<PathBuf> {
-    let support = Path::new(SUPPORT_DIR);
+    let support = extra.support_dir;
     let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
     let mut dirs = vec![tree_dir.join(inspect::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
     dirs.extend(extra.include_dirs.iter().cloned());
@@ -442,11 +522,13 @@ fn bindings_spec(
     }
 }
 
-/// External code for the archive (BYOC): Builder options as plain data.
+/// External code for the archive (BYOC): Builder options as plain data, and
+/// where mlf-build's own C was written.
 struct ExtraCode<'a> {
     include_dirs: &'a [PathBuf],
     sources: &'a [PathBuf],
     defines: &'a [(String, Option<String>)],
+    support_dir: &'a Path,
 }
 
 impl ExtraCode<'_> {

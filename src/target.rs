@@ -121,7 +121,8 @@ impl Toolchain {
 /// Completes `base` for `target` and checks that the toolchain is there.
 pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     let mut build = base.clone();
-    build.target(&target.triple).host(&target.host);
+    // mlf-build prints the rerun lines for the variables cc reads itself, once each (see `env`).
+    build.target(&target.triple).host(&target.host).cargo_metadata(false).emit_rerun_if_env_changed(false);
     if target.is_cross() {
         check_rust_target(target)?;
     }
@@ -211,7 +212,7 @@ fn missing_compiler(target: &Target, detail: &str) -> Error {
 
 /// A missing Rust target fails deep inside Cargo; say it plainly first.
 fn check_rust_target(target: &Target) -> Result<()> {
-    let rustc = env::var("RUSTC").unwrap_or_else(|| "rustc".to_string());
+    let rustc = env::cargo_provided("RUSTC").unwrap_or_else(|| "rustc".to_string());
     let output = Command::new(&rustc).args(["--print", "target-libdir", "--target", &target.triple]).stderr(Stdio::null()).output();
     let libdir = output.ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     let installed = libdir.as_deref().is_some_and(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()));

@@ -42,6 +42,41 @@ fn a_second_build_reruns_no_build_script() {
     let second = build();
     let reruns: Vec<&str> = second.lines().filter(|line| line.contains("Running") && line.contains("build-script")).collect();
     assert!(reruns.is_empty(), "a no-op build reran build scripts: {reruns:?}");
+
+    // A rerun with identical inputs (build.rs touched) after a fresh first
+    // build compiles nothing: the compiled libraries keep their bytes' times.
+    let clean = common::cargo("typed-consumer-noop")
+        .args(["clean", "--release", "-p", "typed-consumer", "--manifest-path"])
+        .arg(&manifest)
+        .output()
+        .expect("cargo runs");
+    assert!(clean.status.success(), "{}", String::from_utf8_lossy(&clean.stderr));
+    build();
+    let compiled = compiled_files(&common::repo_root().join("target/typed-consumer-noop/release/build"));
+    assert!(compiled.len() >= 2, "the support and model libraries are built: {compiled:?}");
+    std::fs::File::options().write(true).open(&build_rs).and_then(|f| f.set_modified(std::time::SystemTime::now())).expect("touch build.rs");
+    let rerun = build();
+    assert!(rerun.contains("build-script-build"), "the build script reruns:\n{rerun}");
+    assert_eq!(compiled_files(&common::repo_root().join("target/typed-consumer-noop/release/build")), compiled, "a rerun with identical inputs compiled again");
+}
+
+/// Every object and static library below the build scripts' `OUT_DIR`s, with its modification time.
+fn compiled_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "o" || ext == "a") && path.to_string_lossy().contains("/out/mlf/") {
+                let modified = entry.metadata().and_then(|m| m.modified()).expect("file time");
+                found.push((path, modified));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 #[test]

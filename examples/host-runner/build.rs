@@ -4,20 +4,17 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-fn main() {
+fn main() -> Result<(), mlf_build::Error> {
     println!("cargo:rerun-if-env-changed=MLF_ARCHIVE");
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by Cargo"));
+    // Relative paths are taken from the workspace root, where the README's
+    // commands run, as in every runner (a build script runs in its package's folder).
+    let root = manifest_dir.join("../..");
     let (archive, is_demo) = match std::env::var("MLF_ARCHIVE") {
-        Ok(path) if !path.is_empty() => (PathBuf::from(path), false),
+        Ok(path) if !path.is_empty() => (root.join(path), false),
         _ => (manifest_dir.join("../demo-model"), true),
     };
-    let output = match mlf_build::Builder::new(&archive).build() {
-        Ok(output) => output,
-        Err(error) => {
-            eprintln!("{error}");
-            std::process::exit(1);
-        }
-    };
+    let output = mlf_build::Builder::new(&archive).build()?;
 
     let mut index = String::new();
     writeln!(index, "const IS_DEMO: bool = {is_demo};").unwrap();
@@ -50,4 +47,5 @@ mod {ident} {{
     writeln!(index, "fn modules() -> Vec<Module> {{ vec![{}] }}", constructors.join(", ")).unwrap();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by Cargo"));
     std::fs::write(out_dir.join("modules.rs"), index).expect("OUT_DIR is writable");
+    Ok(())
 }

@@ -22,8 +22,14 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--target" => args.target = iter.next().ok_or("--target needs a triple")?,
             "--module" => args.module = Some(iter.next().ok_or("--module needs a name")?),
-            "-h" | "--help" => return Err("usage: footprint [--target TRIPLE] [--module NAME] [ARCHIVE]".to_string()),
-            path => args.archive = Some(std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?),
+            "-h" | "--help" => {
+                return Err("usage: footprint [--target TRIPLE] [--module NAME] [ARCHIVE]\n\
+                     ARCHIVE (default: the demo) is a path relative to the workspace root (where you\n\
+                     run cargo), as for every runner."
+                    .to_string())
+            }
+            // Relative to the workspace root, like MLF_ARCHIVE for the other runners.
+            path => args.archive = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)),
         }
     }
     Ok(args)

@@ -42,7 +42,9 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err("usage: host-runner [--module NAME] [--out DIR] [INPUT.bin ...]\n\
                      Inputs are raw little-endian tensors in declaration order; without them the\n\
-                     demo archive uses its built-in input and other archives run on zeros."
+                     demo archive uses its built-in input and other archives run on zeros.\n\
+                     The archive is MLF_ARCHIVE at build time (default: the demo), a path relative\n\
+                     to the workspace root (where you run cargo), as for every runner."
                     .to_string())
             }
             _ => args.inputs.push(arg.into()),

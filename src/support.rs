@@ -1,0 +1,84 @@
+//! mlf-build's own C (the support library and the runtime headers), embedded
+//! in the library as cxx-build embeds `cxx.h`: a build reads no file from the
+//! crate's source directory, and editing one rebuilds mlf-build itself.
+
+use std::path::{Path, PathBuf};
+
+use crate::archive::write_if_changed;
+use crate::error::Result;
+
+macro_rules! embed {
+    ($path:literal) => {
+        ($path, include_bytes!(concat!("../build-support/", $path)).as_slice())
+    };
+}
+
+/// Every file of `build-support/`, by its path below it.
+const FILES: &[(&str, &[u8])] = &[
+    embed!("include/mlf_support.h"),
+    embed!("include/tvm/runtime/crt/internal/aot_executor/aot_executor.h"),
+    embed!("include/tvm_model.h"),
+    embed!("runtime-include/dlpack/dlpack.h"),
+    embed!("runtime-include/tvm/runtime/c_backend_api.h"),
+    embed!("runtime-include/tvm/runtime/c_runtime_api.h"),
+    embed!("runtime-include/tvm/runtime/crt/error_codes.h"),
+    embed!("runtime-include/tvm/runtime/crt/logging.h"),
+    embed!("runtime-include/tvm/runtime/crt/module.h"),
+    embed!("runtime-include/tvm/runtime/crt/platform.h"),
+    embed!("runtime-include/tvm/runtime/metadata_types.h"),
+    embed!("src/arena.c"),
+    embed!("src/backend.c"),
+    embed!("src/call.c"),
+    embed!("src/log.c"),
+    embed!("src/registry.c"),
+];
+
+/// The support library's sources, below [`FILES`]' `src/`.
+pub(crate) const LIBRARY_SOURCES: [&str; 4] = ["src/call.c", "src/arena.c", "src/log.c", "src/registry.c"];
+
+/// `TVMBackendAllocWorkspace` on the static arena, for archives without a runtime of their own.
+pub(crate) const BACKEND_SOURCE: &str = "src/backend.c";
+
+/// Writes the files below `dir` (only those whose bytes changed) and returns `dir`.
+pub(crate) fn write(dir: &Path) -> Result<PathBuf> {
+    for (path, bytes) in FILES {
+        write_if_changed(&dir.join(path), bytes)?;
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// A hash of every embedded file and its path, for the cache keys of what is compiled with them.
+pub(crate) fn digest() -> String {
+    let parts: Vec<&[u8]> = FILES.iter().flat_map(|(path, bytes)| [path.as_bytes(), bytes]).collect();
+    crate::cache::key(&parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file added to `build-support/` but not to [`FILES`] would be missing from every build.
+    #[test]
+    fn every_file_of_build_support_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("build-support");
+        let mut on_disk = Vec::new();
+        let mut pending = vec![root.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    on_disk.push(path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES.iter().map(|(name, _)| name.to_string()).collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded);
+        for source in LIBRARY_SOURCES.iter().chain([&BACKEND_SOURCE]) {
+            assert!(embedded.iter().any(|name| name == source), "{source}");
+        }
+    }
+}
