@@ -127,3 +127,21 @@ impl std::error::Error for Error {
 
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `fn main() -> Result<(), mlf_build::Error>` in build.rs prints `Error: ` and
+    /// the Debug text: it must be the one readable block, not a struct dump.
+    #[test]
+    fn debug_is_the_display_block() {
+        let error = Error::new(ErrorKind::Metadata, "`version` is missing")
+            .in_file("metadata.json")
+            .in_archive(Path::new("model.tar"))
+            .help("re-export the archive");
+        let expected = "mlf-build: model.tar: metadata.json: `version` is missing\n  help: re-export the archive";
+        assert_eq!(format!("{error:?}"), expected);
+        assert_eq!(error.to_string(), expected);
+    }
+}
