@@ -19,10 +19,12 @@ mod error;
 mod glue;
 mod graph;
 mod inspect;
+mod measure;
 mod metadata;
 mod params;
 mod plan;
 mod rename;
+mod report;
 mod schedule;
 mod support;
 mod target;
@@ -33,7 +35,9 @@ use std::sync::{Mutex, OnceLock};
 
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
+pub use measure::{Footprint, Sizes};
 pub use plan::MemoryNeeds;
+pub use report::{inspect, Inspection, ModuleReport, TensorData, SCHEMA};
 
 use archive::{write_if_changed, Limits, Tree};
 use compile::Library;
@@ -55,10 +59,12 @@ pub struct Builder {
     sources: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
     limits: Limits,
+    mlf_rt: bool,
 }
 
 /// What [`Builder::build`] produced.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Output {
     /// One entry per module of the archive, sorted by name.
     pub modules: Vec<GeneratedModule>,
@@ -66,6 +72,7 @@ pub struct Output {
 
 /// The generated Rust of one module.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct GeneratedModule {
     /// The module name (`default` unless the archive was exported with another).
     pub name: String,
@@ -74,6 +81,14 @@ pub struct GeneratedModule {
     /// What the module needs in bytes, as its generated constants state it:
     /// for linker scripts or RAM budgets checked in `build.rs`.
     pub memory: MemoryNeeds,
+    /// The module's inputs, in its order.
+    pub inputs: Vec<TensorData>,
+    /// The module's outputs, in its order.
+    pub outputs: Vec<TensorData>,
+    /// Everything `mlf-build inspect` reports on the module, as written to [`GeneratedModule::json_file`].
+    pub report: ModuleReport,
+    /// `$OUT_DIR/mlf/<name>.json`: [`GeneratedModule::report`] as JSON (schema in README.md).
+    pub json_file: PathBuf,
 }
 
 impl Builder {
@@ -98,7 +113,17 @@ impl Builder {
             sources: Vec::new(),
             defines: Vec::new(),
             limits: Limits::default(),
+            mlf_rt: false,
         }
+    }
+
+    /// Makes each generated module also define `pub struct Model` implementing
+    /// the companion crate's `mlf_rt::Model` (add `mlf-rt` to `[dependencies]`),
+    /// and `$OUT_DIR/mlf/mod.rs` a `visit_models` function, for code generic over
+    /// models. Off by default: the generated module then needs no dependency.
+    pub fn implement_mlf_rt(mut self, implement: bool) -> Builder {
+        self.mlf_rt = implement;
+        self
     }
 
     /// Shows the C compiler's warnings on generated code (default: silenced;
@@ -309,11 +334,43 @@ impl Builder {
             let path = bindings_file(module);
             let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
             let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
-            write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
-            modules.push(GeneratedModule { name: module.name.clone(), rust_file, memory: module.memory_needs() });
+            let mut rust = emit::module_rust(module, &bindings, &provenance);
+            if self.mlf_rt {
+                rust += &emit::mlf_rt_impl(module);
+            }
+            write_if_changed(&rust_file, rust.as_bytes())?;
+            let report = ModuleReport::new(module, metadata.version);
+            let json_file = out_dir.join("mlf").join(format!("{}.json", module.name));
+            let json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
+            write_if_changed(&json_file, json.as_bytes())?;
+            modules.push(GeneratedModule {
+                name: module.name.clone(),
+                rust_file,
+                memory: module.memory_needs(),
+                inputs: report.inputs.clone(),
+                outputs: report.outputs.clone(),
+                report,
+                json_file,
+            });
         }
+        write_module_index(&out_dir, &plan, self.mlf_rt)?;
         Ok(Output { modules })
     }
+}
+
+/// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
+static MODULE_INDEX: Mutex<BTreeMap<PathBuf, BTreeMap<String, bool>>> = Mutex::new(BTreeMap::new());
+
+/// `$OUT_DIR/mlf/mod.rs`: one `pub mod` per module this build script has built,
+/// so several archives are included with one line.
+fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> Result<()> {
+    let mut index = MODULE_INDEX.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let modules = index.entry(out_dir.to_path_buf()).or_default();
+    for module in &plan.modules {
+        modules.insert(module.name.clone(), mlf_rt);
+    }
+    let text = emit::module_index(modules);
+    write_if_changed(&out_dir.join("mlf").join("mod.rs"), text.as_bytes()).map(drop)
 }
 
 /// Settings that change compiled code, shared by the model and support libraries.

@@ -1,0 +1,164 @@
+//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]`:
+//! what an archive holds and needs, before any firmware exists (see README.md).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use mlf_build::{Builder, Footprint, Inspection, Sizes};
+
+const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]";
+
+/// The hidden command the tool runs in a child process of itself to build an
+/// archive, so the Builder's `cargo:` lines go to a pipe, not the terminal.
+const BUILD_CHILD: &str = "__build-for-inspect";
+
+struct Args {
+    archive: PathBuf,
+    target: Option<String>,
+    cpu: Option<String>,
+    json: bool,
+    svg: Option<PathBuf>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut archive = None;
+    let (mut target, mut cpu, mut json, mut svg) = (None, None, false, None);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--target" => target = Some(args.next().ok_or("--target needs a triple")?),
+            "--cpu" => cpu = Some(args.next().ok_or("--cpu needs a core, e.g. cortex-m7")?),
+            "--json" => json = true,
+            "--svg" => svg = Some(PathBuf::from(args.next().ok_or("--svg needs a file")?)),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            path if archive.is_none() => archive = Some(PathBuf::from(path)),
+            extra => return Err(format!("unexpected argument `{extra}`\n{USAGE}")),
+        }
+    }
+    let archive = archive.ok_or_else(|| format!("no archive given\n{USAGE}"))?;
+    Ok(Args { archive, target, cpu, json, svg })
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let result = match args.next().as_deref() {
+        Some("inspect") => parse_args(args).and_then(|args| inspect(&args)),
+        Some(BUILD_CHILD) => build_child(args),
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn inspect(args: &Args) -> Result<(), String> {
+    let inspection = mlf_build::inspect(&args.archive).map_err(|e| e.to_string())?;
+    let footprint = match &args.target {
+        Some(triple) => Some(compile_and_measure(&args.archive, triple, args.cpu.as_deref())?),
+        None => None,
+    };
+    if args.json {
+        println!("{}", json(args, &inspection, footprint.as_ref()));
+    } else {
+        print!("{}", text(args, &inspection, footprint.as_ref()));
+    }
+    if let Some(path) = &args.svg {
+        let mut pictures = inspection.modules.iter().map(|m| m.to_svg(footprint.as_ref()));
+        let svg = pictures.next().ok_or("the archive has no module")?;
+        std::fs::write(path, svg).map_err(|e| format!("mlf-build: cannot write {}: {e}", path.display()))?;
+        if inspection.modules.len() > 1 {
+            eprintln!("mlf-build: {} shows module `{}`; the archive has {}", path.display(), inspection.modules[0].name, inspection.modules.len());
+        }
+    }
+    Ok(())
+}
+
+fn sizes_json(sizes: &Sizes) -> serde_json::Value {
+    serde_json::json!({ "text": sizes.text, "rodata": sizes.rodata, "data": sizes.data, "bss": sizes.bss, "flash": sizes.flash(), "ram": sizes.ram() })
+}
+
+fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> String {
+    let document = serde_json::json!({
+        "schema": mlf_build::SCHEMA,
+        "archive": args.archive.display().to_string(),
+        "modules": inspection.modules.iter().map(|m| m.to_json()).collect::<Vec<_>>(),
+        "footprint": footprint.map(|f| serde_json::json!({
+            "target": args.target,
+            "cpu": args.cpu,
+            "model": sizes_json(&f.model),
+            "support": sizes_json(&f.support),
+        })),
+    });
+    serde_json::to_string_pretty(&document).unwrap_or_default()
+}
+
+fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> String {
+    let mut out = format!("archive {}\n", args.archive.display());
+    for module in &inspection.modules {
+        out += &module.to_text();
+    }
+    if let (Some(footprint), Some(triple)) = (footprint, &args.target) {
+        let names: Vec<&str> = inspection.modules.iter().map(|m| m.name.as_str()).collect();
+        out += &format!("compiled for {triple} (objects, before the linker drops unused code):\n");
+        for (what, sizes) in [(format!("model ({})", names.join(", ")), &footprint.model), ("mlf-build support".to_string(), &footprint.support)] {
+            out += &format!(
+                "  {what}: flash {} (text {} + rodata {} + data {}), static RAM {} (data {} + bss {})\n",
+                sizes.flash(),
+                sizes.text,
+                sizes.rodata,
+                sizes.data,
+                sizes.ram(),
+                sizes.data,
+                sizes.bss
+            );
+        }
+    }
+    out
+}
+
+/// Builds the archive for `triple` in a fresh directory, in a child process of
+/// this tool, and measures the compiled libraries.
+fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<Footprint, String> {
+    let out_dir = std::env::temp_dir().join(format!("mlf-build-inspect-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("mlf-build: cannot create {}: {e}", out_dir.display()))?;
+    let result = (|| {
+        let exe = std::env::current_exe().map_err(|e| format!("mlf-build: cannot find this program: {e}"))?;
+        let mut command = Command::new(exe);
+        command.arg(BUILD_CHILD).arg(archive).arg(triple).args(cpu);
+        command.env("OUT_DIR", &out_dir).env("TARGET", triple).env("HOST", host_triple()).env("OPT_LEVEL", "3").env("DEBUG", "false").env("PROFILE", "release");
+        let output = command.stdin(Stdio::null()).output().map_err(|e| format!("mlf-build: cannot run the build: {e}"))?;
+        if !output.status.success() {
+            return Err(String::from_utf8_lossy(&output.stderr).trim_end().to_string());
+        }
+        Footprint::measure(&out_dir).map_err(|e| e.to_string())
+    })();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    result
+}
+
+/// The child: runs the Builder as a build script would (environment set by the parent).
+fn build_child(mut args: impl Iterator<Item = String>) -> Result<(), String> {
+    let (Some(archive), Some(triple)) = (args.next(), args.next()) else { return Err(USAGE.to_string()) };
+    let mut builder = Builder::new(archive).target(triple);
+    if let Some(cpu) = args.next() {
+        builder = builder.cpu(cpu);
+    }
+    builder.build().map(drop).map_err(|e| e.to_string())
+}
+
+/// The host triple, as rustc names it (the C compiler for the host is found from it).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|text| text.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)))
+        .unwrap_or_else(|| format!("{}-unknown-{}-gnu", std::env::consts::ARCH, std::env::consts::OS))
+}

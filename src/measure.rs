@@ -1,0 +1,165 @@
+//! Flash and static RAM of the libraries a build compiled, read from the ELF
+//! objects inside their `.a` archives: before any firmware links them.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Bytes of one compiled library by kind of section (allocated sections only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Sizes {
+    /// Executable code.
+    pub text: u64,
+    /// Read-only data (weights, tables).
+    pub rodata: u64,
+    /// Initialized writable data: in flash (its image) and in RAM.
+    pub data: u64,
+    /// Zero-initialized data (workspaces, arenas, pools): RAM only.
+    pub bss: u64,
+}
+
+impl Sizes {
+    /// Flash: code, read-only data and the image of initialized data.
+    pub fn flash(&self) -> u64 {
+        self.text.saturating_add(self.rodata).saturating_add(self.data)
+    }
+
+    /// Static RAM: initialized and zeroed data.
+    pub fn ram(&self) -> u64 {
+        self.data.saturating_add(self.bss)
+    }
+
+    fn add(&mut self, other: Sizes) {
+        self.text = self.text.saturating_add(other.text);
+        self.rodata = self.rodata.saturating_add(other.rodata);
+        self.data = self.data.saturating_add(other.data);
+        self.bss = self.bss.saturating_add(other.bss);
+    }
+}
+
+/// What a build compiled, measured from its objects. Objects are counted whole:
+/// a linker that drops unused sections (`--gc-sections`) keeps at most this much.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Footprint {
+    /// The model's library: the archive's code, its weights and mlf-build's glue,
+    /// arena and pools, for every module of the archive.
+    pub model: Sizes,
+    /// mlf-build's C support library, shared by every model of a crate.
+    pub support: Sizes,
+}
+
+impl Footprint {
+    /// Measures the libraries [`crate::Builder::build`] compiled into `out_dir`.
+    ///
+    /// # Errors
+    /// When a library cannot be read or holds no ELF object.
+    pub fn measure(out_dir: &Path) -> Result<Footprint> {
+        let mlf = out_dir.join("mlf");
+        let support = library_sizes(&libraries(&mlf.join("support"))?)?;
+        let mut model_libraries = Vec::new();
+        let builds = mlf.join("build");
+        for entry in std::fs::read_dir(&builds).map_err(|e| Error::io("read", &builds, e))? {
+            let entry = entry.map_err(|e| Error::io("read", &builds, e))?;
+            model_libraries.extend(libraries(&entry.path().join("lib"))?);
+        }
+        Ok(Footprint { model: library_sizes(&model_libraries)?, support })
+    }
+}
+
+fn libraries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("read", dir, e))?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| Error::io("read", dir, e))?.path();
+        if path.extension().is_some_and(|e| e == "a") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
+    let mut total = Sizes::default();
+    for path in paths {
+        let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+        let members = ar_members(&bytes).ok_or_else(|| {
+            Error::new(ErrorKind::Compile, format!("`{}` is not an ar archive", path.display()))
+        })?;
+        for member in members {
+            if let Some(sizes) = elf_sizes(member) {
+                total.add(sizes);
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The members of a System V / GNU `ar` archive.
+fn ar_members(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut rest = bytes.strip_prefix(b"!<arch>\n")?;
+    let mut members = Vec::new();
+    while rest.len() >= 60 {
+        let header = &rest[..60];
+        let size: usize = std::str::from_utf8(&header[48..58]).ok()?.trim().parse().ok()?;
+        let body = rest.get(60..60usize.checked_add(size)?)?;
+        // BSD names (`#1/<n>`) precede the data.
+        let name = std::str::from_utf8(&header[..16]).ok()?.trim_end();
+        let data = match name.strip_prefix("#1/") {
+            Some(length) => body.get(length.parse::<usize>().ok()?..)?,
+            None => body,
+        };
+        members.push(data);
+        let next = 60usize.checked_add(size)?.checked_add(size % 2)?;
+        rest = rest.get(next.min(rest.len())..)?;
+    }
+    Some(members)
+}
+
+/// Section sizes of one relocatable ELF object; `None` for anything else.
+fn elf_sizes(object: &[u8]) -> Option<Sizes> {
+    if !object.starts_with(b"\x7fELF") {
+        return None;
+    }
+    let is_64 = *object.get(4)? == 2;
+    let little = *object.get(5)? == 1;
+    let read = |at: usize, width: usize| -> Option<u64> {
+        let field = object.get(at..at.checked_add(width)?)?;
+        let mut value = 0u64;
+        for (i, byte) in field.iter().enumerate() {
+            let shift = if little { i } else { width - 1 - i } * 8;
+            value |= u64::from(*byte) << shift;
+        }
+        Some(value)
+    };
+    let word = if is_64 { 8 } else { 4 };
+    let (shoff, shentsize, shnum) = if is_64 { (read(0x28, 8)?, read(0x3a, 2)?, read(0x3c, 2)?) } else { (read(0x20, 4)?, read(0x2e, 2)?, read(0x30, 2)?) };
+    const SHT_NOBITS: u64 = 8;
+    const SHF_WRITE: u64 = 1;
+    const SHF_ALLOC: u64 = 2;
+    const SHF_EXECINSTR: u64 = 4;
+    let mut sizes = Sizes::default();
+    for index in 0..shnum {
+        let header = usize::try_from(shoff.checked_add(index.checked_mul(shentsize)?)?).ok()?;
+        let kind = read(header.checked_add(4)?, 4)?;
+        let flags = read(header.checked_add(8)?, word)?;
+        let size_at = if is_64 { 0x20 } else { 0x14 };
+        let size = read(header.checked_add(size_at)?, word)?;
+        if flags & SHF_ALLOC == 0 {
+            continue;
+        }
+        let slot = if kind == SHT_NOBITS {
+            &mut sizes.bss
+        } else if flags & SHF_EXECINSTR != 0 {
+            &mut sizes.text
+        } else if flags & SHF_WRITE != 0 {
+            &mut sizes.data
+        } else {
+            &mut sizes.rodata
+        };
+        *slot = slot.saturating_add(size);
+    }
+    Some(sizes)
+}

@@ -1,0 +1,303 @@
+//! What the Builder knows about each module, as data: tensors, the memory map
+//! (from `ModulePlan::memory_needs`, the numbers behind the generated
+//! constants) and how the archive was read. `mlf-build inspect` prints it and
+//! the Builder writes it as `$OUT_DIR/mlf/<module>.json` (schema in README.md).
+
+use serde_json::{json, Value};
+
+use crate::archive::Tree;
+use crate::error::{Error, ErrorKind, Result};
+use crate::metadata;
+use crate::plan::{self, Entry, ModulePlan, Tensor};
+use crate::MemoryNeeds;
+
+/// The `schema` value of every JSON document mlf-build writes about a module;
+/// its number changes only when a field changes meaning or goes away.
+pub const SCHEMA: &str = "mlf-build/inspect/1";
+
+/// One input or output of a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TensorData {
+    /// Name in the interface header or the graph.
+    pub name: String,
+    /// TVM's element type name (`int8`, `float32`, ...).
+    pub dtype: String,
+    /// Shape as the archive states it, else `[elements]`.
+    pub shape: Vec<u64>,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Which file of the archive gave the size and type.
+    pub source: String,
+}
+
+/// Everything mlf-build read and decided about one module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModuleReport {
+    /// Module name (`default` unless the archive was exported with another).
+    pub name: String,
+    /// The `version` of metadata.json (the build kind is detected from the files, not from it).
+    pub mlf_version: u32,
+    /// `aot`, `graph` or `none` (an operator export), as the files show.
+    pub executor: String,
+    /// How the generated code is called: `c`, `packed`, `tvm_model_t`, `operator` or `graph`.
+    pub interface: String,
+    /// The archive kind in words, as the generated docs say it.
+    pub kind: String,
+    /// Target strings from metadata.json.
+    pub targets: Vec<String>,
+    /// Inputs in the model's order.
+    pub inputs: Vec<TensorData>,
+    /// Outputs in the model's order.
+    pub outputs: Vec<TensorData>,
+    /// The memory map: the same numbers as the generated constants.
+    pub memory: MemoryNeeds,
+    /// Alignment of workspace, arena and pools.
+    pub alignment: u64,
+    /// Facts mlf-build worked out rather than read from the archive.
+    pub inferred: Vec<String>,
+}
+
+/// What `mlf-build inspect` reports on one archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Inspection {
+    /// One report per module, sorted by name.
+    pub modules: Vec<ModuleReport>,
+}
+
+/// Reads and plans an archive without compiling it: what [`crate::Builder::build`]
+/// would generate, as data. Needs no build script environment.
+///
+/// # Errors
+/// The Builder's own errors for an archive it cannot build.
+pub fn inspect(path: impl AsRef<std::path::Path>) -> Result<Inspection> {
+    let path = path.as_ref();
+    let read = || -> Result<Inspection> {
+        let tree = Tree::load(path, Default::default())?;
+        let (metadata, plan) = plan_archive(&tree)?;
+        Ok(Inspection { modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version)).collect() })
+    };
+    read().map_err(|error| error.in_archive(path))
+}
+
+/// Metadata and plan of an unpacked archive: the first stages of the Builder.
+pub(crate) fn plan_archive(tree: &Tree) -> Result<(metadata::Metadata, plan::Plan)> {
+    let bytes = tree.get("metadata.json").ok_or_else(|| {
+        Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
+            .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
+    })?;
+    let metadata = metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?;
+    let plan = plan::plan(tree, &metadata)?;
+    Ok((metadata, plan))
+}
+
+impl TensorData {
+    fn new(tensor: &Tensor) -> TensorData {
+        TensorData {
+            name: tensor.name.clone(),
+            dtype: tensor.dtype.to_string(),
+            shape: tensor.shape.clone(),
+            bytes: tensor.size_bytes,
+            source: tensor.source.clone(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({ "name": self.name, "dtype": self.dtype, "shape": self.shape, "bytes": self.bytes, "source": self.source })
+    }
+}
+
+impl ModuleReport {
+    pub(crate) fn new(module: &ModulePlan, mlf_version: u32) -> ModuleReport {
+        let (executor, interface) = match &module.entry {
+            Entry::CInterface(_) => ("aot", "c"),
+            Entry::Packed { .. } => ("aot", "packed"),
+            Entry::LegacyDescriptor { .. } => ("aot", "tvm_model_t"),
+            Entry::Operator { .. } => ("none", "operator"),
+            Entry::Graph(_) => ("graph", "graph"),
+        };
+        let memory = module.memory_needs();
+        let mut inferred = Vec::new();
+        for tensor in module.inputs.iter().chain(&module.outputs) {
+            if tensor.shape == [tensor.elements()] {
+                inferred.push(format!("shape of `{}`: [{}] (element count; no other shape stated)", tensor.name, tensor.elements()));
+            }
+        }
+        if !module.targets.iter().any(|t| t.contains("-workspace-byte-alignment=")) {
+            inferred.push(format!("alignment {}: TVM's default, no -workspace-byte-alignment in the target", module.alignment));
+        }
+        if memory.arena > 0 {
+            inferred.push(format!("arena {} bytes: workspace rounded up to the alignment, plus one alignment", memory.arena));
+        }
+        if memory.code_workspace > 0 {
+            inferred.push("workspace is a static array of the generated code (USMP without application pools)".to_string());
+        }
+        ModuleReport {
+            name: module.name.clone(),
+            mlf_version,
+            executor: executor.to_string(),
+            interface: interface.to_string(),
+            kind: module.entry.kind().to_string(),
+            targets: module.targets.clone(),
+            inputs: module.inputs.iter().map(TensorData::new).collect(),
+            outputs: module.outputs.iter().map(TensorData::new).collect(),
+            memory,
+            alignment: module.alignment,
+            inferred,
+        }
+    }
+
+    /// The module as JSON (schema [`SCHEMA`], documented in README.md).
+    pub fn to_json(&self) -> Value {
+        let m = &self.memory;
+        json!({
+            "schema": SCHEMA,
+            "name": self.name,
+            "mlf_version": self.mlf_version,
+            "executor": self.executor,
+            "interface": self.interface,
+            "kind": self.kind,
+            "targets": self.targets,
+            "inputs": self.inputs.iter().map(TensorData::json).collect::<Vec<_>>(),
+            "outputs": self.outputs.iter().map(TensorData::json).collect::<Vec<_>>(),
+            "memory": {
+                "alignment": self.alignment,
+                "constants": m.constants,
+                "constant_pools": m.constant_pools,
+                "params": m.params,
+                "workspace": m.workspace,
+                "code_workspace": m.code_workspace,
+                "arena": m.arena,
+                "pools": m.pools,
+                "storage": m.storage,
+                "inputs": m.inputs,
+                "outputs": m.outputs,
+                "static_ram": m.static_ram(),
+                "ram": m.ram(),
+            },
+            "inferred": self.inferred,
+        })
+    }
+
+    /// The human-readable report `mlf-build inspect` prints.
+    pub fn to_text(&self) -> String {
+        let m = &self.memory;
+        let mut text = format!(
+            "module `{}`: {} (executor {}, interface {}), metadata.json version {}\n",
+            self.name, self.kind, self.executor, self.interface, self.mlf_version
+        );
+        for target in &self.targets {
+            text += &format!("  target: {target}\n");
+        }
+        for (what, tensors) in [("input", &self.inputs), ("output", &self.outputs)] {
+            for (index, t) in tensors.iter().enumerate() {
+                text += &format!("  {what} {index} `{}`: {} {:?}, {} bytes (from {})\n", t.name, t.dtype, t.shape, t.bytes, t.source);
+            }
+        }
+        text += &format!("  memory (bytes, alignment {}):\n", self.alignment);
+        let rows = [
+            ("constants (weights in code, flash)", m.constants),
+            ("constant pools (flash)", m.constant_pools),
+            ("graph params (flash)", m.params),
+            ("workspace (metadata)", m.workspace),
+            ("workspace in code (RAM)", m.code_workspace),
+            ("arena (RAM)", m.arena),
+            ("workspace pools (RAM)", m.pools),
+            ("graph storage (RAM)", m.storage),
+            ("inputs", m.inputs),
+            ("outputs", m.outputs),
+            ("static RAM", m.static_ram()),
+            ("RAM with I/O", m.ram()),
+        ];
+        for (label, bytes) in rows {
+            text += &format!("    {label:<36} {bytes:>10}\n");
+        }
+        for fact in &self.inferred {
+            text += &format!("  inferred: {fact}\n");
+        }
+        text
+    }
+}
+
+/// One labelled part of a memory bar.
+struct Segment {
+    label: &'static str,
+    bytes: u64,
+    color: &'static str,
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+}
+
+impl ModuleReport {
+    /// A memory-map picture: one bar for flash and one for RAM, a segment per
+    /// part with its bytes, and the code measured in `footprint` when given.
+    pub fn to_svg(&self, footprint: Option<&crate::Footprint>) -> String {
+        let m = &self.memory;
+        let mut flash = vec![
+            Segment { label: "weights in code", bytes: m.constants, color: "#4e79a7" },
+            Segment { label: "constant pools", bytes: m.constant_pools, color: "#76b7b2" },
+            Segment { label: "graph params", bytes: m.params, color: "#59a14f" },
+        ];
+        if let Some(footprint) = footprint {
+            flash.push(Segment { label: "model code (objects)", bytes: footprint.model.text, color: "#edc948" });
+            flash.push(Segment { label: "mlf-build support code", bytes: footprint.support.text, color: "#b07aa1" });
+        }
+        let ram = vec![
+            Segment { label: "workspace in code", bytes: m.code_workspace, color: "#e15759" },
+            Segment { label: "arena", bytes: m.arena, color: "#f28e2b" },
+            Segment { label: "workspace pools", bytes: m.pools, color: "#ff9da7" },
+            Segment { label: "graph storage", bytes: m.storage, color: "#9c755f" },
+            Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
+            Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },
+        ];
+        let bars = [("flash", flash), ("RAM", ram)];
+        let scale_max = bars.iter().map(|(_, s)| s.iter().map(|s| s.bytes).sum::<u64>()).max().unwrap_or(0).max(1);
+        let (left, bar_width, bar_height, line) = (20.0_f64, 680.0_f64, 28.0_f64, 18.0_f64);
+        let mut body = String::new();
+        let mut y = 50.0;
+        for (memory, segments) in &bars {
+            let shown: Vec<&Segment> = segments.iter().filter(|s| s.bytes > 0).collect();
+            let total: u64 = shown.iter().map(|s| s.bytes).sum();
+            body += &format!(
+                "<text x=\"{left}\" y=\"{}\" font-weight=\"bold\" class=\"memory\" data-bytes=\"{total}\">{memory}: {total} bytes</text>\n",
+                y - 6.0
+            );
+            let mut x = left;
+            for segment in &shown {
+                let width = bar_width * segment.bytes as f64 / scale_max as f64;
+                body += &format!(
+                    "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{width:.1}\" height=\"{bar_height}\" fill=\"{}\" stroke=\"#333\" stroke-width=\"0.5\"><title>{}: {} bytes</title></rect>\n",
+                    segment.color, segment.label, segment.bytes
+                );
+                x += width;
+            }
+            body += &format!("<rect x=\"{left}\" y=\"{y}\" width=\"{bar_width}\" height=\"{bar_height}\" fill=\"none\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n");
+            y += bar_height + line;
+            for segment in &shown {
+                body += &format!(
+                    "<rect x=\"{left}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\" class=\"segment\" data-memory=\"{memory}\" data-bytes=\"{}\">{}: {} bytes</text>\n",
+                    y - 11.0,
+                    segment.color,
+                    left + 18.0,
+                    segment.bytes,
+                    segment.label,
+                    segment.bytes
+                );
+                y += line;
+            }
+            y += 30.0;
+        }
+        let height = y;
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"{height}\" viewBox=\"0 0 720 {height}\" font-family=\"sans-serif\" font-size=\"13\">\n\
+             <rect width=\"720\" height=\"{height}\" fill=\"white\"/>\n\
+             <text x=\"{left}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">module `{}`: memory map (bars to one scale; mlf-build {})</text>\n{body}</svg>\n",
+            xml_escape(&self.name),
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+}
