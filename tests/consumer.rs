@@ -85,5 +85,5 @@ fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
         return;
     }
     let stdout = run_fixture("multi-archive");
-    assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("multi-archive: ok"), "{stdout}");
+    assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("generic: demo_copy and mlp") && stdout.contains("multi-archive: ok"), "{stdout}");
 }

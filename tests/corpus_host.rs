@@ -81,6 +81,9 @@ fn host_verdict(case: &Case) -> Verdict {
         (false, None) => return Verdict::Fail(format!("build failed: {}", mlf_message(&stderr))),
         (true, None) => {}
     }
+    if let Err(why) = inspect_matches_build(case) {
+        return Verdict::Fail(format!("mlf-build inspect: {why}"));
+    }
     let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
     let mut runs = 0;
     if case.modules.is_empty() {
@@ -139,4 +142,95 @@ fn mlf_message(stderr: &str) -> String {
         .lines()
         .find_map(|line| line.find("mlf-build:").map(|at| line[at..].to_string()))
         .unwrap_or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string())
+}
+
+/// The newest build-script output directory of host-runner: the build just made.
+fn runner_out_dir() -> Result<PathBuf, String> {
+    let build = common::repo_root().join("target").join(TARGET_DIR).join("release/build");
+    let entries = std::fs::read_dir(&build).map_err(|e| format!("{}: {e}", build.display()))?;
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("host-runner-"))
+        .map(|e| e.path().join("out"))
+        .filter_map(|out| Some((std::fs::metadata(out.join("mlf/mod.rs")).ok()?.modified().ok()?, out)))
+        .max()
+        .map(|(_, out)| out)
+        .ok_or_else(|| "host-runner has no build-script output".to_string())
+}
+
+/// `pub const NAME: usize = N;` lines of a generated module, by indentation and name, in order.
+fn generated_constants(rust: &str) -> Vec<(usize, String, String)> {
+    rust.lines()
+        .filter_map(|line| {
+            let indent = line.len() - line.trim_start().len();
+            let rest = line.trim_start().strip_prefix("pub const ")?;
+            let (name, value) = rest.split_once(':')?;
+            let value = value.split_once('=')?.1.trim().trim_end_matches(';');
+            Some((indent, name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+/// `mlf-build inspect --json` gives the numbers of the generated constants and
+/// the same module JSON the Builder wrote, for the archive host-runner just built.
+fn inspect_matches_build(case: &Case) -> Result<(), String> {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build"))
+        .args(["inspect", "--json"])
+        .arg(&case.archive)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| format!("not JSON: {e}"))?;
+    let out_dir = runner_out_dir()?;
+    let modules = document["modules"].as_array().ok_or("no modules")?;
+    for module in modules {
+        let name = module["name"].as_str().ok_or("a module has no name")?;
+        let read = |ext: &str| std::fs::read_to_string(out_dir.join("mlf").join(format!("{name}.{ext}"))).map_err(|e| format!("{name}.{ext}: {e}"));
+        let written: serde_json::Value = serde_json::from_str(&read("json")?).map_err(|e| format!("{name}.json: {e}"))?;
+        if &written != module {
+            return Err(format!("module `{name}`: the Builder's {name}.json differs from inspect's JSON"));
+        }
+        let rust = read("rs")?;
+        // Pools come last and have `BYTES` too.
+        let constants = generated_constants(rust.split("\npub mod pools {").next().unwrap_or_default());
+        let top = |constant: &str| constants.iter().find(|(indent, n, _)| *indent == 0 && n == constant).map(|(_, _, v)| v.clone());
+        let memory = &module["memory"];
+        let mut pairs = vec![
+            ("WORKSPACE_BYTES", "workspace"),
+            ("CONSTANTS_BYTES", "constants"),
+            ("INPUT_BYTES", "inputs"),
+            ("OUTPUT_BYTES", "outputs"),
+            ("ALIGNMENT", "alignment"),
+            ("ARENA_BYTES", "arena"),
+            ("POOL_BYTES", "pools"),
+            ("CONSTANT_POOL_BYTES", "constant_pools"),
+            ("CODE_WORKSPACE_BYTES", "code_workspace"),
+        ];
+        if top("STORAGE_BYTES").is_some() {
+            pairs.extend([("STORAGE_BYTES", "storage"), ("PARAMS_BYTES", "params")]);
+        }
+        for (constant, key) in pairs {
+            let generated = top(constant).ok_or_else(|| format!("module `{name}`: no constant {constant}"))?;
+            if generated != memory[key].to_string() {
+                return Err(format!("module `{name}`: {constant} = {generated}, inspect says memory.{key} = {}", memory[key]));
+            }
+        }
+        // Each tensor module states DTYPE, INDEX, BYTES, LEN and SHAPE, in order: inputs, then outputs.
+        let tensor_bytes: Vec<&String> = constants.iter().filter(|(indent, n, _)| *indent == 8 && n == "BYTES").map(|(_, _, v)| v).collect();
+        let tensor_shapes: Vec<String> =
+            constants.iter().filter(|(indent, n, _)| *indent == 8 && n.starts_with("SHAPE")).map(|(_, _, v)| v.replace(' ', "")).collect();
+        let tensors: Vec<&serde_json::Value> =
+            module["inputs"].as_array().into_iter().chain(module["outputs"].as_array()).flatten().collect();
+        if tensors.len() != tensor_bytes.len() || tensors.len() != tensor_shapes.len() {
+            return Err(format!("module `{name}`: inspect lists {} tensors, the generated module {}", tensors.len(), tensor_bytes.len()));
+        }
+        for ((tensor, bytes), shape) in tensors.iter().zip(tensor_bytes).zip(tensor_shapes) {
+            if tensor["bytes"].to_string() != *bytes || tensor["shape"].to_string() != shape {
+                return Err(format!("module `{name}`: tensor {} is {} bytes {} by inspect, {bytes} bytes {shape} generated", tensor["name"], tensor["bytes"], tensor["shape"]));
+            }
+        }
+    }
+    Ok(())
 }

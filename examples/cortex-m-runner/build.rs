@@ -31,7 +31,7 @@ fn main() {
     let is_demo = archive.is_none();
     let archive = archive.unwrap_or_else(|| manifest_dir.join("../demo-model"));
 
-    let output = match mlf_build::Builder::new(&archive).build() {
+    let output = match mlf_build::Builder::new(&archive).implement_mlf_rt(true).build() {
         Ok(output) => output,
         Err(error) => {
             eprintln!("{error}");

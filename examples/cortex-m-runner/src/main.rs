@@ -8,6 +8,7 @@ use core::fmt::Write;
 
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hio};
+use mlf_rt::Model;
 use panic_semihosting as _;
 
 /// Bytes aligned for any tensor element type.
@@ -37,7 +38,7 @@ const OUTPUT_AREA_BYTES: usize = model::OUTPUT_BYTES + 16 * model::OUTPUTS.len()
 #[entry]
 fn main() -> ! {
     let status = match hio::hstdout() {
-        Ok(mut stdout) => match run(&mut stdout) {
+        Ok(mut stdout) => match run::<model::Model>(&mut stdout) {
             Ok(()) => debug::EXIT_SUCCESS,
             Err(error) => {
                 let _ = writeln!(stdout, "error: {error}");
@@ -52,25 +53,32 @@ fn main() -> ! {
     }
 }
 
-fn run(out: &mut hio::HostStream) -> Result<(), model::Error> {
-    let _ = writeln!(out, "model `{}` from {}", model::MODULE_NAME, ARCHIVE);
-    let mut inputs: [&[u8]; model::INPUTS.len()] = [&[]; model::INPUTS.len()];
+/// Runs any model the firmware has room for: buffers are sized for the built one.
+fn run<M: Model>(out: &mut hio::HostStream) -> Result<(), mlf_rt::Error> {
+    let _ = writeln!(out, "model `{}` from {}", M::NAME, ARCHIVE);
+    let mut input_slots: [&[u8]; model::INPUTS.len()] = [&[]; model::INPUTS.len()];
+    let inputs = input_slots.get_mut(..M::INPUTS.len()).ok_or(mlf_rt::Error::InputCount(M::INPUTS.len()))?;
     for (index, input) in inputs.iter_mut().enumerate() {
         *input = match INPUT_FILES.get(index) {
             Some(bytes) => bytes,
-            None => &ZEROS.0[..model::INPUTS[index].bytes],
+            None => ZEROS.0.get(..M::INPUTS[index].bytes).ok_or(mlf_rt::Error::InputSize { index, len: ZEROS.0.len() })?,
         };
     }
     // Static, as firmware keeps its buffers, so the output bytes count in .bss.
     let area = cortex_m::singleton!(: Aligned<OUTPUT_AREA_BYTES> = Aligned([0; OUTPUT_AREA_BYTES])).unwrap_or_else(|| unreachable!());
-    let mut outputs: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+    let mut output_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+    let outputs = output_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
     let mut rest: &mut [u8] = &mut area.0;
-    for (output, info) in outputs.iter_mut().zip(model::OUTPUTS.iter()) {
-        let (buffer, tail) = rest.split_at_mut(info.bytes.next_multiple_of(16));
+    for (index, (output, info)) in outputs.iter_mut().zip(M::OUTPUTS).enumerate() {
+        let padded = info.bytes.next_multiple_of(16);
+        if padded > rest.len() {
+            return Err(mlf_rt::Error::OutputSize { index, len: rest.len() });
+        }
+        let (buffer, tail) = core::mem::take(&mut rest).split_at_mut(padded);
         *output = &mut buffer[..info.bytes];
         rest = tail;
     }
-    model::run_raw(&inputs, &mut outputs)?;
+    M::run_raw(inputs, outputs)?;
     for (index, output) in outputs.iter().enumerate() {
         let _ = write!(out, "output{index}: ");
         write_hex(out, output);

@@ -4,24 +4,18 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// One tensor of a module, as the runner needs it.
-struct Tensor {
-    name: &'static str,
-    dtype: &'static str,
-    bytes: usize,
-    shape: &'static [usize],
+use mlf_rt::{Model, Visitor};
+
+/// Every module of the archive, as `$OUT_DIR/mlf/mod.rs` declares them.
+#[allow(dead_code)] // the runner uses only the generic part of the API
+mod models {
+    include!(concat!(env!("OUT_DIR"), "/mlf/mod.rs"));
 }
 
-/// One module of the built archive, behind a common interface.
-struct Module {
-    name: &'static str,
-    inputs: Vec<Tensor>,
-    outputs: Vec<Tensor>,
-    run: fn(&[&[u8]], &mut [&mut [u8]]) -> Result<(), String>,
-    set_log_hook: fn(unsafe extern "C" fn(*const std::ffi::c_char, usize)),
-}
-
-include!(concat!(env!("OUT_DIR"), "/modules.rs"));
+/// The archive the build script built.
+const ARCHIVE: &str = env!("MLF_RUNNER_ARCHIVE");
+/// Whether it is the demo archive (see examples/demo-model/README.md).
+const IS_DEMO: bool = cfg!(demo_archive);
 
 /// The demo archive's input `x` (see examples/demo-model/README.md).
 const DEMO_INPUT: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
@@ -85,33 +79,57 @@ fn format_values(dtype: &str, bytes: &[u8]) -> String {
     }
 }
 
-unsafe extern "C" fn print_log(message: *const std::ffi::c_char, length: usize) {
-    // SAFETY: the support library passes a buffer of `length` bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), length) };
-    eprint!("tvm: {}", String::from_utf8_lossy(bytes));
+fn print_log(line: &str) {
+    eprintln!("tvm: {line}");
+}
+
+/// Collects the modules' names.
+struct Names(Vec<&'static str>);
+
+impl Visitor for Names {
+    fn visit<M: Model>(&mut self) {
+        self.0.push(M::NAME);
+    }
+}
+
+/// Runs the module called `name`.
+struct RunNamed<'a> {
+    name: &'a str,
+    args: &'a Args,
+    result: Option<Result<(), String>>,
+}
+
+impl Visitor for RunNamed<'_> {
+    fn visit<M: Model>(&mut self) {
+        if M::NAME == self.name {
+            self.result = Some(run_model::<M>(self.args));
+        }
+    }
 }
 
 fn run() -> Result<(), String> {
     let args = parse_args()?;
-    let modules = modules();
-    let module = match &args.module {
-        Some(name) => modules.iter().find(|m| m.name == name).ok_or_else(|| {
-            let names: Vec<_> = modules.iter().map(|m| m.name).collect();
-            format!("no module `{name}` in {ARCHIVE}; it has: {}", names.join(", "))
-        })?,
-        None if modules.len() == 1 => &modules[0],
-        None => {
-            let names: Vec<_> = modules.iter().map(|m| m.name).collect();
-            return Err(format!("{ARCHIVE} has several modules ({}): pick one with --module", names.join(", ")));
-        }
+    let mut names = Names(Vec::new());
+    models::visit_models(&mut names);
+    let name = match &args.module {
+        Some(name) => name.clone(),
+        None if names.0.len() == 1 => names.0[0].to_string(),
+        None => return Err(format!("{ARCHIVE} has several modules ({}): pick one with --module", names.0.join(", "))),
     };
-    (module.set_log_hook)(print_log);
+    let mut runner = RunNamed { name: &name, args: &args, result: None };
+    models::visit_models(&mut runner);
+    runner.result.unwrap_or_else(|| Err(format!("no module `{name}` in {ARCHIVE}; it has: {}", names.0.join(", "))))
+}
 
-    if !args.inputs.is_empty() && args.inputs.len() != module.inputs.len() {
-        return Err(format!("module `{}` takes {} inputs, got {} files", module.name, module.inputs.len(), args.inputs.len()));
+/// Runs one model on the input files (or zeros, or the demo input) and prints its outputs.
+fn run_model<M: Model>(args: &Args) -> Result<(), String> {
+    M::set_log_hook(Some(print_log));
+    let (inputs_info, outputs_info) = (M::INPUTS, M::OUTPUTS);
+    if !args.inputs.is_empty() && args.inputs.len() != inputs_info.len() {
+        return Err(format!("module `{}` takes {} inputs, got {} files", M::NAME, inputs_info.len(), args.inputs.len()));
     }
-    let mut inputs: Vec<Vec<u64>> = module.inputs.iter().map(|t| aligned_buffer(t.bytes)).collect();
-    for (index, tensor) in module.inputs.iter().enumerate() {
+    let mut inputs: Vec<Vec<u64>> = inputs_info.iter().map(|t| aligned_buffer(t.bytes)).collect();
+    for (index, tensor) in inputs_info.iter().enumerate() {
         let buffer = as_bytes_mut(&mut inputs[index], tensor.bytes);
         if let Some(path) = args.inputs.get(index) {
             let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -131,12 +149,11 @@ fn run() -> Result<(), String> {
             buffer.copy_from_slice(&DEMO_INPUT.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
         }
     }
-    let mut outputs: Vec<Vec<u64>> = module.outputs.iter().map(|t| aligned_buffer(t.bytes)).collect();
+    let mut outputs: Vec<Vec<u64>> = outputs_info.iter().map(|t| aligned_buffer(t.bytes)).collect();
     {
-        let input_views: Vec<&[u8]> = inputs.iter().zip(&module.inputs).map(|(w, t)| as_bytes(w, t.bytes)).collect();
-        let mut output_views: Vec<&mut [u8]> =
-            outputs.iter_mut().zip(&module.outputs).map(|(w, t)| as_bytes_mut(w, t.bytes)).collect();
-        (module.run)(&input_views, &mut output_views)?;
+        let input_views: Vec<&[u8]> = inputs.iter().zip(inputs_info).map(|(w, t)| as_bytes(w, t.bytes)).collect();
+        let mut output_views: Vec<&mut [u8]> = outputs.iter_mut().zip(outputs_info).map(|(w, t)| as_bytes_mut(w, t.bytes)).collect();
+        M::run_raw(&input_views, &mut output_views).map_err(|e| format!("model `{}`: {e}", M::NAME))?;
     }
     if IS_DEMO && args.inputs.is_empty() {
         println!("demo model y = relu(W·x + b), x = {DEMO_INPUT:?}");
@@ -144,7 +161,7 @@ fn run() -> Result<(), String> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    for (index, (words, tensor)) in outputs.iter().zip(&module.outputs).enumerate() {
+    for (index, (words, tensor)) in outputs.iter().zip(outputs_info).enumerate() {
         let bytes = as_bytes(words, tensor.bytes);
         println!("output{index} `{}` {}{:?}: {}", tensor.name, tensor.dtype, tensor.shape, format_values(tensor.dtype, bytes));
         if let Some(dir) = &args.out {

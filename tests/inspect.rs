@@ -1,0 +1,171 @@
+//! `mlf-build inspect`: its JSON schema as README.md documents it, the memory-map
+//! SVG (well-formed, labels equal to the numbers, README's picture current),
+//! errors, and `--target` measuring compiled objects without `cargo:` noise.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn archive(case: &str) -> Option<PathBuf> {
+    let path = common::corpus_root()?.join("tvm-0.18").join(case).join("model.tar");
+    Some(path)
+}
+
+fn inspect(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mlf-build")).arg("inspect").args(args).output().expect("mlf-build runs")
+}
+
+fn inspect_json(archive: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![archive.as_os_str(), "--json".as_ref()];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let output = inspect(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+}
+
+/// The keys README.md's schema section lists, as `` `key` `` in its table rows.
+fn documented_keys() -> Vec<String> {
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README.md");
+    let section = readme.split("### JSON schema").nth(1).expect("README has a JSON schema section");
+    let section = section.split("\n## ").next().unwrap_or_default();
+    section
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .filter_map(|line| line.split('`').nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Every key path of a JSON value (`modules[].memory.arena`), arrays as `[]`.
+fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map {
+                let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                paths.push(path.clone());
+                key_paths(child, &path, paths);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                key_paths(item, &format!("{prefix}[]"), paths);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn json_follows_the_documented_schema() {
+    let (Some(graph), Some(pools)) = (archive("cnn_f32-graph"), archive("kws_int8-aot_c_pools")) else { return };
+    let documented = documented_keys();
+    let mut seen = Vec::new();
+    for archive in [graph, pools] {
+        let document = inspect_json(&archive, &[]);
+        assert_eq!(document["schema"], mlf_build::SCHEMA);
+        assert!(document["footprint"].is_null(), "no --target, no footprint");
+        let module = &document["modules"][0];
+        assert_eq!(module["schema"], mlf_build::SCHEMA, "each module document stands alone ($OUT_DIR/mlf/<m>.json)");
+        let memory = &module["memory"];
+        let static_ram = ["code_workspace", "arena", "pools", "storage"].iter().map(|k| memory[k].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(memory["static_ram"].as_u64(), Some(static_ram));
+        assert_eq!(memory["ram"].as_u64(), Some(static_ram + memory["inputs"].as_u64().unwrap() + memory["outputs"].as_u64().unwrap()));
+        key_paths(&document, "", &mut seen);
+    }
+    seen.sort();
+    seen.dedup();
+    for key in &seen {
+        assert!(documented.contains(key), "README's JSON schema does not document `{key}`");
+    }
+    let footprint_keys = ["footprint.target", "footprint.cpu", "footprint.model.flash", "footprint.support.ram"];
+    for key in &documented {
+        assert!(seen.contains(key) || key.starts_with("footprint"), "README documents `{key}`, which inspect does not write");
+    }
+    for key in footprint_keys {
+        assert!(documented.iter().any(|k| k == key), "README's JSON schema does not document `{key}`");
+    }
+}
+
+#[test]
+fn svg_is_well_formed_and_labels_match_the_numbers() {
+    let Some(kws) = archive("kws_int8-aot_c_usmp") else { return };
+    let dir = common::repo_root().join("target/inspect-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg_path = dir.join("kws.svg");
+    let output = inspect(&[kws.as_os_str(), "--svg".as_ref(), svg_path.as_os_str()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let tree = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
+    assert_eq!(tree.root_element().tag_name().name(), "svg");
+    let memory = &inspect_json(&kws, &[])["modules"][0]["memory"];
+    let expected = [
+        ("flash", "weights in code", memory["constants"].as_u64().unwrap()),
+        ("RAM", "workspace in code", memory["code_workspace"].as_u64().unwrap()),
+        ("RAM", "inputs", memory["inputs"].as_u64().unwrap()),
+        ("RAM", "outputs", memory["outputs"].as_u64().unwrap()),
+    ];
+    let labels: Vec<(String, String, u64)> = tree
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("segment"))
+        .map(|n| {
+            let bytes: u64 = n.attribute("data-bytes").unwrap().parse().unwrap();
+            let text = n.text().unwrap().to_string();
+            assert!(text.ends_with(&format!(": {bytes} bytes")), "label `{text}` states its bytes");
+            (n.attribute("data-memory").unwrap().to_string(), text.split(':').next().unwrap().to_string(), bytes)
+        })
+        .collect();
+    for (memory, label, bytes) in expected {
+        assert!(labels.contains(&(memory.to_string(), label.to_string(), bytes)), "no {memory} segment `{label}: {bytes} bytes` in {labels:?}");
+    }
+    for total in tree.descendants().filter(|n| n.attribute("class") == Some("memory")) {
+        let memory = total.text().unwrap().split(':').next().unwrap();
+        let sum: u64 = labels.iter().filter(|(m, _, _)| m == memory).map(|(_, _, b)| b).sum();
+        assert_eq!(total.attribute("data-bytes").unwrap().parse::<u64>().unwrap(), sum, "{memory} total is the sum of its segments");
+    }
+    let in_readme = std::fs::read_to_string(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg")).expect("docs/kws_int8-aot_c_usmp.svg");
+    assert_eq!(in_readme, svg, "README's picture is out of date: regenerate it with the command in README.md");
+}
+
+#[test]
+fn errors_are_one_block_and_fail() {
+    let dir = common::repo_root().join("target/inspect-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_mlf = dir.join("not-mlf.tar");
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(2);
+    header.set_mode(0o644);
+    header.set_cksum();
+    builder.append_data(&mut header, "README", &b"hi"[..]).unwrap();
+    std::fs::write(&not_mlf, builder.into_inner().unwrap()).unwrap();
+    let output = inspect(&[not_mlf.as_os_str()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("mlf-build: ") && stderr.contains("not-mlf.tar") && stderr.contains("no metadata.json") && stderr.contains("help:"), "{stderr}");
+    assert!(output.stdout.is_empty());
+    let usage = inspect(&[]);
+    assert!(!usage.status.success() && String::from_utf8_lossy(&usage.stderr).contains("usage: mlf-build inspect"));
+}
+
+#[test]
+fn target_measures_the_compiled_objects_quietly() {
+    let Some(kws) = archive("kws_int8-aot_c_usmp") else { return };
+    if Command::new("arm-none-eabi-gcc").arg("--version").output().is_err() {
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), b"inspect: arm-none-eabi-gcc absent; --target check skipped\n");
+        return;
+    }
+    let output = inspect(&[kws.as_os_str(), "--target".as_ref(), "thumbv7em-none-eabihf".as_ref()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!stdout.contains("cargo:") && !String::from_utf8_lossy(&output.stderr).contains("cargo:"), "{stdout}");
+    assert!(stdout.contains("compiled for thumbv7em-none-eabihf"), "{stdout}");
+    let document = inspect_json(&kws, &["--target", "thumbv7em-none-eabihf"]);
+    let memory = &document["modules"][0]["memory"];
+    let model = &document["footprint"]["model"];
+    let value = |v: &serde_json::Value| v.as_u64().unwrap();
+    // The USMP workspace is the model's static array and the weights its constants.
+    assert_eq!(value(&model["bss"]), value(&memory["code_workspace"]));
+    assert!(value(&model["rodata"]) >= value(&memory["constants"]));
+    assert!(value(&model["text"]) > 0 && value(&document["footprint"]["support"]["text"]) > 0);
+    assert_eq!(value(&model["flash"]), value(&model["text"]) + value(&model["rodata"]) + value(&model["data"]));
+}
