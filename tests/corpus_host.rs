@@ -213,7 +213,7 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
         }
         for (constant, key) in pairs {
             let generated = top(constant).ok_or_else(|| format!("module `{name}`: no constant {constant}"))?;
-            if generated != memory[key].to_string() {
+            if memory[key].as_u64() != generated.parse().ok() {
                 return Err(format!("module `{name}`: {constant} = {generated}, inspect says memory.{key} = {}", memory[key]));
             }
         }
@@ -227,7 +227,8 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             return Err(format!("module `{name}`: inspect lists {} tensors, the generated module {}", tensors.len(), tensor_bytes.len()));
         }
         for ((tensor, bytes), shape) in tensors.iter().zip(tensor_bytes).zip(tensor_shapes) {
-            if tensor["bytes"].to_string() != *bytes || tensor["shape"].to_string() != shape {
+            let generated_shape: Option<serde_json::Value> = serde_json::from_str(&shape).ok();
+            if tensor["bytes"].as_u64() != bytes.parse().ok() || generated_shape.as_ref() != Some(&tensor["shape"]) {
                 return Err(format!("module `{name}`: tensor {} is {} bytes {} by inspect, {bytes} bytes {shape} generated", tensor["name"], tensor["bytes"], tensor["shape"]));
             }
         }
