@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::directive;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One static library to build.
@@ -55,12 +56,12 @@ impl Library {
     }
 
     /// Prints the link directives; done by us rather than `cc` so a cached build can replay them.
-    pub fn link(&self) {
-        println!("cargo:rustc-link-search=native={}", self.out_dir.display());
-        println!("cargo:rustc-link-lib=static={}", self.name);
+    pub fn link(&self) -> Result<()> {
+        directive::link_static(&self.out_dir, &self.name)?;
         if !self.cxx_sources.is_empty() {
-            println!("cargo:rustc-link-lib=static={}_cxx", self.name);
+            directive::link_static(&self.out_dir, &format!("{}_cxx", self.name))?;
         }
+        Ok(())
     }
 
     /// Whether the compiler, configured as for this library, finds `header`

@@ -10,6 +10,7 @@
 use std::fmt::Write;
 
 use crate::inspect::InterfaceHeader;
+use crate::names;
 use crate::plan::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
 use crate::schedule::{Place, Schedule};
 
@@ -160,9 +161,11 @@ fn entry_declaration(module: &ModulePlan) -> String {
         Entry::CInterface(_) | Entry::Graph(_) => String::new(),
         // The 2021 archives define these with void* parameters: the same C ABI.
         Entry::Packed { function, file } | Entry::Operator { function, file, .. } => {
-            format!("/* Defined in {file}. */\nint32_t {function}{PACKED_PARAMS};\n\n")
+            format!("/* Defined in {}. */\nint32_t {function}{PACKED_PARAMS};\n\n", names::c_comment(file))
         }
-        Entry::LegacyDescriptor { symbol, file } => format!("/* The archive's own descriptor, defined in {file}. */\nextern const tvm_model_t {symbol};\n\n"),
+        Entry::LegacyDescriptor { symbol, file } => {
+            format!("/* The archive's own descriptor, defined in {}. */\nextern const tvm_model_t {symbol};\n\n", names::c_comment(file))
+        }
     }
 }
 

@@ -12,6 +12,7 @@ mod archive;
 mod bindings;
 mod cache;
 mod compile;
+mod directive;
 mod dtype;
 mod emit;
 mod env;
@@ -20,6 +21,7 @@ mod glue;
 mod graph;
 mod inspect;
 mod metadata;
+mod names;
 mod params;
 mod plan;
 mod rename;
@@ -240,7 +242,7 @@ impl Builder {
     }
 
     fn build_inner(self) -> Result<Output> {
-        println!("cargo:rerun-if-changed={}", self.archive.display());
+        directive::rerun_if_changed(&self.archive)?;
         let out_dir = env::out_dir()?;
         let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
@@ -257,6 +259,7 @@ impl Builder {
         check_objects(&tree, &target)?;
         let tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
+        names::check_plan(&plan)?;
         check_target(&plan, &target, &metadata)?;
         claim_symbols(&out_dir, &self.archive, &plan)?;
 
@@ -297,9 +300,9 @@ impl Builder {
             }
             stamp.record()?;
         }
-        model.link();
-        support.link();
-        toolchain.link();
+        model.link()?;
+        support.link()?;
+        toolchain.link()?;
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex();
@@ -409,7 +412,7 @@ fn model_library(
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         for path in &module.codegen.ignored {
-            println!("cargo:warning=mlf-build: ignoring `{path}`: not a C/C++ source or object");
+            directive::warning(&format!("ignoring `{path}`: not a C/C++ source or object"));
         }
         let glue = glue::generate(module);
         write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
@@ -438,7 +441,7 @@ fn model_library(
     generated.extend(&crt_config);
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
     for source in extra.sources {
-        println!("cargo:rerun-if-changed={}", source.display());
+        directive::rerun_if_changed(source)?;
         match source.extension().and_then(|e| e.to_str()) {
             Some("c") => c_sources.push(source.clone()),
             Some("cc" | "cpp" | "cxx") => cxx_sources.push(source.clone()),
@@ -542,7 +545,7 @@ impl ExtraCode<'_> {
             })?);
         }
         for dir in self.include_dirs {
-            println!("cargo:rerun-if-changed={}", dir.display());
+            directive::rerun_if_changed(dir)?;
             if !dir.is_dir() {
                 return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))
                     .help("include directories are relative to the package root"));
