@@ -185,7 +185,7 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
     let modules = metadata
         .modules
         .iter()
-        .map(|module| plan_module(tree, module, metadata.modules.len()))
+        .map(|module| plan_module(tree, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>()))
         .collect::<Result<Vec<_>>>()?;
     let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
         .into_iter()
@@ -197,9 +197,9 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
 /// The one runtime source a workspace-allocating archive needs.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
-fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<ModulePlan> {
+fn plan_module(tree: &Tree, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
     let name = meta.name.clone();
-    let codegen = inspect::codegen_for(tree, &name, module_count);
+    let codegen = inspect::codegen_for(tree, &name, modules);
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
         return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
             .in_file(inspect::SRC_DIR)
