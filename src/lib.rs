@@ -315,6 +315,7 @@ impl Builder {
             write_if_changed(&rust_file, emit::module_rust(module, &bindings, &provenance).as_bytes())?;
             modules.push(GeneratedModule { name: module.name.clone(), rust_file, memory: module.memory_needs() });
         }
+        remove_stale_modules(&out_dir, &self.archive, &self.renames, &plan)?;
         Ok(Output { modules })
     }
 }
@@ -602,6 +603,33 @@ fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Removes what an earlier run of this Builder (same archive path and renames)
+/// generated for modules the archive no longer has, unless another Builder of
+/// this build script generates them now: a stale `mlf/<m>.rs` would fail later, at link time.
+fn remove_stale_modules(out_dir: &Path, archive: &Path, renames: &[(String, String)], plan: &Plan) -> Result<()> {
+    let mlf = out_dir.join("mlf");
+    let builder_key = cache::key(&[archive.to_string_lossy().as_bytes(), format!("{renames:?}").as_bytes()]);
+    let manifest = mlf.join("manifests").join(format!("{builder_key}.txt"));
+    let current: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
+    let previous = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for name in previous.lines().filter(|name| names::is_c_identifier(name) && !current.contains(name)) {
+        if claims.contains_key(&(out_dir.to_path_buf(), format!("module `{name}`"))) {
+            continue;
+        }
+        let rust_file = mlf.join(format!("{name}.rs"));
+        if rust_file.is_file() {
+            std::fs::remove_file(&rust_file).map_err(|e| Error::io("remove", &rust_file, e))?;
+        }
+        let work = mlf.join("build").join(name);
+        if work.is_dir() {
+            std::fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
+        }
+    }
+    write_if_changed(&manifest, current.join("\n").as_bytes())?;
     Ok(())
 }
 
