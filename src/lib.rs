@@ -20,6 +20,7 @@ mod error;
 mod glue;
 mod graph;
 mod inspect;
+mod limits;
 mod metadata;
 mod names;
 mod params;
@@ -260,6 +261,7 @@ impl Builder {
         let tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
         names::check_plan(&plan)?;
+        limits::check_plan(&plan)?;
         check_target(&plan, &target, &metadata)?;
         claim_symbols(&out_dir, &self.archive, &plan)?;
 

@@ -92,9 +92,10 @@ fn names_with_line_breaks_are_refused_before_any_directive() {
     let stderr = build_fails(&named);
     assert!(stderr.contains("control character '\\n'") && stderr.contains("cargo:rerun-if-changed"), "{stderr}");
 
-    // A tensor name with a line break would break out of a doc comment.
+    // A tensor name with a line break would break out of a doc comment; packed archives take names from metadata.json.
+    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
     let archive = dir.join("tensor");
-    extract(&case, &archive);
+    extract(&packed, &archive);
     replace_in(&archive.join("metadata.json"), &[("\"input\"", "\"input\\n#[no_mangle]\"")]);
     let stderr = build_fails(&archive);
     assert!(stderr.contains("input\\n#[no_mangle]"), "{stderr}");
@@ -173,4 +174,25 @@ fn compiler_errors_are_shown_when_warnings_are_silenced() {
     let stderr = build_fails(&archive);
     assert!(stderr.contains("default_lib2.c") && stderr.contains("mlf_undeclared_name") && stderr.contains("error"), "{stderr}");
     assert!(!stderr.contains("compiler output above"), "{stderr}");
+}
+
+/// Item 4: sizes near 2^64 are refused naming the limit, not a panic or C that cannot compile.
+#[test]
+fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
+    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
+    let dir = scratch("sizes");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"workspace_size_bytes\": 12580", "\"workspace_size_bytes\": 18446744073709551615")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("18446744073709551615 bytes, over mlf-build's limit of 1073741824 bytes (MAX_BYTES)"), "{stderr}");
+    assert!(!stderr.contains("panicked at") || stderr.contains("mlf-build:"), "{stderr}");
+
+    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
+    let archive = dir.join("packed");
+    extract(&packed, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 256", "\"size\": 18446744073709551612")]);
+    replace_in(&archive.join("src/default.relay"), &[("Tensor[(1, 64), float32]", "Tensor[(4611686018427387903, 1), float32]")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("input `input`") && stderr.contains("MAX_BYTES"), "{stderr}");
 }
