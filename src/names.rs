@@ -33,7 +33,7 @@ fn check_identifier(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_text(what: &str, name: &str) -> Result<()> {
+pub(crate) fn check_text(what: &str, name: &str) -> Result<()> {
     if name.len() > MAX_NAME_BYTES {
         return Err(refuse(what, name, &format!("is longer than {MAX_NAME_BYTES} bytes")));
     }
