@@ -11,6 +11,8 @@ pub(crate) struct Provenance<'a> {
     /// The archive's file name (not its full path: the output must not depend on where it lives).
     pub archive_name: &'a str,
     pub digest_hex: &'a str,
+    /// The Cargo package being built (see `glue::package_symbol`).
+    pub package: &'a str,
 }
 
 pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Provenance<'_>) -> String {
@@ -134,6 +136,13 @@ impl Emitter<'_, '_> {
         self.operator_wrapper();
     }
 
+    /// Reads this package's own glue symbol, so a second crate with a module of the same name fails to link.
+    fn claim_line(&mut self) {
+        let symbol = glue::package_symbol(&self.module.name, self.provenance.package);
+        self.line("    // SAFETY: a constant byte the glue defines; reading it links this crate's glue, not another's.");
+        self.line(format!("    unsafe {{ core::ptr::read_volatile(core::ptr::addr_of!(ffi::{symbol})) }};"));
+    }
+
     fn descriptor(&mut self) {
         let m = self.module;
         self.line("");
@@ -151,6 +160,7 @@ impl Emitter<'_, '_> {
         self.line("/// Every module's `ffi::tvm_model_t`, `ffi::TVMValue` and `ffi::DLTensor` have the same C layout.");
         self.line("pub fn descriptor() -> &'static ffi::tvm_model_t {");
         self.line("    // SAFETY: an immutable C object defined by the glue, valid for the whole program.");
+        self.claim_line();
         self.line(format!("    unsafe {{ &ffi::{} }}", glue::descriptor_symbol(&m.name)));
         self.line("}");
     }
@@ -523,6 +533,7 @@ pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error>
         ));
         let args = ["inputs.as_ptr()", "outputs.as_ptr()", "&mut code"];
         self.line("    let mut code = 0;");
+        self.claim_line();
         self.line("    // SAFETY: every pointer is valid for its tensor's size; the support library serializes runs.");
         self.line(format!("    let status = unsafe {{ ffi::{}({}) }};", glue::invoke_symbol(name), args.join(", ")));
         self.line(

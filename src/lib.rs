@@ -277,7 +277,9 @@ impl Builder {
         let config = CompileConfig { base, show_warnings, target: &target };
         let support = support_library(&out_dir, &support_dir, &config)?;
         let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
-        let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings, &extra)?;
+        // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
+        let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
+        let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
@@ -308,7 +310,7 @@ impl Builder {
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex();
-        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex };
+        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &package };
         let mut modules = Vec::new();
         for module in &plan.modules {
             let path = bindings_file(module);
@@ -400,12 +402,12 @@ fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -
 fn model_library(
     plan: &Plan,
     stem: &str,
-    tree_dir: &Path,
-    gen_dir: &Path,
     work: &Path,
+    package: &str,
     show_warnings: bool,
     extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
+    let (tree_dir, gen_dir) = (&work.join("tree"), &work.join("gen"));
     let mut generated = Vec::new();
     let mut c_sources = Vec::new();
     let mut cxx_sources = Vec::new();
@@ -417,7 +419,7 @@ fn model_library(
         for path in &module.codegen.ignored {
             directive::warning(&format!("ignoring `{path}`: not a C/C++ source or object"));
         }
-        let glue = glue::generate(module);
+        let glue = glue::generate(module, package);
         write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
         write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
         generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
@@ -508,7 +510,7 @@ fn bindings_spec(
 ) -> bindings::BindingsSpec {
     let m = &module.name;
     bindings::BindingsSpec {
-        header: gen_dir.join(glue::generate(module).header_name),
+        header: gen_dir.join(glue::generate(module, "").header_name),
         include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         clang_args: extra
             .defines

@@ -196,3 +196,32 @@ fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
     let stderr = build_fails(&archive);
     assert!(stderr.contains("input `input`") && stderr.contains("MAX_BYTES"), "{stderr}");
 }
+
+/// Item 3: two crates in one program that each build a `default` module fail to
+/// link naming the fix; renamed, each crate runs its own model.
+#[test]
+fn two_crates_with_a_default_module_fail_to_link_or_each_run_their_own() {
+    let (Some(kws), Some(mlp)) = (corpus_case("kws_int8-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
+    let out = scratch("two-crates");
+    let manifest = common::repo_root().join("tests/fixtures/two-models/Cargo.toml");
+    let cargo = |command: &str, rename: &str| {
+        let mut cargo = common::cargo(TARGET_DIR);
+        cargo
+            .args([command, "--release", "--quiet", "--manifest-path"])
+            .arg(&manifest)
+            .env("MLF_TEST_ARCHIVE_A", kws.join("model.tar"))
+            .env("MLF_TEST_ARCHIVE_B", mlp.join("model.tar"))
+            .env("MLF_TEST_RENAME", rename);
+        cargo
+    };
+    let clash = cargo("build", "0").output().unwrap();
+    let stderr = String::from_utf8_lossy(&clash.stderr);
+    assert!(!clash.status.success(), "two `default` modules linked into one program");
+    assert!(stderr.contains("mlf_default_is_built_by_two_crates__rename_one_with_Builder_rename_module"), "{stderr}");
+
+    let run = cargo("run", "1").arg("--").arg(kws.join("inputs/input_1.bin")).arg(mlp.join("inputs/input.bin")).arg(&out).output().unwrap();
+    assert!(run.status.success(), "{}", common::failure_text(&run));
+    assert_eq!(std::fs::read(out.join("a.bin")).unwrap(), std::fs::read(kws.join("expected/output0.bin")).unwrap());
+    let expected = common::Expected { file: mlp.join("expected/output0.bin"), dtype: "float32".to_string() };
+    common::compare(&expected, &std::fs::read(out.join("b.bin")).unwrap(), 1e-4, 1e-5).unwrap();
+}
