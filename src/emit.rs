@@ -387,7 +387,7 @@ impl Emitter<'_, '_> {
         self.line("#[repr(C)]");
         self.line(format!("pub struct {name} {{"));
         for (tensor, ident) in tensors.iter().zip(&idents) {
-            self.line(format!("    /// {} `{}`: {} × {}.", capitalize(kind), tensor.name, tensor.elements(), tensor.dtype));
+            self.line(format!("    /// {} `{}`: {} × {}.", capitalize(kind), names::rust_doc(&tensor.name), tensor.elements(), tensor.dtype));
             self.line(format!("    pub {ident}: [{module}::{ident}::Element; {module}::{ident}::LEN],"));
         }
         self.line("}");

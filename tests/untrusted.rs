@@ -9,6 +9,13 @@ use std::process::Output;
 
 const TARGET_DIR: &str = "corpus-host";
 
+/// The tests share host-runner's binary and OUT_DIR: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn corpus_case(name: &str) -> Option<PathBuf> {
     common::corpus_root().map(|root| root.join("tvm-0.18").join(name))
 }
@@ -23,7 +30,10 @@ fn scratch(name: &str) -> PathBuf {
 /// Extracts a corpus case's `model.tar` into `dir` (a directory archive to edit).
 fn extract(case: &Path, dir: &Path) {
     let file = std::fs::File::open(case.join("model.tar")).unwrap();
-    tar::Archive::new(file).unpack(dir).unwrap();
+    let mut archive = tar::Archive::new(file);
+    // Fresh times, so Cargo sees a re-extracted archive at the same path as changed.
+    archive.set_preserve_mtime(false);
+    archive.unpack(dir).unwrap();
 }
 
 /// Builds host-runner on `archive`.
@@ -70,7 +80,9 @@ fn runner_mlf_dir() -> PathBuf {
     let build = common::repo_root().join("target").join(TARGET_DIR).join("release/build");
     std::fs::read_dir(build)
         .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path().join("out/mlf")))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|name| name.to_string_lossy().starts_with("host-runner-")))
+        .map(|p| p.join("out/mlf"))
         .filter(|p| p.join("manifests").is_dir())
         .max_by_key(|p| p.join("manifests").metadata().and_then(|m| m.modified()).ok())
         .expect("host-runner's OUT_DIR")
@@ -79,6 +91,7 @@ fn runner_mlf_dir() -> PathBuf {
 /// Item 1: a line break in an entry path or in the archive's own name never reaches a `cargo:` line.
 #[test]
 fn names_with_line_breaks_are_refused_before_any_directive() {
+    let _serial = serial();
     let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
     let dir = scratch("names");
     let archive = dir.join("model");
@@ -104,6 +117,7 @@ fn names_with_line_breaks_are_refused_before_any_directive() {
 /// Item 5: a FIFO as the archive or inside a directory archive is refused at once, not read.
 #[test]
 fn fifos_are_refused_without_blocking() {
+    let _serial = serial();
     let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
     let dir = scratch("fifo");
     let fifo = dir.join("model.tar");
@@ -122,6 +136,7 @@ fn fifos_are_refused_without_blocking() {
 /// Item 6: modules `kws` and `kws_mlp` each compile only their own files and compute their own outputs.
 #[test]
 fn modules_whose_names_prefix_each_other_get_their_own_files() {
+    let _serial = serial();
     let Some(case) = corpus_case("multi-kws_mlp-aot_c") else { return };
     let dir = scratch("prefix");
     let archive = dir.join("model");
@@ -149,13 +164,15 @@ fn modules_whose_names_prefix_each_other_get_their_own_files() {
 /// Item 8: when the archive at a path loses a module, its generated Rust and build directory go.
 #[test]
 fn a_module_that_disappears_leaves_no_generated_file() {
+    let _serial = serial();
     let (Some(multi), Some(single)) = (corpus_case("multi-kws_mlp-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
     let dir = scratch("stale");
     let archive = dir.join("model");
     extract(&multi, &archive);
     build_and_run(&archive, Some("mlp"), &[multi.join("inputs/mlp/input.bin")], 1, &dir.join("out-multi"));
     let mlf = runner_mlf_dir();
-    assert!(mlf.join("kws.rs").is_file() && mlf.join("build/kws").is_dir());
+    let listing = || format!("{:?}", std::fs::read_dir(&mlf).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>());
+    assert!(mlf.join("kws.rs").is_file() && mlf.join("build/kws").is_dir(), "{}", listing());
     std::fs::remove_dir_all(&archive).unwrap();
     extract(&single, &archive);
     build_and_run(&archive, None, &[single.join("inputs/input.bin")], 1, &dir.join("out-single"));
@@ -166,6 +183,7 @@ fn a_module_that_disappears_leaves_no_generated_file() {
 /// Item 9: with warnings silenced, a C error is shown with the compiler's own words and the file.
 #[test]
 fn compiler_errors_are_shown_when_warnings_are_silenced() {
+    let _serial = serial();
     let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
     let dir = scratch("compile-error");
     let archive = dir.join("model");
@@ -179,6 +197,7 @@ fn compiler_errors_are_shown_when_warnings_are_silenced() {
 /// Item 4: sizes near 2^64 are refused naming the limit, not a panic or C that cannot compile.
 #[test]
 fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
+    let _serial = serial();
     let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
     let dir = scratch("sizes");
     let archive = dir.join("model");
@@ -201,6 +220,7 @@ fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
 /// link naming the fix; renamed, each crate runs its own model.
 #[test]
 fn two_crates_with_a_default_module_fail_to_link_or_each_run_their_own() {
+    let _serial = serial();
     let (Some(kws), Some(mlp)) = (corpus_case("kws_int8-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
     let out = scratch("two-crates");
     let manifest = common::repo_root().join("tests/fixtures/two-models/Cargo.toml");
