@@ -23,11 +23,13 @@ const VCS_DIRS: [&str; 3] = [".git", ".hg", ".svn"];
 pub(crate) struct Limits {
     pub max_entry_bytes: u64,
     pub max_total_bytes: u64,
+    /// Entries of any kind (files, directories, links); real archives have a few hundred.
+    pub max_entries: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_entry_bytes: 512 << 20, max_total_bytes: 2 << 30 }
+        Limits { max_entry_bytes: 512 << 20, max_total_bytes: 2 << 30, max_entries: 100_000 }
     }
 }
 
@@ -41,6 +43,12 @@ impl Tree {
     /// Loads a `.tar` file or an extracted directory (decided by what `path` is).
     pub fn load(path: &Path, limits: Limits) -> Result<Tree> {
         let metadata = fs::metadata(path).map_err(|e| Error::io("read", path, e))?;
+        // Opening a FIFO or a device would block or never end: only files and directories are read.
+        if !metadata.is_dir() && !metadata.is_file() {
+            return Err(Error::new(ErrorKind::UnsafeEntry, "is neither a regular file nor a directory")
+                .in_archive(path)
+                .help("pass the .tar file or the directory it was extracted to"));
+        }
         let tree = if metadata.is_dir() { load_dir(path, limits) } else { load_tar(path, limits) };
         tree.map_err(|e| e.in_archive(path))
     }
@@ -200,6 +208,10 @@ fn join_key(prefix: &str, name: &str) -> String {
 
 /// Normalizes an archive path to `a/b/c` ("" for the root), or says why it is unsafe.
 fn normalize(raw: &str) -> std::result::Result<String, &'static str> {
+    // Paths reach file systems, compiler command lines and messages: no line breaks or escapes.
+    if raw.chars().any(char::is_control) {
+        return Err("has a control character (such as a line break) in its path");
+    }
     if raw.starts_with('/') {
         return Err("has an absolute path");
     }
@@ -258,18 +270,29 @@ struct Link {
 struct Loader {
     limits: Limits,
     total: u64,
+    entries: usize,
     files: BTreeMap<String, Vec<u8>>,
     links: BTreeMap<String, Link>,
 }
 
 impl Loader {
     fn new(limits: Limits) -> Self {
-        Loader { limits, total: 0, files: BTreeMap::new(), links: BTreeMap::new() }
+        Loader { limits, total: 0, entries: 0, files: BTreeMap::new(), links: BTreeMap::new() }
+    }
+
+    /// Counts one more entry of any kind, refusing past [`Limits::max_entries`].
+    fn count(&mut self, entry: &str) -> Result<()> {
+        self.entries = self.entries.saturating_add(1);
+        if self.entries > self.limits.max_entries {
+            let max = self.limits.max_entries;
+            return Err(unsafe_entry(entry, format!("brings the archive over the limit of {max} entries")).help(SIZE_HELP));
+        }
+        Ok(())
     }
 
     /// Counts `size` more bytes for `entry`, before they are read.
     fn reserve(&mut self, entry: &str, size: u64) -> Result<()> {
-        let Limits { max_entry_bytes, max_total_bytes } = self.limits;
+        let Limits { max_entry_bytes, max_total_bytes, .. } = self.limits;
         if size > max_entry_bytes {
             return Err(
                 unsafe_entry(entry, format!("is {size} bytes, over the limit of {max_entry_bytes} bytes per entry")).help(SIZE_HELP)
@@ -320,8 +343,10 @@ impl Loader {
             resolved.push((key.clone(), link.entry.clone(), target.clone()));
         }
         for (key, entry, target) in resolved {
-            let bytes = self.files[&target].clone();
-            self.reserve(&entry, bytes.len() as u64)?;
+            // Counted before the copy is made, so links cannot multiply one large file.
+            let size = self.files.get(&target).map_or(0, |bytes| bytes.len() as u64);
+            self.reserve(&entry, size)?;
+            let bytes = self.files.get(&target).cloned().unwrap_or_default();
             self.files.insert(key, bytes);
         }
         Tree::new(self.files)
@@ -347,6 +372,7 @@ fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
         // `path_bytes` includes GNU long names and pax paths.
         let path_bytes = entry.path_bytes().into_owned();
         let raw = String::from_utf8_lossy(&path_bytes).into_owned();
+        loader.count(&raw)?;
         let key = match std::str::from_utf8(&path_bytes) {
             Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
             Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
@@ -453,6 +479,7 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
         if VCS_DIRS.contains(&name) {
             continue;
         }
+        loader.count(&raw)?;
         let key = normalize(&raw).map_err(|reason| unsafe_entry(&raw, reason))?;
         let link_metadata = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
         let real = if link_metadata.file_type().is_symlink() {
@@ -651,7 +678,7 @@ mod tests {
 
     #[test]
     fn enforces_size_limits() {
-        let limits = Limits { max_entry_bytes: 10, max_total_bytes: 20 };
+        let limits = Limits { max_entry_bytes: 10, max_total_bytes: 20, max_entries: 100 };
         let big = tar_of(&[("./small", EntryType::Regular, "1234"), ("./big", EntryType::Regular, "0123456789a")]);
         expect_error(load_bytes(&big, limits), ErrorKind::UnsafeEntry, &["./big", "10 bytes"]);
 

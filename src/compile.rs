@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::directive;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One static library to build.
@@ -29,9 +30,47 @@ impl Library {
             // cc compiles one language per library: C++ goes in a sibling archive.
             let mut cxx = self.configured(base);
             cxx.cpp(true).files(&self.cxx_sources);
-            cxx.try_compile(&format!("{}_cxx", self.name)).map_err(|e| compile_error(&self.name, e))?;
+            cxx.try_compile(&format!("{}_cxx", self.name)).map_err(|e| self.compile_error(base, e))?;
         }
-        build.try_compile(&self.name).map_err(|e| compile_error(&self.name, e))
+        build.try_compile(&self.name).map_err(|e| self.compile_error(base, e))
+    }
+
+    /// The error for a failed compilation, with the compiler's first error lines:
+    /// `cc` discards stderr when warnings are silenced, so the first failing
+    /// source is compiled again with stderr captured.
+    fn compile_error(&self, base: &cc::Build, error: cc::Error) -> Error {
+        let diagnostics = self.first_errors(base);
+        let message = match &diagnostics {
+            Some((file, lines)) => format!("compiling `{}` failed in `{}`:\n{lines}", self.name, file.display()),
+            None => format!("compiling `{}` failed: {error}", self.name),
+        };
+        let help = if diagnostics.is_some() {
+            "the compiler's first errors are shown above; Builder::show_warnings(true) shows every diagnostic"
+        } else {
+            "Builder::show_warnings(true) shows the compiler's output"
+        };
+        Error::new(ErrorKind::Compile, message).help(help).with_source(error)
+    }
+
+    /// The first source that fails to compile on its own and its first error lines.
+    fn first_errors(&self, base: &cc::Build) -> Option<(PathBuf, String)> {
+        const MAX_LINES: usize = 20;
+        let probe = self.out_dir.join("mlf_error_probe.o");
+        let sources = self.c_sources.iter().map(|s| (s, false)).chain(self.cxx_sources.iter().map(|s| (s, true)));
+        for (source, cpp) in sources {
+            let mut build = self.configured(base);
+            build.cpp(cpp);
+            let mut command = build.try_get_compiler().ok()?.to_command();
+            let output = command.arg("-c").arg(source).arg("-o").arg(&probe).output().ok()?;
+            let _ = std::fs::remove_file(&probe);
+            if output.status.success() {
+                continue;
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let lines: Vec<String> = stderr.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(crate::error::printable).collect();
+            return Some((source.clone(), lines.join("\n")));
+        }
+        None
     }
 
     fn configured(&self, base: &cc::Build) -> cc::Build {
@@ -55,12 +94,12 @@ impl Library {
     }
 
     /// Prints the link directives; done by us rather than `cc` so a cached build can replay them.
-    pub fn link(&self) {
-        println!("cargo:rustc-link-search=native={}", self.out_dir.display());
-        println!("cargo:rustc-link-lib=static={}", self.name);
+    pub fn link(&self) -> Result<()> {
+        directive::link_static(&self.out_dir, &self.name)?;
         if !self.cxx_sources.is_empty() {
-            println!("cargo:rustc-link-lib=static={}_cxx", self.name);
+            directive::link_static(&self.out_dir, &format!("{}_cxx", self.name))?;
         }
+        Ok(())
     }
 
     /// Whether the compiler, configured as for this library, finds `header`
@@ -81,11 +120,5 @@ impl Library {
     pub fn is_built(&self) -> bool {
         self.out_dir.join(format!("lib{}.a", self.name)).is_file()
     }
-}
-
-fn compile_error(library: &str, error: cc::Error) -> Error {
-    Error::new(ErrorKind::Compile, format!("compiling `{library}` failed: {error}"))
-        .help("the compiler output above names the file and line; set Builder::show_warnings(true) for every diagnostic")
-        .with_source(error)
 }
 

@@ -12,8 +12,10 @@ use crate::error::{Error, ErrorKind, Result};
 pub(crate) fn var(name: &str) -> Option<String> {
     static TRACKED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let mut tracked = TRACKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if tracked.insert(name.to_string()) {
-        println!("cargo:rerun-if-env-changed={name}");
+    if !tracked.contains(name) {
+        // A name Cargo cannot track is not read at all, so no read goes untracked.
+        crate::directive::rerun_if_env_changed(name).ok()?;
+        tracked.insert(name.to_string());
     }
     cargo_provided(name)
 }

@@ -100,10 +100,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("mlf-build: ")?;
         if let Some(archive) = &self.archive {
-            write!(f, "{}: ", archive.display())?;
+            write!(f, "{}: ", printable(&archive.display().to_string()))?;
         }
         if let Some(file) = &self.file {
-            write!(f, "{file}: ")?;
+            write!(f, "{}: ", printable(file))?;
         }
         f.write_str(&self.message)?;
         if let Some(help) = &self.help {
@@ -123,6 +123,12 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// `text` with control characters written as escapes (`\n`, `\u{1b}`): how archive
+/// text appears in messages and `cargo:warning` lines, which it must not break.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
 /// Shorthand used throughout the crate.

@@ -28,16 +28,26 @@ pub(crate) struct Codegen {
     pub ignored: Vec<String>,
 }
 
-/// Splits `codegen/host/{src,lib}` among the modules: `<m>_lib<N>.c` belongs to `m`;
+/// The module of `modules` a file `<m>_lib<N>.c` belongs to: the longest name
+/// `m` it starts with followed by `_`, so `kws_mlp_lib0.c` is `kws_mlp`'s even
+/// beside a module `kws`. `None` when no module's name prefixes it.
+pub(crate) fn owner<'a>(file: &str, modules: &[&'a str]) -> Option<&'a str> {
+    modules
+        .iter()
+        .copied()
+        .filter(|m| file.strip_prefix(m).is_some_and(|rest| rest.starts_with('_')))
+        .max_by_key(|m| m.len())
+}
+
+/// Splits `codegen/host/{src,lib}` among `modules`: each file goes to its [`owner`];
 /// unprefixed files belong to the only module.
-pub(crate) fn codegen_for(tree: &Tree, module: &str, module_count: usize) -> Codegen {
-    let prefix = format!("{module}_");
+pub(crate) fn codegen_for(tree: &Tree, module: &str, modules: &[&str]) -> Codegen {
     let mut codegen = Codegen::default();
     for path in tree.files_under(SRC_DIR).chain(tree.files_under(LIB_DIR)) {
         let file = path.rsplit('/').next().unwrap_or(path);
         let relative = &path[path.find("codegen/host/").map_or(0, |i| i + "codegen/host/".len())..];
         let nested = relative.matches('/').count() > 1;
-        if module_count > 1 && !file.starts_with(&prefix) {
+        if modules.len() > 1 && owner(file, modules) != Some(module) {
             continue;
         }
         let extension = file.rsplit_once('.').map(|(_, ext)| ext);
@@ -608,10 +618,18 @@ mod tests {
         let files = ["lib10.c", "lib2.c", "lib0.c", ".DS_Store", "notes.txt", ".vscode/settings.json"]
             .map(|name| (format!("{SRC_DIR}/{name}"), Vec::new()));
         let tree = Tree::from_files(files).unwrap();
-        let codegen = codegen_for(&tree, "default", 1);
+        let codegen = codegen_for(&tree, "default", &["default"]);
         let names: Vec<_> = codegen.c_sources.iter().map(|p| p.rsplit('/').next().unwrap()).collect();
         assert_eq!(names, ["lib0.c", "lib2.c", "lib10.c"]);
         assert_eq!(codegen.ignored.len(), 3);
+    }
+
+    #[test]
+    fn files_go_to_the_module_of_exactly_their_name() {
+        let modules = ["kws", "kws_mlp"];
+        assert_eq!(owner("kws_lib0.c", &modules), Some("kws"));
+        assert_eq!(owner("kws_mlp_lib0.c", &modules), Some("kws_mlp"));
+        assert_eq!(owner("mlp_lib0.c", &modules), None);
     }
 
     #[test]
@@ -633,10 +651,10 @@ mod tests {
             ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
         ])
         .unwrap();
-        let codegen = codegen_for(&tree, "default", 1);
+        let codegen = codegen_for(&tree, "default", &["default"]);
         let linked = linked_params(&tree, &codegen).unwrap();
         assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
         let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
-        assert_eq!(linked_params(&plain, &codegen_for(&plain, "default", 1)), None);
+        assert_eq!(linked_params(&plain, &codegen_for(&plain, "default", &["default"])), None);
     }
 }

@@ -12,6 +12,7 @@ mod archive;
 mod bindings;
 mod cache;
 mod compile;
+mod directive;
 mod dtype;
 mod emit;
 mod env;
@@ -19,8 +20,10 @@ mod error;
 mod glue;
 mod graph;
 mod inspect;
+mod limits;
 mod measure;
 mod metadata;
+mod names;
 mod params;
 mod plan;
 mod rename;
@@ -265,7 +268,7 @@ impl Builder {
     }
 
     fn build_inner(self) -> Result<Output> {
-        println!("cargo:rerun-if-changed={}", self.archive.display());
+        directive::rerun_if_changed(&self.archive)?;
         let out_dir = env::out_dir()?;
         let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
@@ -282,6 +285,8 @@ impl Builder {
         check_objects(&tree, &target)?;
         let tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
+        names::check_plan(&plan)?;
+        limits::check_plan(&plan)?;
         check_target(&plan, &target, &metadata)?;
         claim_symbols(&out_dir, &self.archive, &plan)?;
 
@@ -297,7 +302,9 @@ impl Builder {
         let config = CompileConfig { base, show_warnings, target: &target };
         let support = support_library(&out_dir, &support_dir, &config)?;
         let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
-        let (model, generated_c) = model_library(&plan, &stem, &tree_dir, &gen_dir, &work, show_warnings, &extra)?;
+        // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
+        let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
+        let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
@@ -322,13 +329,13 @@ impl Builder {
             }
             stamp.record()?;
         }
-        model.link();
-        support.link();
-        toolchain.link();
+        model.link()?;
+        support.link()?;
+        toolchain.link()?;
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex();
-        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex };
+        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &package };
         let mut modules = Vec::new();
         for module in &plan.modules {
             let path = bindings_file(module);
@@ -353,6 +360,7 @@ impl Builder {
                 json_file,
             });
         }
+        remove_stale_modules(&out_dir, &self.archive, &self.renames, &plan)?;
         write_module_index(&out_dir, &plan, self.mlf_rt)?;
         Ok(Output { modules })
     }
@@ -451,12 +459,12 @@ fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -
 fn model_library(
     plan: &Plan,
     stem: &str,
-    tree_dir: &Path,
-    gen_dir: &Path,
     work: &Path,
+    package: &str,
     show_warnings: bool,
     extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
+    let (tree_dir, gen_dir) = (&work.join("tree"), &work.join("gen"));
     let mut generated = Vec::new();
     let mut c_sources = Vec::new();
     let mut cxx_sources = Vec::new();
@@ -466,9 +474,9 @@ fn model_library(
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         for path in &module.codegen.ignored {
-            println!("cargo:warning=mlf-build: ignoring `{path}`: not a C/C++ source or object");
+            directive::warning(&format!("ignoring `{path}`: not a C/C++ source or object"));
         }
-        let glue = glue::generate(module);
+        let glue = glue::generate(module, package);
         write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
         write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
         generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
@@ -495,7 +503,7 @@ fn model_library(
     generated.extend(&crt_config);
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
     for source in extra.sources {
-        println!("cargo:rerun-if-changed={}", source.display());
+        directive::rerun_if_changed(source)?;
         match source.extension().and_then(|e| e.to_str()) {
             Some("c") => c_sources.push(source.clone()),
             Some("cc" | "cpp" | "cxx") => cxx_sources.push(source.clone()),
@@ -559,7 +567,7 @@ fn bindings_spec(
 ) -> bindings::BindingsSpec {
     let m = &module.name;
     bindings::BindingsSpec {
-        header: gen_dir.join(glue::generate(module).header_name),
+        header: gen_dir.join(glue::generate(module, "").header_name),
         include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         clang_args: extra
             .defines
@@ -599,7 +607,7 @@ impl ExtraCode<'_> {
             })?);
         }
         for dir in self.include_dirs {
-            println!("cargo:rerun-if-changed={}", dir.display());
+            directive::rerun_if_changed(dir)?;
             if !dir.is_dir() {
                 return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))
                     .help("include directories are relative to the package root"));
@@ -656,6 +664,34 @@ fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Removes what an earlier run of this Builder (same archive path and renames)
+/// generated for modules the archive no longer has, unless another Builder of
+/// this build script generates them now: a stale `mlf/<m>.rs` would fail later, at link time.
+fn remove_stale_modules(out_dir: &Path, archive: &Path, renames: &[(String, String)], plan: &Plan) -> Result<()> {
+    let mlf = out_dir.join("mlf");
+    let builder_key = cache::key(&[archive.to_string_lossy().as_bytes(), format!("{renames:?}").as_bytes()]);
+    let manifest = mlf.join("manifests").join(format!("{builder_key}.txt"));
+    let current: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
+    let previous = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for name in previous.lines().filter(|name| names::is_c_identifier(name) && !current.contains(name)) {
+        if claims.contains_key(&(out_dir.to_path_buf(), format!("module `{name}`"))) {
+            continue;
+        }
+        for file in [mlf.join(format!("{name}.rs")), mlf.join(format!("{name}.json"))] {
+            if file.is_file() {
+                std::fs::remove_file(&file).map_err(|e| Error::io("remove", &file, e))?;
+            }
+        }
+        let work = mlf.join("build").join(name);
+        if work.is_dir() {
+            std::fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
+        }
+    }
+    write_if_changed(&manifest, current.join("\n").as_bytes())?;
     Ok(())
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
             return Err(Error::new(ErrorKind::Config, format!("rename_module(\"{from}\", \"{to}\"): the archive already has a module `{to}`")));
         }
         let single = names.len() == 1;
-        let owned = |file: &str| single || file.starts_with(&format!("{from}_"));
+        let owned = |file: &str| single || inspect::owner(file, &names) == Some(from.as_str());
         let header = format!("tvmgen_{from}.h");
         let mut renamed = std::collections::BTreeMap::new();
         for (path, bytes) in std::mem::take(&mut files) {

@@ -109,12 +109,12 @@ pub(crate) struct Toolchain {
 
 impl Toolchain {
     /// Prints the link directives for [`Toolchain::system_libs`].
-    pub fn link(&self) {
+    pub fn link(&self) -> Result<()> {
         for lib in &self.system_libs {
             let (Some(dir), Some(name)) = (lib.parent(), lib.file_stem().and_then(|stem| stem.to_str())) else { continue };
-            println!("cargo:rustc-link-search=native={}", dir.display());
-            println!("cargo:rustc-link-lib=static={}", name.trim_start_matches("lib"));
+            crate::directive::link_static(dir, name.trim_start_matches("lib"))?;
         }
+        Ok(())
     }
 }
 

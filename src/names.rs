@@ -1,0 +1,95 @@
+//! The one rule for names an archive brings (module, tensor, pool and function
+//! names): checked once, right after planning, before any of them reaches
+//! generated C, generated Rust, a file name or a message. Names used as C
+//! symbols or members must be C identifiers; tensor names, which only appear in
+//! docs and string literals, must be printable and short. Text from the archive
+//! that appears in comments goes through [`c_comment`] or [`rust_doc`].
+
+use crate::error::{printable, Error, ErrorKind, Result};
+use crate::plan::{Entry, Plan};
+
+/// Longest name accepted, in bytes; TVM's own names are far shorter.
+pub(crate) const MAX_NAME_BYTES: usize = 255;
+
+/// Whether `name` is a C identifier (also a valid Rust one once prefixed).
+pub(crate) fn is_c_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn refuse(what: &str, name: &str, rule: &str) -> Error {
+    let shown: String = printable(name).chars().take(MAX_NAME_BYTES).collect();
+    Error::new(ErrorKind::Metadata, format!("{what} `{shown}` {rule}"))
+        .help("re-export the model with names made of letters, digits and `_` (TVM's own naming); mlf-build does not build archives whose names could inject code")
+}
+
+fn check_identifier(what: &str, name: &str) -> Result<()> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(refuse(what, name, &format!("is longer than {MAX_NAME_BYTES} bytes")));
+    }
+    if !is_c_identifier(name) {
+        return Err(refuse(what, name, "is not a C identifier (letters, digits and `_`, not starting with a digit)"));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_text(what: &str, name: &str) -> Result<()> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(refuse(what, name, &format!("is longer than {MAX_NAME_BYTES} bytes")));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(refuse(what, name, "contains a control character (such as a line break)"));
+    }
+    Ok(())
+}
+
+/// Checks every name of every module of `plan`.
+pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
+    for module in &plan.modules {
+        let m = &module.name;
+        check_identifier("module name", m)?;
+        for tensor in module.inputs.iter().chain(&module.outputs) {
+            check_text(&format!("module `{m}`: tensor name"), &tensor.name)?;
+        }
+        for pool in &module.pools {
+            check_identifier(&format!("module `{m}`: pool name"), &pool.name)?;
+        }
+        match &module.entry {
+            Entry::CInterface(header) => {
+                for member in header.inputs.iter().chain(&header.outputs).chain(&header.pools).chain(&header.devices) {
+                    check_identifier(&format!("module `{m}`: struct member in {}", header.path), member)?;
+                }
+            }
+            Entry::Graph(schedule) => {
+                for call in &schedule.calls {
+                    check_identifier(&format!("module `{m}`: operator of graph node {}", call.node), &call.func_name)?;
+                }
+            }
+            Entry::Packed { function, .. } | Entry::Operator { function, .. } => check_identifier(&format!("module `{m}`: function"), function)?,
+            Entry::LegacyDescriptor { symbol, .. } => check_identifier(&format!("module `{m}`: descriptor"), symbol)?,
+        }
+    }
+    Ok(())
+}
+
+/// Archive text inside a C block comment: control characters escaped, `*/` broken up.
+pub(crate) fn c_comment(text: &str) -> String {
+    printable(text).replace("*/", "* /")
+}
+
+/// Archive text inside a `///` line: control characters escaped, so it stays one line.
+pub(crate) fn rust_doc(text: &str) -> String {
+    printable(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_cannot_be_closed_or_broken() {
+        assert_eq!(c_comment("a*/ b\nc"), "a* / b\\nc");
+        assert_eq!(rust_doc("x\n#[no_mangle]"), "x\\n#[no_mangle]");
+        assert!(is_c_identifier("_a1") && !is_c_identifier("1a") && !is_c_identifier("a-b") && !is_c_identifier(""));
+    }
+}

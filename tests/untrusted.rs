@@ -1,0 +1,247 @@
+//! Hostile variants of corpus archives, built into a real consumer crate
+//! (`examples/host-runner`, sharing the corpus test's target directory): each
+//! must be refused naming the offending thing, or build and compute the right outputs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const TARGET_DIR: &str = "corpus-host";
+
+/// The tests share host-runner's binary and OUT_DIR: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn corpus_case(name: &str) -> Option<PathBuf> {
+    common::corpus_root().map(|root| root.join("tvm-0.18").join(name))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = common::repo_root().join("target/untrusted-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Extracts a corpus case's `model.tar` into `dir` (a directory archive to edit).
+fn extract(case: &Path, dir: &Path) {
+    let file = std::fs::File::open(case.join("model.tar")).unwrap();
+    let mut archive = tar::Archive::new(file);
+    // Fresh times, so Cargo sees a re-extracted archive at the same path as changed.
+    archive.set_preserve_mtime(false);
+    archive.unpack(dir).unwrap();
+}
+
+/// Builds host-runner on `archive`.
+fn build(archive: &Path) -> Output {
+    common::cargo(TARGET_DIR)
+        .args(["build", "--release", "--quiet", "-p", "host-runner"])
+        .env("MLF_ARCHIVE", archive)
+        .output()
+        .expect("cargo runs")
+}
+
+fn build_fails(archive: &Path) -> String {
+    let output = build(archive);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{} built, but must be refused", archive.display());
+    assert!(stderr.contains("mlf-build:"), "not mlf-build's error:\n{stderr}");
+    stderr
+}
+
+/// Builds `archive`, runs `module` on `inputs` and returns the output files' bytes.
+fn build_and_run(archive: &Path, module: Option<&str>, inputs: &[PathBuf], outputs: usize, out: &Path) -> Vec<Vec<u8>> {
+    let output = build(archive);
+    assert!(output.status.success(), "{}", common::failure_text(&output));
+    let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
+    let mut command = std::process::Command::new(binary);
+    if let Some(module) = module {
+        command.args(["--module", module]);
+    }
+    let run = command.args(inputs).arg("--out").arg(out).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect()
+}
+
+fn replace_in(path: &Path, pairs: &[(&str, &str)]) {
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for (from, to) in pairs {
+        text = text.replace(from, to);
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// The newest `mlf/` directory host-runner's build script wrote.
+fn runner_mlf_dir() -> PathBuf {
+    let build = common::repo_root().join("target").join(TARGET_DIR).join("release/build");
+    std::fs::read_dir(build)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|name| name.to_string_lossy().starts_with("host-runner-")))
+        .map(|p| p.join("out/mlf"))
+        .filter(|p| p.join("manifests").is_dir())
+        .max_by_key(|p| p.join("manifests").metadata().and_then(|m| m.modified()).ok())
+        .expect("host-runner's OUT_DIR")
+}
+
+/// Item 1: a line break in an entry path or in the archive's own name never reaches a `cargo:` line.
+#[test]
+fn names_with_line_breaks_are_refused_before_any_directive() {
+    let _serial = serial();
+    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
+    let dir = scratch("names");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    std::fs::write(archive.join("codegen/host/src/x\ncargo:rustc-env=MLF_INJECTED=1.txt"), "").unwrap();
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("x\\ncargo:rustc-env=MLF_INJECTED=1.txt") && stderr.contains("control character"), "{stderr}");
+
+    let named = dir.join("model\ncargo:rustc-link-arg=-Wl,--version.tar");
+    std::fs::copy(case.join("model.tar"), &named).unwrap();
+    let stderr = build_fails(&named);
+    assert!(stderr.contains("control character '\\n'") && stderr.contains("cargo:rerun-if-changed"), "{stderr}");
+
+    // A tensor name with a line break would break out of a doc comment; packed archives take names from metadata.json.
+    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
+    let archive = dir.join("tensor");
+    extract(&packed, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"input\"", "\"input\\n#[no_mangle]\"")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("input\\n#[no_mangle]"), "{stderr}");
+}
+
+/// Item 5: a FIFO as the archive or inside a directory archive is refused at once, not read.
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let _serial = serial();
+    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
+    let dir = scratch("fifo");
+    let fifo = dir.join("model.tar");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let stderr = build_fails(&fifo);
+    assert!(stderr.contains("is neither a regular file nor a directory"), "{stderr}");
+
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    let inner = archive.join("codegen/host/src/default_lib9.c");
+    assert!(std::process::Command::new("mkfifo").arg(&inner).status().unwrap().success());
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("codegen/host/src/default_lib9.c: is not a regular file"), "{stderr}");
+}
+
+/// Item 6: modules `kws` and `kws_mlp` each compile only their own files and compute their own outputs.
+#[test]
+fn modules_whose_names_prefix_each_other_get_their_own_files() {
+    let _serial = serial();
+    let Some(case) = corpus_case("multi-kws_mlp-aot_c") else { return };
+    let dir = scratch("prefix");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    let renames = [("tvmgen_mlp", "tvmgen_kws_mlp"), ("TVMGEN_MLP", "TVMGEN_KWS_MLP"), ("\"mlp\"", "\"kws_mlp\"")];
+    for (from, to) in [
+        ("codegen/host/src/mlp_lib0.c", "codegen/host/src/kws_mlp_lib0.c"),
+        ("codegen/host/src/mlp_lib1.c", "codegen/host/src/kws_mlp_lib1.c"),
+        ("codegen/host/include/tvmgen_mlp.h", "codegen/host/include/tvmgen_kws_mlp.h"),
+        ("parameters/mlp.params", "parameters/kws_mlp.params"),
+        ("src/mlp.relay", "src/kws_mlp.relay"),
+    ] {
+        std::fs::rename(archive.join(from), archive.join(to)).unwrap();
+    }
+    for file in ["metadata.json", "codegen/host/src/kws_mlp_lib0.c", "codegen/host/src/kws_mlp_lib1.c", "codegen/host/include/tvmgen_kws_mlp.h"] {
+        replace_in(&archive.join(file), &renames);
+    }
+    let kws = build_and_run(&archive, Some("kws"), &[case.join("inputs/kws/input_1.bin")], 1, &dir.join("out-kws"));
+    assert_eq!(kws[0], std::fs::read(case.join("expected/kws/output0.bin")).unwrap());
+    let mlp = build_and_run(&archive, Some("kws_mlp"), &[case.join("inputs/mlp/input.bin")], 1, &dir.join("out-mlp"));
+    let expected = common::Expected { file: case.join("expected/mlp/output0.bin"), dtype: "float32".to_string() };
+    common::compare(&expected, &mlp[0], 1e-4, 1e-5).unwrap();
+}
+
+/// Item 8: when the archive at a path loses a module, its generated Rust and build directory go.
+#[test]
+fn a_module_that_disappears_leaves_no_generated_file() {
+    let _serial = serial();
+    let (Some(multi), Some(single)) = (corpus_case("multi-kws_mlp-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
+    let dir = scratch("stale");
+    let archive = dir.join("model");
+    extract(&multi, &archive);
+    build_and_run(&archive, Some("mlp"), &[multi.join("inputs/mlp/input.bin")], 1, &dir.join("out-multi"));
+    let mlf = runner_mlf_dir();
+    let listing = || format!("{:?}", std::fs::read_dir(&mlf).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>());
+    assert!(mlf.join("kws.rs").is_file() && mlf.join("build/kws").is_dir(), "{}", listing());
+    std::fs::remove_dir_all(&archive).unwrap();
+    extract(&single, &archive);
+    build_and_run(&archive, None, &[single.join("inputs/input.bin")], 1, &dir.join("out-single"));
+    assert!(mlf.join("default.rs").is_file());
+    assert!(!mlf.join("kws.rs").exists() && !mlf.join("kws.json").exists() && !mlf.join("mlp.rs").exists() && !mlf.join("build/kws").exists(), "stale files in {}", mlf.display());
+}
+
+/// Item 9: with warnings silenced, a C error is shown with the compiler's own words and the file.
+#[test]
+fn compiler_errors_are_shown_when_warnings_are_silenced() {
+    let _serial = serial();
+    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
+    let dir = scratch("compile-error");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    std::fs::write(archive.join("codegen/host/src/default_lib2.c"), "int mlf_broken(void) { return mlf_undeclared_name; }\n").unwrap();
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("default_lib2.c") && stderr.contains("mlf_undeclared_name") && stderr.contains("error"), "{stderr}");
+    assert!(!stderr.contains("compiler output above"), "{stderr}");
+}
+
+/// Item 4: sizes near 2^64 are refused naming the limit, not a panic or C that cannot compile.
+#[test]
+fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
+    let _serial = serial();
+    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
+    let dir = scratch("sizes");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"workspace_size_bytes\": 12580", "\"workspace_size_bytes\": 18446744073709551615")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("18446744073709551615 bytes, over mlf-build's limit of 1073741824 bytes (MAX_BYTES)"), "{stderr}");
+    assert!(!stderr.contains("panicked at") || stderr.contains("mlf-build:"), "{stderr}");
+
+    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
+    let archive = dir.join("packed");
+    extract(&packed, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 256", "\"size\": 18446744073709551612")]);
+    replace_in(&archive.join("src/default.relay"), &[("Tensor[(1, 64), float32]", "Tensor[(4611686018427387903, 1), float32]")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("input `input`") && stderr.contains("MAX_BYTES"), "{stderr}");
+}
+
+/// Item 3: two crates in one program that each build a `default` module fail to
+/// link naming the fix; renamed, each crate runs its own model.
+#[test]
+fn two_crates_with_a_default_module_fail_to_link_or_each_run_their_own() {
+    let _serial = serial();
+    let (Some(kws), Some(mlp)) = (corpus_case("kws_int8-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
+    let out = scratch("two-crates");
+    let manifest = common::repo_root().join("tests/fixtures/two-models/Cargo.toml");
+    let cargo = |command: &str, rename: &str| {
+        let mut cargo = common::cargo(TARGET_DIR);
+        cargo
+            .args([command, "--release", "--quiet", "--manifest-path"])
+            .arg(&manifest)
+            .env("MLF_TEST_ARCHIVE_A", kws.join("model.tar"))
+            .env("MLF_TEST_ARCHIVE_B", mlp.join("model.tar"))
+            .env("MLF_TEST_RENAME", rename);
+        cargo
+    };
+    let clash = cargo("build", "0").output().unwrap();
+    let stderr = String::from_utf8_lossy(&clash.stderr);
+    assert!(!clash.status.success(), "two `default` modules linked into one program");
+    assert!(stderr.contains("mlf_default_is_built_by_two_crates__rename_one_with_Builder_rename_module"), "{stderr}");
+
+    let run = cargo("run", "1").arg("--").arg(kws.join("inputs/input_1.bin")).arg(mlp.join("inputs/input.bin")).arg(&out).output().unwrap();
+    assert!(run.status.success(), "{}", common::failure_text(&run));
+    assert_eq!(std::fs::read(out.join("a.bin")).unwrap(), std::fs::read(kws.join("expected/output0.bin")).unwrap());
+    let expected = common::Expected { file: mlp.join("expected/output0.bin"), dtype: "float32".to_string() };
+    common::compare(&expected, &std::fs::read(out.join("b.bin")).unwrap(), 1e-4, 1e-5).unwrap();
+}
