@@ -12,8 +12,24 @@ pub(crate) const SRC_DIR: &str = "codegen/host/src";
 pub(crate) const LIB_DIR: &str = "codegen/host/lib";
 pub(crate) const INCLUDE_DIR: &str = "codegen/host/include";
 
-/// Headers that exist only in Arm toolchains: code including them was generated for an Arm target.
-const ARM_ONLY_HEADERS: &[&str] = &["arm_acle.h", "arm_math.h", "arm_nnfunctions.h", "arm_nn_types.h", "cmsis_compiler.h"];
+/// Headers that exist only in Arm toolchains (compiler intrinsics and CMSIS-Core's
+/// compiler layer): code including them was generated for an Arm target. Kernel
+/// library APIs (CMSIS-NN's `arm_nnfunctions.h`, CMSIS-DSP's `arm_math.h`) are not
+/// here: portable builds of them exist (muRISCV-NN, host builds), so they are
+/// external code the user supplies like any BYOC library.
+const ARM_ONLY_HEADERS: &[&str] = &[
+    "arm_acle.h",
+    "arm_mve.h",
+    "arm_neon.h",
+    "arm_sve.h",
+    "arm_fp16.h",
+    "arm_cmse.h",
+    "cmsis_compiler.h",
+    "cmsis_gcc.h",
+    "cmsis_armcc.h",
+    "cmsis_armclang.h",
+    "cmsis_iccarm.h",
+];
 
 /// What `codegen/host/` holds for one module.
 #[derive(Debug, Clone, Default)]
@@ -284,6 +300,51 @@ pub(crate) fn headerless_entry(tree: &Tree, codegen: &Codegen, module: &str) -> 
         }
     }
     packed
+}
+
+/// The C functions the module's sources define (`name(...) {`) and the
+/// symbols its objects' string tables hold: what the linker will find.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Definitions {
+    functions: std::collections::BTreeSet<String>,
+    objects: Vec<Vec<u8>>,
+}
+
+impl Definitions {
+    pub fn of(tree: &Tree, codegen: &Codegen) -> Definitions {
+        let mut functions = std::collections::BTreeSet::new();
+        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+            let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+            functions.extend(defined_function_names(&code).map(str::to_string));
+        }
+        let objects = codegen.objects.iter().map(|path| tree.get(path).unwrap_or_default().to_vec()).collect();
+        Definitions { functions, objects }
+    }
+
+    pub fn defines(&self, name: &str) -> bool {
+        if self.functions.contains(name) {
+            return true;
+        }
+        let symbol = [b"\0", name.as_bytes(), b"\0"].concat();
+        self.objects.iter().any(|bytes| bytes.windows(symbol.len()).any(|window| window == symbol.as_slice()))
+    }
+}
+
+/// Names of the functions `code` defines: an identifier, its parenthesised
+/// parameters, then a body. Control statements are not functions.
+fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
+    const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
+    code.match_indices('(').filter_map(move |(at, _)| {
+        let head = code[..at].trim_end_matches([' ', '\t']);
+        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let name = &head[start..];
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || STATEMENTS.contains(&name) {
+            return None;
+        }
+        let after = &code[at + 1..];
+        let close = closing(after, '(', ')')?;
+        after[close + 1..].trim_start().starts_with('{').then_some(name)
+    })
 }
 
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).

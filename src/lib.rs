@@ -316,6 +316,13 @@ impl Builder {
     }
 }
 
+/// Prints a `cargo:warning` line; control characters from archive text are
+/// escaped so a message can never start another Cargo directive.
+pub(crate) fn cargo_warning(message: &str) {
+    let safe: String = message.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect();
+    println!("cargo:warning=mlf-build: {safe}");
+}
+
 /// Settings that change compiled code, shared by the model and support libraries.
 struct CompileConfig<'a> {
     base: &'a cc::Build,
@@ -423,12 +430,10 @@ fn model_library(
         }
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
+    // The crate's own backend even when the archive ships TVM's: the runtime's
+    // `assert()` pulls the C library's stdio and syscalls into bare-metal builds.
     if allocates {
-        if plan.has_runtime {
-            c_sources.push(tree_dir.join(plan::BACKEND_API_SOURCE));
-        } else {
-            c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
-        }
+        c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
     }
     let crt_config = match &plan.crt_config_template {
         Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
@@ -602,35 +607,48 @@ fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// After a failed compile: the first header a generated source includes that
+/// After a failed compile: every header the archive's sources include that
 /// neither the archive, mlf-build, the Builder's include directories nor the
-/// compiler has, named with the file that wants it and the option that helps.
+/// compiler has, each named with the files that want it, and the options that help.
 fn missing_header(plan: &Plan, tree: &Tree, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
-    let mut checked = std::collections::BTreeSet::new();
+    let mut found: BTreeMap<String, bool> = BTreeMap::new();
+    let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &plan.modules {
         for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
             let text = String::from_utf8_lossy(tree.get(path)?);
             let own_dir = tree_dir.join(path).parent().map(Path::to_path_buf).unwrap_or_default();
             for header in inspect::included_headers(&text) {
-                if !checked.insert(header.to_string()) {
-                    continue;
+                let in_own_dir = own_dir.join(header).is_file();
+                let known = *found.entry(header.to_string()).or_insert_with(|| {
+                    model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(base, header)
+                });
+                if !(in_own_dir || known) {
+                    let files = missing.entry(header.to_string()).or_default();
+                    if !files.contains(path) {
+                        files.push(path.clone());
+                    }
                 }
-                let in_dirs = std::iter::once(&own_dir).chain(&model.include_dirs).any(|dir| dir.join(header).is_file());
-                if in_dirs || model.compiler_finds(base, header) {
-                    continue;
-                }
-                return Some(
-                    Error::new(
-                        ErrorKind::Compile,
-                        format!("includes <{header}>, which is not in the archive, mlf-build's headers, the include directories given or the compiler's include path"),
-                    )
-                    .in_file(path.clone())
-                    .help(format!("the model was compiled against external code (BYOC, e.g. CMSIS-NN): add the directory holding {header} with Builder::include_dir(..), the library's sources with Builder::source(..) and its macros with Builder::define(..)")),
-                );
             }
         }
     }
-    None
+    let first_file = missing.values().next()?.first()?.clone();
+    let list: Vec<String> = missing.iter().map(|(header, files)| format!("<{header}> (included by {})", files.join(", "))).collect();
+    let headers: Vec<String> = missing.keys().map(|header| format!("<{header}>")).collect();
+    Some(
+        Error::new(
+            ErrorKind::Compile,
+            format!(
+                "the archive's code includes {} header(s) that are not in the archive, mlf-build's headers, the include directories given or the compiler's include path: {}",
+                missing.len(),
+                list.join("; ")
+            ),
+        )
+        .in_file(first_file)
+        .help(format!(
+            "the model was compiled against external code (BYOC, e.g. CMSIS-NN or a port of it): add the directories holding {} with Builder::include_dir(..), the library's sources with Builder::source(..) and its macros with Builder::define(..)",
+            headers.join(", ")
+        )),
+    )
 }
 
 /// Refuses code that cannot compile for the target, before the compiler says so less clearly.

@@ -194,7 +194,7 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
     Ok(Plan { modules, has_runtime: tree.contains(BACKEND_API_SOURCE), crt_config_template })
 }
 
-/// The one runtime source a workspace-allocating archive needs.
+/// A source of TVM's C runtime: its presence means the archive ships `runtime/`.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
 fn plan_module(tree: &Tree, meta: &ModuleMeta, module_count: usize) -> Result<ModulePlan> {
@@ -293,8 +293,58 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         metadata_outputs: names(main.map(|m| &m.outputs)),
         alignment,
     };
+    check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
     let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
+    let definitions = inspect::Definitions::of(tree, &codegen);
+    if let Some(call) = schedule.calls.iter().find(|call| !definitions.defines(&call.func_name)) {
+        let node = graph.nodes.get(call.node).map_or("", |n| n.name.as_str());
+        return Err(Error::new(
+            ErrorKind::Metadata,
+            format!(
+                "the graph's node {} `{node}` calls `{}`, which no source or object of module `{name}` defines",
+                call.node, call.func_name
+            ),
+        )
+        .in_file(graph_path)
+        .help("the graph and the generated code must come from the same export; re-export the archive without removing files"));
+    }
     Ok(finish_plan(tree, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
+}
+
+/// Argument nodes that are not parameters of the Relay `@main` are weights
+/// TVM bound at build time (`p0..pN`): each must come from the `.params` file
+/// or the C code, never become a model input.
+fn check_bound_weights(graph: &graph::Graph, with: &schedule::Inputs<'_>, relay: &RelaySignature, meta: &ModuleMeta) -> Result<()> {
+    if relay.params.is_empty() {
+        return Ok(());
+    }
+    let linked = with.linked.as_ref().map(|(_, sids)| sids.as_slice()).unwrap_or_default();
+    let unbound: Vec<&str> = graph
+        .arg_nodes
+        .iter()
+        .filter(|&&node| {
+            let name = graph.nodes[node].name.as_str();
+            let storage_id = graph.entries[graph.entry_id(graph::EntryRef { node, index: 0 })].storage_id;
+            !relay.params.iter().any(|(param, _)| param == name)
+                && !with.params.iter().any(|p| p.name == name)
+                && !linked.contains(&storage_id)
+        })
+        .map(|&node| graph.nodes[node].name.as_str())
+        .collect();
+    let Some(first) = unbound.first() else { return Ok(()) };
+    let relay_path = meta.relay_path.as_deref().unwrap_or("the Relay text");
+    let what = if with.params.is_empty() { "the archive has no weights file" } else { "the weights file does not hold them" };
+    Err(Error::new(
+        ErrorKind::Metadata,
+        format!(
+            "the graph `{}` takes {} weight(s) bound at build time (`{first}`{}; not parameters of @main in {relay_path}), but {what} and the C code links none",
+            with.graph_path,
+            unbound.len(),
+            if unbound.len() > 1 { format!(" to `{}`", unbound[unbound.len() - 1]) } else { String::new() },
+        ),
+    )
+    .in_file(with.params_path)
+    .help(format!("put back `{}` from the same export: without it the model would run on zeroed weights", with.params_path)))
 }
 
 /// `parameters/<module>.params`, or the only `.params` file when older exports named it otherwise.
