@@ -109,6 +109,9 @@ pub(crate) struct InterfaceHeader {
     pub macros: BTreeMap<String, String>,
     /// Whether `tvmgen_<m>_map_inputs` exists (USMP `use_workspace_io`).
     pub maps_inputs: bool,
+    /// The defined function to call with the buffers (inputs then outputs)
+    /// when no source defines the `tvmgen_<m>_run` the header declares.
+    pub direct_entry: Option<String>,
 }
 
 impl InterfaceHeader {
@@ -127,6 +130,7 @@ impl InterfaceHeader {
             devices: struct_members("devices").unwrap_or_default(),
             macros: macros(&code),
             maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
+            direct_entry: None,
         };
         if !code.contains(&format!("tvmgen_{module}_run")) {
             return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
@@ -243,6 +247,14 @@ fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
     let head = &text[..body_at];
     let open = head.rfind(&format!("{name}("))? + name.len() + 1;
     Some(&head[open..open + head[open..].find(')')?])
+}
+
+/// How many parameters the definition of `name` among the module's sources takes.
+pub(crate) fn parameter_count(tree: &Tree, codegen: &Codegen, name: &str) -> Option<usize> {
+    codegen.c_sources.iter().find_map(|path| {
+        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        function_params(&code, name).map(|params| param_names(params).len())
+    })
 }
 
 /// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
@@ -605,6 +617,86 @@ pub(crate) fn main_parameter_types(tree: &Tree, codegen: &Codegen, module: &str)
         }
     }
     Vec::new()
+}
+
+/// Element types of the model entry's tensor arguments as the code uses them,
+/// for archives whose entry takes `void*` (2021 `tvmgen_<m>_run_model`): an
+/// input's type from the first operator the entry passes it to, an output's
+/// from the last, each read from that operator's typed parameter or from the
+/// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
+pub(crate) fn entry_argument_types(tree: &Tree, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
+    let sources: Vec<String> =
+        codegen.c_sources.iter().map(|path| strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()))).collect();
+    let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
+    let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
+    let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
+    let calls = calls_in(body);
+    param_names(params)
+        .iter()
+        .enumerate()
+        .map(|(position, param)| {
+            let names = aliases(body, param);
+            let passes = |(_, args): &&(&str, Vec<&str>)| args.iter().any(|arg| names.contains(arg));
+            let call = if position < inputs { calls.iter().find(passes) } else { calls.iter().rev().find(passes) };
+            let (callee, args) = call?;
+            let at = args.iter().position(|arg| names.contains(arg))?;
+            let (callee_params, callee_body) = find(callee)?;
+            let callee_param = param_names(callee_params).get(at).cloned()?;
+            let declared = callee_params.split(',').nth(at).and_then(c_pointer_dtype);
+            declared.or_else(|| aliases(callee_body, &callee_param).iter().find_map(|name| cast_type(callee_body, name)))
+        })
+        .collect()
+}
+
+/// Parameter names of a C parameter list: the last identifier of each.
+fn param_names(params: &str) -> Vec<String> {
+    params
+        .split(',')
+        .filter_map(|param| {
+            let name = param.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// `name` and the variables a body copies it into (`void* input = arg0;`).
+fn aliases<'t>(body: &'t str, name: &'t str) -> Vec<&'t str> {
+    let mut names = vec![name];
+    for line in body.lines() {
+        let Some((left, right)) = line.trim().strip_suffix(';').and_then(|l| l.split_once('=')) else { continue };
+        if right.trim() == name {
+            if let Some(alias) = left.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().filter(|a| !a.is_empty()) {
+                names.push(alias);
+            }
+        }
+    }
+    names
+}
+
+/// `(function, arguments)` of each plain call statement `f(a, b);` in a body, in order.
+fn calls_in(body: &str) -> Vec<(&str, Vec<&str>)> {
+    body.lines()
+        .filter_map(|line| {
+            let statement = line.trim().trim_start_matches("(void)").trim_start();
+            let statement = statement.split_once('=').filter(|(left, _)| !left.contains('(')).map_or(statement, |(_, right)| right.trim());
+            let open = statement.find('(')?;
+            let name = statement[..open].trim();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return None;
+            }
+            let close = closing(&statement[open + 1..], '(', ')')?;
+            let args = split_top_level(&statement[open + 1..open + 1 + close]).into_iter().map(str::trim).collect();
+            Some((name, args))
+        })
+        .collect()
+}
+
+/// The element type `body` casts `name` to: `((float*)name)`.
+fn cast_type(body: &str, name: &str) -> Option<DType> {
+    body.match_indices(&format!("*){name})")).find_map(|(at, _)| {
+        let open = body[..at].rfind("((")?;
+        c_pointer_dtype(&format!("{}*", &body[open + 2..at]))
+    })
 }
 
 fn c_pointer_dtype(param: &str) -> Option<DType> {

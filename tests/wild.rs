@@ -214,3 +214,109 @@ fn runtime_archive_with_workspace_allocation_runs_on_bare_metal() {
     let want: String = std::fs::read(case.join("expected/output0.bin")).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(line.trim(), want);
 }
+
+// Issue 9.1: a 2021 packed archive whose Relay text does not type the result:
+// the output's element type is the one the last operator the entry calls writes.
+#[test]
+fn untyped_2021_output_takes_its_type_from_the_last_operator() {
+    let Some(case) = corpus("arduino-yesno-aot-packed-v5") else { return };
+    let archive = unpack(&case, "untyped-output");
+    edit(&archive.join("src/relay.txt"), |text| text.replace(", out_dtype=\"int8\")\n}", ")\n}"));
+    assert_matches_vectors(&case, &archive);
+    let output = build_in_process(&archive).unwrap();
+    let rust = std::fs::read_to_string(&output.modules[0].rust_file).unwrap();
+    assert!(rust.contains("element type from the last operator the entry of module `default` passes it to"), "{rust}");
+}
+
+/// Removes the definition of `tvmgen_default_run` (the header still declares it).
+fn delete_run_definition(archive: &Path) {
+    edit(&archive.join("codegen/host/src/default_lib0.c"), |text| {
+        text.replace("int32_t tvmgen_default_run(struct", "static int32_t mlf_wild_deleted_run(struct")
+    });
+}
+
+// Issue 9.2: the header declares an entry no source defines; the defined model function runs.
+#[test]
+fn header_entry_without_definition_calls_the_defined_model_function() {
+    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let archive = unpack(&case, "undefined-run");
+    delete_run_definition(&archive);
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains("declares `tvmgen_default_run`, which no source defines; calling the defined `tvmgen_default___tvm_main__`"),
+        "{}",
+        run.build_stderr
+    );
+}
+
+// Issue 9.2: ... and when none takes the buffers alone, the undefined function is named.
+#[test]
+fn header_entry_without_definition_or_replacement_is_refused_naming_it() {
+    let Some(case) = corpus("mlp_f32-aot_c") else { return };
+    let archive = unpack(&case, "undefined-run-usmp");
+    delete_run_definition(&archive);
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
+    assert!(error.to_string().contains("the header declares `tvmgen_default_run`, but no source or object of module `default` defines it"), "{error}");
+}
+
+/// Renames every tensor of `main` in a TVM >= 0.11 metadata.json, keeping the order.
+fn rename_metadata_tensors(archive: &Path) {
+    edit_json(&archive.join("metadata.json"), |json| {
+        for main in json["modules"]["default"]["memory"]["functions"]["main"].as_array_mut().unwrap() {
+            for kind in ["inputs", "outputs"] {
+                let renamed: serde_json::Map<String, serde_json::Value> =
+                    main[kind].as_object().unwrap().values().enumerate().map(|(i, t)| (format!("renamed_{kind}_{i}"), t.clone())).collect();
+                main[kind] = serde_json::Value::Object(renamed);
+            }
+        }
+    });
+}
+
+// Issue 9.4 and 8.2: names differ between metadata and header, and a `_SIZE`
+// macro holds garbage: tensors match by position, and the size the other
+// sources agree on sizes the buffer.
+#[test]
+fn garbage_size_macro_is_outvoted_when_names_differ() {
+    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let archive = unpack(&case, "garbage-size-macro");
+    rename_metadata_tensors(&archive);
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 6", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 40747632")
+    });
+    let output = build_in_process(&archive).unwrap();
+    assert_eq!((output.modules[0].memory.inputs, output.modules[0].memory.outputs), (240, 6));
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains(
+            "tensor `output` of module `default`: the archive's sizes disagree (6 bytes from metadata.json memory.functions.main.outputs.renamed_outputs_0, 40747632 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE"
+        ),
+        "{}",
+        run.build_stderr
+    );
+}
+
+// Issue 8.2: a metadata size that disagrees with what the code uses is outvoted
+// by the header and the Relay shapes; with no third source, the build is refused
+// naming both values, never run with a buffer the C code writes past.
+#[test]
+fn shrunk_metadata_size_is_outvoted_or_refused() {
+    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let archive = unpack(&case, "shrunk-metadata-size");
+    edit_json(&archive.join("metadata.json"), |json| {
+        json["modules"]["default"]["memory"]["functions"]["main"][0]["outputs"]["output"]["size"] = serde_json::json!(2);
+    });
+    let output = build_in_process(&archive).unwrap();
+    assert_eq!(output.modules[0].memory.outputs, 6);
+    std::fs::remove_file(archive.join("src/default.relay")).unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
+    assert!(
+        error.to_string().contains(
+            "the sizes of tensor `output` of module `default` disagree: 2 bytes from metadata.json memory.functions.main.outputs.output; 6 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE in codegen/host/include/tvmgen_default.h"
+        ),
+        "{error}"
+    );
+}
