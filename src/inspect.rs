@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
 pub(crate) const LIB_DIR: &str = "codegen/host/lib";
@@ -144,6 +145,51 @@ impl InterfaceHeader {
     pub fn macro_u64(&self, name: &str) -> Option<u64> {
         parse_c_integer(self.macros.get(name)?)
     }
+}
+
+/// What an archive without `metadata.json` (codegen-only trees) says about its
+/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`,
+/// its workspace from the header's `_WORKSPACE_SIZE` macro. Tensors are left to
+/// the planner, which reads them from the header and the typed sources.
+pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
+    let mut modules = Vec::new();
+    for path in tree.files_under(INCLUDE_DIR) {
+        let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
+        let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
+            continue;
+        }
+        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v)).unwrap_or(0);
+        let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
+        modules.push(ModuleMeta {
+            name: name.to_string(),
+            model_name: name.to_string(),
+            style: Style::FullModel,
+            executors: vec![Executor::Aot],
+            targets: Vec::new(),
+            main: vec![MainMemory {
+                device: 1,
+                workspace_size_bytes: workspace,
+                constants_size_bytes: 0,
+                io_size_bytes: 0,
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+            }],
+            operators: Vec::new(),
+            sids: Vec::new(),
+            operator_functions: Vec::new(),
+            export_datetime: None,
+            has_runtime_dependency: false,
+            graph_json_path: None,
+            relay_path,
+        });
+    }
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
 fn strip_comments(text: &str) -> String {

@@ -248,11 +248,26 @@ impl Builder {
         let base = &toolchain.build;
 
         let tree = Tree::load(&self.archive, self.limits)?;
-        let metadata_bytes = tree.get("metadata.json").ok_or_else(|| {
-            Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
-                .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
-        })?;
-        let mut metadata = metadata::parse(metadata_bytes).map_err(|e| e.in_file("metadata.json"))?;
+        let mut metadata = match tree.get("metadata.json") {
+            Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
+            None => {
+                let inferred = inspect::metadata_from_headers(&tree).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotMlf,
+                        "not a Model Library Format archive: it has neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h to infer the model from",
+                    )
+                    .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
+                })?;
+                for module in &inferred.modules {
+                    cargo_warning(&format!(
+                        "the archive has no metadata.json: module `{}` is inferred from {} (tensor names, _SIZE and pool macros) and the sources' typed signatures",
+                        module.name,
+                        inspect::InterfaceHeader::path_for(&module.name)
+                    ));
+                }
+                inferred
+            }
+        };
         // Before planning: an object for another architecture is the clearest thing to report.
         check_objects(&tree, &target)?;
         let tree = rename::apply(tree, &mut metadata, &self.renames)?;

@@ -320,3 +320,24 @@ fn shrunk_metadata_size_is_outvoted_or_refused() {
         "{error}"
     );
 }
+
+// Issue 9.7: a codegen-only tree (no metadata.json) runs from its interface header.
+#[test]
+fn archive_without_metadata_runs_from_its_interface_header() {
+    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let archive = unpack(&case, "no-metadata");
+    std::fs::remove_file(archive.join("metadata.json")).unwrap();
+    std::fs::remove_dir_all(archive.join("src")).unwrap();
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains(
+            "the archive has no metadata.json: module `default` is inferred from codegen/host/include/tvmgen_default.h"
+        ),
+        "{}",
+        run.build_stderr
+    );
+    std::fs::remove_file(archive.join("codegen/host/include/tvmgen_default.h")).unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotMlf, "{error}");
+    assert!(error.to_string().contains("neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h"), "{error}");
+}
