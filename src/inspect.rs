@@ -814,6 +814,22 @@ mod tests {
     }
 
     #[test]
+    fn finds_definitions_and_the_types_the_entry_passes() {
+        let lib1 = "int32_t f_in(void* arg0, void* arg1) {\n  void* placeholder = arg0;\n  for (int i = 0; i < 4; ++i) {\n    ((float*)arg1)[i] = (float)((int8_t*)placeholder)[i];\n  }\n  return 0;\n}\n\
+            int32_t f_out(float* p, void* arg1) {\n  void* T_cast = arg1;\n  ((int8_t*)T_cast)[0] = (int8_t)p[0];\n  return 0;\n}\n\
+            TVM_DLL int32_t tvmgen_default_run_model(void* arg0, void* arg1) {\n  void* input = arg0;\n  void* output = arg1;\n  void* sid_1 = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 0, 8);\n\
+            \x20 (void)f_in(input, sid_1);\n  (void)f_out(sid_1, output);\n  return 0;\n}\n";
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
+        let codegen = codegen_for(&tree, "default", 1);
+        let types: Vec<String> = entry_argument_types(&tree, &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
+        assert_eq!(types, [format!("{:?}", DType::parse("int8").ok()), format!("{:?}", DType::parse("int8").ok())]);
+        let definitions = Definitions::of(&tree, &codegen);
+        assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));
+        assert!(!definitions.defines("for") && !definitions.defines("TVMBackendAllocWorkspace"));
+        assert_eq!(parameter_count(&tree, &codegen, "tvmgen_default_run_model"), Some(2));
+    }
+
+    #[test]
     fn finds_arm_only_headers() {
         let text = "#include <stdint.h>\n#  include <arm_acle.h>\n";
         assert!(included_headers(text).any(|h| h == "arm_acle.h"));

@@ -494,7 +494,7 @@ mod tests {
             (&[sid(0, 24, Some("x"))], "it lists 1 storage ids, the graph uses 3"),
             (&[sid(0, 24, None), sid(1, 12, None), sid(2, 24, Some("x"))], "`x` has storage id 0 in the graph, 2 in the metadata"),
             (&[sid(0, 20, Some("x")), sid(1, 12, None), sid(2, 24, None)], "input `x` is 24 bytes in the graph, 20 in the metadata"),
-            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "bound to `y`, which is not an input of the graph"),
+            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "storage id 0 is bound to `y`, which is not an input of the graph"),
         ];
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         for (sids, expected) in cases {
