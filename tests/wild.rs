@@ -162,7 +162,7 @@ fn graph_runs_when_metadata_storage_sizes_are_on_the_wrong_ids() {
     let run = assert_matches_vectors(&case, &archive);
     assert!(
         run.build_stderr.contains("metadata.json's storage table disagrees with the graph")
-            && run.build_stderr.contains("input `Reshape_1` is 1960 bytes in the graph, 2 in the metadata; the graph is used"),
+            && run.build_stderr.contains("input `Reshape_1` is 1960 bytes in the graph, 2 in the metadata); the graph is used"),
         "{}",
         run.build_stderr
     );
