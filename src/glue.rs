@@ -196,6 +196,18 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
     let fields = |list: &[String], array: &str| -> String {
         list.iter().enumerate().map(|(i, name)| format!(".{name} = call->{array}[{i}]")).collect::<Vec<_>>().join(", ")
     };
+    if let Some(function) = &interface.direct_entry {
+        // The archive defines no `tvmgen_<m>_run`: its model function takes the buffers directly.
+        let count = interface.inputs.len() + interface.outputs.len();
+        let params = vec!["void*"; count].join(", ");
+        let args: Vec<String> = (0..interface.inputs.len())
+            .map(|i| format!("call->inputs[{i}]"))
+            .chain((0..interface.outputs.len()).map(|i| format!("call->outputs[{i}]")))
+            .collect();
+        let _ = writeln!(source, "  extern int32_t {function}({params});");
+        let _ = writeln!(source, "  return {function}({});", args.join(", "));
+        return source;
+    }
     let _ = writeln!(source, "  struct tvmgen_{m}_inputs inputs = {{{}}};", fields(&interface.inputs, "inputs"));
     let _ = writeln!(source, "  struct tvmgen_{m}_outputs outputs = {{{}}};", fields(&interface.outputs, "outputs"));
     let mut run_args = String::from("&inputs, &outputs");

@@ -7,13 +7,30 @@ use std::collections::BTreeMap;
 use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
 pub(crate) const LIB_DIR: &str = "codegen/host/lib";
 pub(crate) const INCLUDE_DIR: &str = "codegen/host/include";
 
-/// Headers that exist only in Arm toolchains: code including them was generated for an Arm target.
-const ARM_ONLY_HEADERS: &[&str] = &["arm_acle.h", "arm_math.h", "arm_nnfunctions.h", "arm_nn_types.h", "cmsis_compiler.h"];
+/// Headers that exist only in Arm toolchains (compiler intrinsics and CMSIS-Core's
+/// compiler layer): code including them was generated for an Arm target. Kernel
+/// library APIs (CMSIS-NN's `arm_nnfunctions.h`, CMSIS-DSP's `arm_math.h`) are not
+/// here: portable builds of them exist (muRISCV-NN, host builds), so they are
+/// external code the user supplies like any BYOC library.
+const ARM_ONLY_HEADERS: &[&str] = &[
+    "arm_acle.h",
+    "arm_mve.h",
+    "arm_neon.h",
+    "arm_sve.h",
+    "arm_fp16.h",
+    "arm_cmse.h",
+    "cmsis_compiler.h",
+    "cmsis_gcc.h",
+    "cmsis_armcc.h",
+    "cmsis_armclang.h",
+    "cmsis_iccarm.h",
+];
 
 /// What `codegen/host/` holds for one module.
 #[derive(Debug, Clone, Default)]
@@ -103,6 +120,9 @@ pub(crate) struct InterfaceHeader {
     pub macros: BTreeMap<String, String>,
     /// Whether `tvmgen_<m>_map_inputs` exists (USMP `use_workspace_io`).
     pub maps_inputs: bool,
+    /// The defined function to call with the buffers (inputs then outputs)
+    /// when no source defines the `tvmgen_<m>_run` the header declares.
+    pub direct_entry: Option<String>,
 }
 
 impl InterfaceHeader {
@@ -121,6 +141,7 @@ impl InterfaceHeader {
             devices: struct_members("devices").unwrap_or_default(),
             macros: macros(&code),
             maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
+            direct_entry: None,
         };
         if !code.contains(&format!("tvmgen_{module}_run")) {
             return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
@@ -134,6 +155,51 @@ impl InterfaceHeader {
     pub fn macro_u64(&self, name: &str) -> Option<u64> {
         parse_c_integer(self.macros.get(name)?)
     }
+}
+
+/// What an archive without `metadata.json` (codegen-only trees) says about its
+/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`,
+/// its workspace from the header's `_WORKSPACE_SIZE` macro. Tensors are left to
+/// the planner, which reads them from the header and the typed sources.
+pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
+    let mut modules = Vec::new();
+    for path in tree.files_under(INCLUDE_DIR) {
+        let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
+        let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
+            continue;
+        }
+        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v)).unwrap_or(0);
+        let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
+        modules.push(ModuleMeta {
+            name: name.to_string(),
+            model_name: name.to_string(),
+            style: Style::FullModel,
+            executors: vec![Executor::Aot],
+            targets: Vec::new(),
+            main: vec![MainMemory {
+                device: 1,
+                workspace_size_bytes: workspace,
+                constants_size_bytes: 0,
+                io_size_bytes: 0,
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+            }],
+            operators: Vec::new(),
+            sids: Vec::new(),
+            operator_functions: Vec::new(),
+            export_datetime: None,
+            has_runtime_dependency: false,
+            graph_json_path: None,
+            relay_path,
+        });
+    }
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
 fn strip_comments(text: &str) -> String {
@@ -239,6 +305,14 @@ fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
     Some(&head[open..open + head[open..].find(')')?])
 }
 
+/// How many parameters the definition of `name` among the module's sources takes.
+pub(crate) fn parameter_count(tree: &Tree, codegen: &Codegen, name: &str) -> Option<usize> {
+    codegen.c_sources.iter().find_map(|path| {
+        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        function_params(&code, name).map(|params| param_names(params).len())
+    })
+}
+
 /// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
 fn packed_arg_count(body: &str) -> usize {
     body.match_indices("args)[")
@@ -294,6 +368,51 @@ pub(crate) fn headerless_entry(tree: &Tree, codegen: &Codegen, module: &str) -> 
         }
     }
     packed
+}
+
+/// The C functions the module's sources define (`name(...) {`) and the
+/// symbols its objects' string tables hold: what the linker will find.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Definitions {
+    functions: std::collections::BTreeSet<String>,
+    objects: Vec<Vec<u8>>,
+}
+
+impl Definitions {
+    pub fn of(tree: &Tree, codegen: &Codegen) -> Definitions {
+        let mut functions = std::collections::BTreeSet::new();
+        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+            let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+            functions.extend(defined_function_names(&code).map(str::to_string));
+        }
+        let objects = codegen.objects.iter().map(|path| tree.get(path).unwrap_or_default().to_vec()).collect();
+        Definitions { functions, objects }
+    }
+
+    pub fn defines(&self, name: &str) -> bool {
+        if self.functions.contains(name) {
+            return true;
+        }
+        let symbol = [b"\0", name.as_bytes(), b"\0"].concat();
+        self.objects.iter().any(|bytes| bytes.windows(symbol.len()).any(|window| window == symbol.as_slice()))
+    }
+}
+
+/// Names of the functions `code` defines: an identifier, its parenthesised
+/// parameters, then a body. Control statements are not functions.
+fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
+    const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
+    code.match_indices('(').filter_map(move |(at, _)| {
+        let head = code[..at].trim_end_matches([' ', '\t']);
+        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let name = &head[start..];
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || STATEMENTS.contains(&name) {
+            return None;
+        }
+        let after = &code[at + 1..];
+        let close = closing(after, '(', ')')?;
+        after[close + 1..].trim_start().starts_with('{').then_some(name)
+    })
 }
 
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
@@ -556,6 +675,86 @@ pub(crate) fn main_parameter_types(tree: &Tree, codegen: &Codegen, module: &str)
     Vec::new()
 }
 
+/// Element types of the model entry's tensor arguments as the code uses them,
+/// for archives whose entry takes `void*` (2021 `tvmgen_<m>_run_model`): an
+/// input's type from the first operator the entry passes it to, an output's
+/// from the last, each read from that operator's typed parameter or from the
+/// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
+pub(crate) fn entry_argument_types(tree: &Tree, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
+    let sources: Vec<String> =
+        codegen.c_sources.iter().map(|path| strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()))).collect();
+    let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
+    let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
+    let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
+    let calls = calls_in(body);
+    param_names(params)
+        .iter()
+        .enumerate()
+        .map(|(position, param)| {
+            let names = aliases(body, param);
+            let passes = |(_, args): &&(&str, Vec<&str>)| args.iter().any(|arg| names.contains(arg));
+            let call = if position < inputs { calls.iter().find(passes) } else { calls.iter().rev().find(passes) };
+            let (callee, args) = call?;
+            let at = args.iter().position(|arg| names.contains(arg))?;
+            let (callee_params, callee_body) = find(callee)?;
+            let callee_param = param_names(callee_params).get(at).cloned()?;
+            let declared = callee_params.split(',').nth(at).and_then(c_pointer_dtype);
+            declared.or_else(|| aliases(callee_body, &callee_param).iter().find_map(|name| cast_type(callee_body, name)))
+        })
+        .collect()
+}
+
+/// Parameter names of a C parameter list: the last identifier of each.
+fn param_names(params: &str) -> Vec<String> {
+    params
+        .split(',')
+        .filter_map(|param| {
+            let name = param.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// `name` and the variables a body copies it into (`void* input = arg0;`).
+fn aliases<'t>(body: &'t str, name: &'t str) -> Vec<&'t str> {
+    let mut names = vec![name];
+    for line in body.lines() {
+        let Some((left, right)) = line.trim().strip_suffix(';').and_then(|l| l.split_once('=')) else { continue };
+        if right.trim() == name {
+            if let Some(alias) = left.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().filter(|a| !a.is_empty()) {
+                names.push(alias);
+            }
+        }
+    }
+    names
+}
+
+/// `(function, arguments)` of each plain call statement `f(a, b);` in a body, in order.
+fn calls_in(body: &str) -> Vec<(&str, Vec<&str>)> {
+    body.lines()
+        .filter_map(|line| {
+            let statement = line.trim().trim_start_matches("(void)").trim_start();
+            let statement = statement.split_once('=').filter(|(left, _)| !left.contains('(')).map_or(statement, |(_, right)| right.trim());
+            let open = statement.find('(')?;
+            let name = statement[..open].trim();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return None;
+            }
+            let close = closing(&statement[open + 1..], '(', ')')?;
+            let args = split_top_level(&statement[open + 1..open + 1 + close]).into_iter().map(str::trim).collect();
+            Some((name, args))
+        })
+        .collect()
+}
+
+/// The element type `body` casts `name` to: `((float*)name)`.
+fn cast_type(body: &str, name: &str) -> Option<DType> {
+    body.match_indices(&format!("*){name})")).find_map(|(at, _)| {
+        let open = body[..at].rfind("((")?;
+        c_pointer_dtype(&format!("{}*", &body[open + 2..at]))
+    })
+}
+
 fn c_pointer_dtype(param: &str) -> Option<DType> {
     let ty = param.trim().split('*').next()?.trim();
     let name = match ty {
@@ -630,6 +829,22 @@ mod tests {
         assert_eq!(owner("kws_lib0.c", &modules), Some("kws"));
         assert_eq!(owner("kws_mlp_lib0.c", &modules), Some("kws_mlp"));
         assert_eq!(owner("mlp_lib0.c", &modules), None);
+    }
+
+    #[test]
+    fn finds_definitions_and_the_types_the_entry_passes() {
+        let lib1 = "int32_t f_in(void* arg0, void* arg1) {\n  void* placeholder = arg0;\n  for (int i = 0; i < 4; ++i) {\n    ((float*)arg1)[i] = (float)((int8_t*)placeholder)[i];\n  }\n  return 0;\n}\n\
+            int32_t f_out(float* p, void* arg1) {\n  void* T_cast = arg1;\n  ((int8_t*)T_cast)[0] = (int8_t)p[0];\n  return 0;\n}\n\
+            TVM_DLL int32_t tvmgen_default_run_model(void* arg0, void* arg1) {\n  void* input = arg0;\n  void* output = arg1;\n  void* sid_1 = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 0, 8);\n\
+            \x20 (void)f_in(input, sid_1);\n  (void)f_out(sid_1, output);\n  return 0;\n}\n";
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
+        let codegen = codegen_for(&tree, "default", &["default"]);
+        let types: Vec<String> = entry_argument_types(&tree, &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
+        assert_eq!(types, [format!("{:?}", DType::parse("int8").ok()), format!("{:?}", DType::parse("int8").ok())]);
+        let definitions = Definitions::of(&tree, &codegen);
+        assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));
+        assert!(!definitions.defines("for") && !definitions.defines("TVMBackendAllocWorkspace"));
+        assert_eq!(parameter_count(&tree, &codegen, "tvmgen_default_run_model"), Some(2));
     }
 
     #[test]

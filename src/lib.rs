@@ -276,11 +276,26 @@ impl Builder {
         let base = &toolchain.build;
 
         let tree = Tree::load(&self.archive, self.limits)?;
-        let metadata_bytes = tree.get("metadata.json").ok_or_else(|| {
-            Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
-                .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
-        })?;
-        let mut metadata = metadata::parse(metadata_bytes).map_err(|e| e.in_file("metadata.json"))?;
+        let mut metadata = match tree.get("metadata.json") {
+            Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
+            None => {
+                let inferred = inspect::metadata_from_headers(&tree).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotMlf,
+                        "not a Model Library Format archive: it has neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h to infer the model from",
+                    )
+                    .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
+                })?;
+                for module in &inferred.modules {
+                    directive::warning(&format!(
+                        "the archive has no metadata.json: module `{}` is inferred from {} (tensor names, _SIZE and pool macros) and the sources' typed signatures",
+                        module.name,
+                        inspect::InterfaceHeader::path_for(&module.name)
+                    ));
+                }
+                inferred
+            }
+        };
         // Before planning: an object for another architecture is the clearest thing to report.
         check_objects(&tree, &target)?;
         let tree = rename::apply(tree, &mut metadata, &self.renames)?;
@@ -488,12 +503,10 @@ fn model_library(
         }
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
+    // The crate's own backend even when the archive ships TVM's: the runtime's
+    // `assert()` pulls the C library's stdio and syscalls into bare-metal builds.
     if allocates {
-        if plan.has_runtime {
-            c_sources.push(tree_dir.join(plan::BACKEND_API_SOURCE));
-        } else {
-            c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
-        }
+        c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
     }
     let crt_config = match &plan.crt_config_template {
         Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
@@ -695,35 +708,48 @@ fn remove_stale_modules(out_dir: &Path, archive: &Path, renames: &[(String, Stri
     Ok(())
 }
 
-/// After a failed compile: the first header a generated source includes that
+/// After a failed compile: every header the archive's sources include that
 /// neither the archive, mlf-build, the Builder's include directories nor the
-/// compiler has, named with the file that wants it and the option that helps.
+/// compiler has, each named with the files that want it, and the options that help.
 fn missing_header(plan: &Plan, tree: &Tree, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
-    let mut checked = std::collections::BTreeSet::new();
+    let mut found: BTreeMap<String, bool> = BTreeMap::new();
+    let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &plan.modules {
         for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
             let text = String::from_utf8_lossy(tree.get(path)?);
             let own_dir = tree_dir.join(path).parent().map(Path::to_path_buf).unwrap_or_default();
             for header in inspect::included_headers(&text) {
-                if !checked.insert(header.to_string()) {
-                    continue;
+                let in_own_dir = own_dir.join(header).is_file();
+                let known = *found.entry(header.to_string()).or_insert_with(|| {
+                    model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(base, header)
+                });
+                if !(in_own_dir || known) {
+                    let files = missing.entry(header.to_string()).or_default();
+                    if !files.contains(path) {
+                        files.push(path.clone());
+                    }
                 }
-                let in_dirs = std::iter::once(&own_dir).chain(&model.include_dirs).any(|dir| dir.join(header).is_file());
-                if in_dirs || model.compiler_finds(base, header) {
-                    continue;
-                }
-                return Some(
-                    Error::new(
-                        ErrorKind::Compile,
-                        format!("includes <{header}>, which is not in the archive, mlf-build's headers, the include directories given or the compiler's include path"),
-                    )
-                    .in_file(path.clone())
-                    .help(format!("the model was compiled against external code (BYOC, e.g. CMSIS-NN): add the directory holding {header} with Builder::include_dir(..), the library's sources with Builder::source(..) and its macros with Builder::define(..)")),
-                );
             }
         }
     }
-    None
+    let first_file = missing.values().next()?.first()?.clone();
+    let list: Vec<String> = missing.iter().map(|(header, files)| format!("<{header}> (included by {})", files.join(", "))).collect();
+    let headers: Vec<String> = missing.keys().map(|header| format!("<{header}>")).collect();
+    Some(
+        Error::new(
+            ErrorKind::Compile,
+            format!(
+                "the archive's code includes {} header(s) that are not in the archive, mlf-build's headers, the include directories given or the compiler's include path: {}",
+                missing.len(),
+                list.join("; ")
+            ),
+        )
+        .in_file(first_file)
+        .help(format!(
+            "the model was compiled against external code (BYOC, e.g. CMSIS-NN or a port of it): add the directories holding {} with Builder::include_dir(..), the library's sources with Builder::source(..) and its macros with Builder::define(..)",
+            headers.join(", ")
+        )),
+    )
 }
 
 /// Refuses code that cannot compile for the target, before the compiler says so less clearly.

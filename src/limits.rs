@@ -20,7 +20,7 @@ fn over(module: &str, what: &str, value: impl std::fmt::Display, limit: impl std
         .help("check that this is the right archive: the limits are far above what a real model for a device needs (see README.md, Untrusted archives)")
 }
 
-fn check_bytes(module: &str, what: &str, bytes: u64) -> Result<()> {
+pub(crate) fn check_bytes(module: &str, what: &str, bytes: u64) -> Result<()> {
     if bytes > MAX_BYTES {
         return Err(over(module, what, format!("{bytes} bytes"), format!("{MAX_BYTES} bytes"), "MAX_BYTES"));
     }

@@ -195,7 +195,7 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
     Ok(Plan { modules, has_runtime: tree.contains(BACKEND_API_SOURCE), crt_config_template })
 }
 
-/// The one runtime source a workspace-allocating archive needs.
+/// A source of TVM's C runtime: its presence means the archive ships `runtime/`.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
 fn plan_module(tree: &Tree, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
@@ -226,7 +226,8 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, modules: &[&str]) -> Result<Modul
 
 fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
     let name = meta.name.clone();
-    let interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
+    let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
+    interface.direct_entry = undefined_run_replacement(tree, &codegen, &interface, &name)?;
     if interface.maps_inputs {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -237,6 +238,7 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
     }
     let relay = relay_of(tree, meta);
     let main_types = inspect::main_parameter_types(tree, &codegen, &name);
+    let code_types = if main_types.is_empty() { inspect::entry_argument_types(tree, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
     let resolver = TensorResolver {
         meta,
         main: main_memory(meta),
@@ -246,6 +248,7 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
         output_names: &interface.outputs,
         relay: &relay,
         main_types: &main_types,
+        code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
     let pools = interface
@@ -254,6 +257,39 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
         .map(|pool| plan_pool(&interface, &name, pool))
         .collect::<Result<Vec<_>>>()?;
     Ok(finish_plan(tree, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
+}
+
+/// `None` when a source or object defines the `tvmgen_<m>_run` the header
+/// declares; else the defined model function that takes the buffers directly
+/// (`tvmgen_<m>_run_model` or `tvmgen_<m>___tvm_main__` with one parameter per
+/// tensor), or a refusal naming the undefined function.
+fn undefined_run_replacement(tree: &Tree, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<String>> {
+    let run = format!("tvmgen_{name}_run");
+    let definitions = inspect::Definitions::of(tree, codegen);
+    if definitions.defines(&run) {
+        return Ok(None);
+    }
+    let tensors = interface.inputs.len() + interface.outputs.len();
+    let direct = [format!("tvmgen_{name}_run_model"), format!("tvmgen_{name}___tvm_main__")]
+        .into_iter()
+        .find(|function| definitions.defines(function) && inspect::parameter_count(tree, codegen, function) == Some(tensors));
+    match direct {
+        Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
+            crate::directive::warning(&format!(
+                "{} declares `{run}`, which no source defines; calling the defined `{function}` with the {tensors} tensor buffers instead",
+                interface.path
+            ));
+            Ok(Some(function))
+        }
+        _ => Err(Error::new(
+            ErrorKind::Metadata,
+            format!(
+                "the header declares `{run}`, but no source or object of module `{name}` defines it, nor a `tvmgen_{name}_run_model` or `tvmgen_{name}___tvm_main__` taking the {tensors} tensors"
+            ),
+        )
+        .in_file(interface.path.clone())
+        .help("the header and the sources must come from the same export; re-export the archive without removing or editing files")),
+    }
 }
 
 fn target_alignment(meta: &ModuleMeta) -> u64 {
@@ -294,8 +330,58 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         metadata_outputs: names(main.map(|m| &m.outputs)),
         alignment,
     };
+    check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
     let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
+    let definitions = inspect::Definitions::of(tree, &codegen);
+    if let Some(call) = schedule.calls.iter().find(|call| !definitions.defines(&call.func_name)) {
+        let node = graph.nodes.get(call.node).map_or("", |n| n.name.as_str());
+        return Err(Error::new(
+            ErrorKind::Metadata,
+            format!(
+                "the graph's node {} `{node}` calls `{}`, which no source or object of module `{name}` defines",
+                call.node, call.func_name
+            ),
+        )
+        .in_file(graph_path)
+        .help("the graph and the generated code must come from the same export; re-export the archive without removing files"));
+    }
     Ok(finish_plan(tree, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
+}
+
+/// Argument nodes that are not parameters of the Relay `@main` are weights
+/// TVM bound at build time (`p0..pN`): each must come from the `.params` file
+/// or the C code, never become a model input.
+fn check_bound_weights(graph: &graph::Graph, with: &schedule::Inputs<'_>, relay: &RelaySignature, meta: &ModuleMeta) -> Result<()> {
+    if relay.params.is_empty() {
+        return Ok(());
+    }
+    let linked = with.linked.as_ref().map(|(_, sids)| sids.as_slice()).unwrap_or_default();
+    let unbound: Vec<&str> = graph
+        .arg_nodes
+        .iter()
+        .filter(|&&node| {
+            let name = graph.nodes[node].name.as_str();
+            let storage_id = graph.entries[graph.entry_id(graph::EntryRef { node, index: 0 })].storage_id;
+            !relay.params.iter().any(|(param, _)| param == name)
+                && !with.params.iter().any(|p| p.name == name)
+                && !linked.contains(&storage_id)
+        })
+        .map(|&node| graph.nodes[node].name.as_str())
+        .collect();
+    let Some(first) = unbound.first() else { return Ok(()) };
+    let relay_path = meta.relay_path.as_deref().unwrap_or("the Relay text");
+    let what = if with.params.is_empty() { "the archive has no weights file" } else { "the weights file does not hold them" };
+    Err(Error::new(
+        ErrorKind::Metadata,
+        format!(
+            "the graph `{}` takes {} weight(s) bound at build time (`{first}`{}; not parameters of @main in {relay_path}), but {what} and the C code links none",
+            with.graph_path,
+            unbound.len(),
+            if unbound.len() > 1 { format!(" to `{}`", unbound[unbound.len() - 1]) } else { String::new() },
+        ),
+    )
+    .in_file(with.params_path)
+    .help(format!("put back `{}` from the same export: without it the model would run on zeroed weights", with.params_path)))
 }
 
 /// `parameters/<module>.params`, or the only `.params` file when older exports named it otherwise.
@@ -365,6 +451,7 @@ fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: insp
         }
     };
     let main_types = inspect::main_parameter_types(tree, &codegen, &name);
+    let code_types = inspect::entry_argument_types(tree, &codegen, &name, input_names.len());
     let resolver = TensorResolver {
         meta,
         main,
@@ -374,6 +461,7 @@ fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: insp
         output_names: &output_names,
         relay: &relay,
         main_types: &main_types,
+        code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
     Ok(finish_plan(tree, meta, codegen, entry, inputs, outputs, Vec::new()))
@@ -548,6 +636,8 @@ struct TensorResolver<'a> {
     output_names: &'a [String],
     relay: &'a RelaySignature,
     main_types: &'a [Option<DType>],
+    /// Element types the operators the entry calls use for its arguments.
+    code_types: &'a [Option<DType>],
 }
 
 #[derive(Clone)]
@@ -560,27 +650,38 @@ struct Partial {
 
 impl TensorResolver<'_> {
     fn resolve(&self) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-        let mut inputs: Vec<Partial> = self.input_names.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect();
-        let mut outputs: Vec<Partial> = self.output_names.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect();
+        let mut inputs = self.input_names.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect::<Result<Vec<_>>>()?;
+        let mut outputs = self.output_names.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect::<Result<Vec<_>>>()?;
         self.fill_from_io_total(&mut inputs, &mut outputs);
         let finish = |list: Vec<Partial>| list.into_iter().map(|p| self.finish(p)).collect::<Result<Vec<_>>>();
         Ok((finish(inputs)?, finish(outputs)?))
     }
 
-    fn partial(&self, name: &str, position: usize, is_input: bool) -> Partial {
+    fn partial(&self, name: &str, position: usize, is_input: bool) -> Result<Partial> {
         let mut partial = Partial { name: name.to_string(), dtype: None, size: None, shape: None };
         let kind = if is_input { "inputs" } else { "outputs" };
+        // Every size the archive states for this tensor, reconciled below.
+        let mut sizes: Vec<(u64, String)> = Vec::new();
         if let Some(main) = self.main {
             let list = if is_input { &main.inputs } else { &main.outputs };
-            if let Some(tensor) = list.iter().find(|t| metadata::sanitize(&t.name) == name) {
+            let names = if is_input { self.input_names } else { self.output_names };
+            // Exports whose header names tensors differently from the metadata
+            // (TVM >= 0.11's `output_tensor_names`) keep the order: match by position.
+            let by_position = || {
+                let none_named = !list.iter().any(|t| names.contains(&metadata::sanitize(&t.name)));
+                (none_named && list.len() == names.len()).then(|| list.get(position)).flatten()
+            };
+            if let Some(tensor) = list.iter().find(|t| metadata::sanitize(&t.name) == name).or_else(by_position) {
                 let path = format!("metadata.json memory.functions.main.{kind}.{}", tensor.name);
                 partial.dtype = Some((tensor.dtype, path.clone()));
-                partial.size = Some((tensor.size_bytes, path));
+                sizes.push((tensor.size_bytes, path));
             }
         }
         let size_macro = format!("TVMGEN_{}_{}_SIZE", self.meta.name.to_uppercase(), name.to_uppercase());
-        if let (None, Some(header)) = (&partial.size, self.header) {
-            partial.size = header.macro_u64(&size_macro).map(|size| (size, format!("{size_macro} in {}", header.path)));
+        if let Some(header) = self.header {
+            if let Some(size) = header.macro_u64(&size_macro) {
+                sizes.push((size, format!("{size_macro} in {}", header.path)));
+            }
         }
         let relay_type = if is_input {
             self.relay.params.iter().find(|(param, _)| metadata::sanitize(param) == name).map(|(_, ty)| ty)
@@ -593,18 +694,58 @@ impl TensorResolver<'_> {
             let path = self.meta.relay_path.clone().unwrap_or_default();
             partial.dtype.get_or_insert_with(|| (ty.dtype, format!("the Relay signature in {path}")));
             let bytes = ty.shape.iter().fold(ty.dtype.size_bytes() as u64, |acc, &dim| acc.saturating_mul(dim));
-            partial.size.get_or_insert_with(|| (bytes, format!("the Relay signature in {path}")));
+            sizes.push((bytes, format!("the Relay signature in {path}")));
             partial.shape = Some(ty.shape.clone());
         }
+        partial.size = self.reconcile(if is_input { "input" } else { "output" }, name, sizes)?;
         let main_position = if is_input { position } else { self.input_names.len() + position };
         if let Some(Some(dtype)) = self.main_types.get(main_position) {
             partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
+        }
+        if let Some(Some(dtype)) = self.code_types.get(main_position) {
+            let how = if is_input { "the first operator" } else { "the last operator" };
+            partial.dtype.get_or_insert_with(|| (*dtype, format!("{how} the entry of module `{}` passes it to", self.meta.name)));
         }
         if let (false, [_], Some(dtype)) = (is_input, self.output_names, self.relay.result_dtype) {
             let path = self.meta.relay_path.clone().unwrap_or_default();
             partial.dtype.get_or_insert_with(|| (dtype, format!("the `out_dtype` of the final expression in {path}")));
         }
-        partial
+        Ok(partial)
+    }
+
+    /// One size from the sizes the sources state: the one they all give, or
+    /// the one all but one give (the odd one is reported); otherwise a refusal
+    /// naming each value and its source, since a buffer sized from the wrong
+    /// one would let the C code write past it.
+    fn reconcile(&self, kind: &str, name: &str, sizes: Vec<(u64, String)>) -> Result<Option<(u64, String)>> {
+        // A size no target can hold is refused as such, before sources are compared.
+        for (size, source) in &sizes {
+            crate::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size).map_err(|e| e.in_file(self.file))?;
+        }
+        let Some(first) = sizes.first().cloned() else { return Ok(None) };
+        let agreeing = |value: u64| sizes.iter().filter(|(size, _)| *size == value).count();
+        if agreeing(first.0) == sizes.len() {
+            return Ok(Some(first));
+        }
+        let listed: Vec<String> = sizes.iter().map(|(size, source)| format!("{size} bytes from {source}")).collect();
+        let best = sizes.iter().find(|(size, _)| sizes.len() >= 3 && agreeing(*size) + 1 == sizes.len());
+        match best {
+            Some((value, _)) => {
+                let sources: Vec<&str> = sizes.iter().filter(|(size, _)| size == value).map(|(_, source)| source.as_str()).collect();
+                crate::directive::warning(&format!(
+                    "tensor `{name}` of module `{}`: the archive's sizes disagree ({}); using {value} bytes, which the others agree on",
+                    self.meta.name,
+                    listed.join(", ")
+                ));
+                Ok(Some((*value, sources.join(", agreed by "))))
+            }
+            None => Err(Error::new(
+                ErrorKind::Metadata,
+                format!("the sizes of tensor `{name}` of module `{}` disagree: {}", self.meta.name, listed.join("; ")),
+            )
+            .in_file(self.file)
+            .help("the archive's files do not come from one export, or were edited: re-export it; mlf-build will not guess a buffer size the C code may write past")),
+        }
     }
 
     /// Archives before TVM 0.11 record only the I/O total; one unknown size is what remains of it.
@@ -622,9 +763,16 @@ impl TensorResolver<'_> {
 
     fn finish(&self, partial: Partial) -> Result<Tensor> {
         let missing = |what: &str| {
-            Error::new(ErrorKind::Metadata, format!("cannot tell the {what} of tensor `{}` of module `{}`", partial.name, self.meta.name))
+            let m = &self.meta.name;
+            let mut read = vec!["metadata.json (memory.functions.main)".to_string()];
+            if let Some(header) = self.header {
+                read.push(format!("the _SIZE macros of {}", header.path));
+            }
+            read.push(self.meta.relay_path.as_ref().map_or_else(|| "no Relay text (none in the archive)".to_string(), |p| format!("the Relay @main of {p}")));
+            read.push(format!("the parameters of `tvmgen_{m}___tvm_main__` / `tvmgen_{m}_run_model` and of the operators they call"));
+            Error::new(ErrorKind::Metadata, format!("cannot tell the {what} of tensor `{}` of module `{m}`: no source in the archive states it (read: {})", partial.name, read.join("; ")))
                 .in_file(self.file)
-                .help("neither metadata.json, the header's _SIZE macros nor the Relay text state it; re-export with TVM >= 0.11")
+                .help("re-export the model with TVM >= 0.11, whose metadata.json states every tensor's type and size")
         };
         let (dtype, dtype_source) = partial.dtype.clone().ok_or_else(|| missing("element type"))?;
         let (size_bytes, size_source) = partial.size.clone().ok_or_else(|| missing("size"))?;

@@ -118,7 +118,13 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     if let Some(entry) = graph.entries.iter().position(|e| e.device_index != CPU) {
         return Err(graph_error(format!("entry {entry} is on device type {}, not the CPU", graph.entries[entry].device_index)));
     }
-    check_sids(graph, with)?;
+    // The graph is what TVM's own executor runs; the metadata's table is only a report.
+    for disagreement in sids_disagreements(graph, with) {
+        crate::directive::warning(&format!(
+            "metadata.json's storage table disagrees with the graph `{}` ({disagreement}); the graph is used",
+            with.graph_path
+        ));
+    }
 
     let params: BTreeMap<&str, &Param> = with.params.iter().map(|p| (p.name.as_str(), p)).collect();
     let (lookup_symbol, linked_sids) = match &with.linked {
@@ -291,42 +297,40 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     Ok((schedule, inputs, outputs))
 }
 
-/// The metadata's storage table agrees with the graph on the number of
-/// storage ids, the id of every bound input and weight, and the size of every
-/// model input. (Its other sizes are computed before TVM plans the graph and
-/// do not describe the graph's storage.)
-fn check_sids(graph: &Graph, with: &Inputs<'_>) -> Result<()> {
+/// Where the metadata's storage table disagrees with the graph on the number
+/// of storage ids, the id of a bound input or weight, or a model input's size.
+/// (Its other sizes are computed before TVM plans the graph and do not
+/// describe the graph's storage; 2021 exports also put sizes on the wrong ids.)
+fn sids_disagreements(graph: &Graph, with: &Inputs<'_>) -> Vec<String> {
+    let mut found = Vec::new();
     if with.sids.is_empty() {
-        return Ok(());
+        return found;
     }
-    let mismatch = |message: String| {
-        Error::new(ErrorKind::Metadata, format!("metadata.json's storage table disagrees with the graph `{}`: {message}", with.graph_path))
-            .in_file("metadata.json")
-            .help("metadata.json and the graph must come from the same export; re-export the archive")
-    };
     let count = graph.storage_sizes().len();
     if with.sids.len() != count {
-        return Err(mismatch(format!("it lists {} storage ids, the graph uses {count}", with.sids.len())));
+        found.push(format!("it lists {} storage ids, the graph uses {count}", with.sids.len()));
     }
     for sid in with.sids {
         let Some(binding) = sid.input_binding.as_deref() else { continue };
         let node = graph.arg_nodes.iter().copied().find(|&n| graph.nodes[n].name == binding);
         let Some(node) = node else {
-            return Err(mismatch(format!("storage id {} is bound to `{binding}`, which is not an input of the graph", sid.storage_id)));
+            found.push(format!("storage id {} is bound to `{binding}`, which is not an input of the graph", sid.storage_id));
+            continue;
         };
         let entry = graph.entry_id(EntryRef { node, index: 0 });
         let attr = &graph.entries[entry];
         if attr.storage_id as u64 != u64::from(sid.storage_id) {
-            return Err(mismatch(format!("`{binding}` has storage id {} in the graph, {} in the metadata", attr.storage_id, sid.storage_id)));
+            found.push(format!("`{binding}` has storage id {} in the graph, {} in the metadata", attr.storage_id, sid.storage_id));
+            continue;
         }
         let is_weight = with.params.iter().any(|p| p.name == binding)
             || with.linked.as_ref().is_some_and(|(_, sids)| sids.contains(&attr.storage_id));
         let bytes = byte_size(&attr.shape, attr.dtype);
         if !is_weight && bytes != sid.size_bytes {
-            return Err(mismatch(format!("input `{binding}` is {bytes} bytes in the graph, {} in the metadata", sid.size_bytes)));
+            found.push(format!("input `{binding}` is {bytes} bytes in the graph, {} in the metadata", sid.size_bytes));
         }
     }
-    Ok(())
+    found
 }
 
 /// The graph's inputs (arg nodes that are not weights) are the ones the metadata names, when it names any.
@@ -485,17 +489,27 @@ mod tests {
     }
 
     #[test]
-    fn storage_table_must_match_the_graph() {
+    fn storage_table_disagreements_are_reported_not_refused() {
         let cases: &[(&[Storage], &str)] = &[
             (&[sid(0, 24, Some("x"))], "it lists 1 storage ids, the graph uses 3"),
             (&[sid(0, 24, None), sid(1, 12, None), sid(2, 24, Some("x"))], "`x` has storage id 0 in the graph, 2 in the metadata"),
             (&[sid(0, 20, Some("x")), sid(1, 12, None), sid(2, 24, None)], "input `x` is 24 bytes in the graph, 20 in the metadata"),
-            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "bound to `y`, which is not an input of the graph"),
+            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "storage id 0 is bound to `y`, which is not an input of the graph"),
         ];
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         for (sids, expected) in cases {
-            let error = run(&sample(), &[p0()], sids, None).unwrap_err();
-            assert_eq!(error.file(), Some("metadata.json"));
-            assert!(error.to_string().contains(expected), "expected `{expected}` in {error}");
+            let with = Inputs {
+                graph_path: GRAPH,
+                params_path: PARAMS,
+                params: &[p0()],
+                linked: None,
+                sids,
+                metadata_inputs: Vec::new(),
+                metadata_outputs: Vec::new(),
+                alignment: 16,
+            };
+            assert_eq!(sids_disagreements(&graph, &with), [expected.to_string()]);
+            run(&sample(), &[p0()], sids, None).unwrap();
         }
     }
 

@@ -1,0 +1,343 @@
+//! Archives as they are found in the wild, constructed here from corpus
+//! archives (a definition deleted, a macro corrupted, metadata.json removed...):
+//! each must run with the outputs TVM computed, or be refused naming the cause.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use mlf_build::{Builder, ErrorKind};
+
+/// Shared with tests/corpus_host.rs: one build of the runner's dependencies.
+const TARGET_DIR: &str = "corpus-host";
+/// The QEMU firmware shares tests/corpus_qemu.rs's target directory.
+const QEMU_TARGET_DIR: &str = "corpus-qemu";
+
+/// One runner binary per target directory: builds and runs must not interleave.
+static RUNNER: Mutex<()> = Mutex::new(());
+/// The in-process Builder reads OUT_DIR and friends from the process environment.
+static ENV: Mutex<()> = Mutex::new(());
+
+fn corpus(case: &str) -> Option<PathBuf> {
+    let root = common::corpus_root()?;
+    ["tvm-0.18", "real-world"].iter().map(|group| root.join(group).join(case)).find(|dir| dir.is_dir())
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = common::repo_root().join("target/wild-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The case's `model.tar` unpacked into a fresh directory, to be edited.
+fn unpack(case_dir: &Path, name: &str) -> PathBuf {
+    let dir = scratch(name).join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = std::fs::File::open(case_dir.join("model.tar")).unwrap();
+    tar::Archive::new(file).unpack(&dir).unwrap();
+    dir
+}
+
+fn edit(path: &Path, f: impl FnOnce(String) -> String) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let edited = f(text.clone());
+    assert_ne!(edited, text, "{}: the edit changed nothing", path.display());
+    std::fs::write(path, edited).unwrap();
+}
+
+fn edit_json(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    f(&mut value);
+    std::fs::write(path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+}
+
+/// What a host build and run of `archive` gave: the outputs, and the build's stderr.
+struct Run {
+    outputs: Vec<Vec<u8>>,
+    build_stderr: String,
+}
+
+/// Builds `archive` into examples/host-runner and runs it on `inputs`.
+fn run_on_host(archive: &Path, inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
+    let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let build = common::cargo(TARGET_DIR).args(["build", "--release", "-p", "host-runner"]).env("MLF_ARCHIVE", archive).output().unwrap();
+    let build_stderr = String::from_utf8_lossy(&build.stderr).into_owned();
+    if !build.status.success() {
+        return Err(common::failure_text(&build));
+    }
+    let out = archive.with_file_name("outputs");
+    let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
+    let run = std::process::Command::new(binary).args(inputs).arg("--out").arg(&out).output().unwrap();
+    if !run.status.success() {
+        return Err(format!("host-runner failed: {}", String::from_utf8_lossy(&run.stderr)));
+    }
+    let outputs = (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect();
+    Ok(Run { outputs, build_stderr })
+}
+
+/// Runs `archive` on the input files of a tvm-0.18 case and compares with its `expected/`.
+fn assert_matches_tvm(case_dir: &Path, archive: &Path) -> Run {
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(case_dir.join("case.json")).unwrap()).unwrap();
+    let module = &json["modules"][0];
+    let inputs: Vec<PathBuf> = module["inputs"].as_array().unwrap().iter().map(|i| case_dir.join(i["file"].as_str().unwrap())).collect();
+    let expected: Vec<common::Expected> = module["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| common::Expected { file: case_dir.join(o["file"].as_str().unwrap()), dtype: o["dtype"].as_str().unwrap().to_string() })
+        .collect();
+    let run = run_on_host(archive, &inputs, expected.len()).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
+    for (want, got) in expected.iter().zip(&run.outputs) {
+        common::compare(want, got, 1e-4, 1e-5).unwrap();
+    }
+    run
+}
+
+/// Runs `archive` on every vector of a real-world case and compares with its expected bytes.
+fn assert_matches_vectors(case_dir: &Path, archive: &Path) -> Run {
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(case_dir.join("case.json")).unwrap()).unwrap();
+    let mut last = None;
+    for vector in json["vectors"].as_array().unwrap() {
+        let input = case_dir.join(vector["file"].as_str().unwrap());
+        let run = run_on_host(archive, &[input], 1).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
+        let want = std::fs::read(case_dir.join(vector["expected"].as_str().unwrap())).unwrap();
+        assert_eq!(run.outputs[0], want, "{}: {}", archive.display(), vector["file"]);
+        last = Some(run);
+    }
+    last.expect("the case has vectors")
+}
+
+/// `Builder::build` in-process, as a build script on the host would call it.
+fn build_in_process(archive: &Path) -> mlf_build::Result<mlf_build::Output> {
+    let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let out_dir = archive.with_file_name("out");
+    let host = common::host_triple();
+    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
+        std::env::set_var(key, value);
+    }
+    Builder::new(archive).build()
+}
+
+// Issue 9.3: a kernel library's API headers are external code, not an Arm target.
+#[test]
+fn kernel_library_headers_are_external_code_named_all_at_once() {
+    let Some(case) = corpus("mlp_f32-aot_c") else { return };
+    let archive = unpack(&case, "kernel-headers");
+    let src = archive.join("codegen/host/src");
+    std::fs::write(src.join("default_lib8.c"), "#include <arm_nnfunctions.h>\n#include <arm_nn_types.h>\nint mlf_wild_a(void) { return 0; }\n").unwrap();
+    std::fs::write(src.join("default_lib9.c"), "#include \"arm_nnfunctions.h\"\nint mlf_wild_b(void) { return 0; }\n").unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Compile, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("2 header(s)")
+            && text.contains("<arm_nn_types.h> (included by codegen/host/src/default_lib8.c)")
+            && text.contains("<arm_nnfunctions.h> (included by codegen/host/src/default_lib8.c, codegen/host/src/default_lib9.c)")
+            && text.contains("Builder::include_dir")
+            && text.contains("Builder::source")
+            && text.contains("Builder::define"),
+        "{text}"
+    );
+    // Intrinsic headers still mean an Arm-only build.
+    std::fs::write(src.join("default_lib9.c"), "#include <arm_mve.h>\nint mlf_wild_b(void) { return 0; }\n").unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::WrongTarget, "{error}");
+    assert!(error.to_string().contains("<arm_mve.h>"), "{error}");
+}
+
+// Issue 9.5: the graph JSON is what runs; the metadata's storage table is a report.
+#[test]
+fn graph_runs_when_metadata_storage_sizes_are_on_the_wrong_ids() {
+    let Some(case) = corpus("arduino-microspeech-graph-v5-executorconfig") else { return };
+    let archive = unpack(&case, "graph-shifted-sids");
+    edit_json(&archive.join("metadata.json"), |json| {
+        let sids = json["memory"]["sids"].as_array_mut().unwrap();
+        let sizes: Vec<serde_json::Value> = sids.iter().map(|sid| sid["size_bytes"].clone()).collect();
+        for (index, sid) in sids.iter_mut().enumerate() {
+            sid["size_bytes"] = sizes[(index + 1) % sizes.len()].clone();
+        }
+    });
+    let run = assert_matches_vectors(&case, &archive);
+    assert!(
+        run.build_stderr.contains("metadata.json's storage table disagrees with the graph")
+            && run.build_stderr.contains("input `Reshape_1` is 1960 bytes in the graph, 2 in the metadata); the graph is used"),
+        "{}",
+        run.build_stderr
+    );
+}
+
+// Issue 9.5: weights bound at build time never turn into model inputs.
+#[test]
+fn graph_without_its_params_file_is_refused_naming_it() {
+    let Some(case) = corpus("arduino-cifar-resnet-v2-20210602") else { return };
+    let archive = unpack(&case, "graph-no-params");
+    std::fs::remove_dir_all(archive.join("parameters")).unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert_eq!(error.file(), Some("parameters/default.params"));
+    let text = error.to_string();
+    assert!(text.contains("takes 55 weight(s) bound at build time (`p0` to `p54`") && text.contains("has no weights file"), "{text}");
+}
+
+// Issue 8.7: a graph calling a function no source defines is named before the linker.
+#[test]
+fn graph_calling_an_undefined_operator_names_function_and_node() {
+    let Some(case) = corpus("arduino-microspeech-graph-v5-executorconfig") else { return };
+    let archive = unpack(&case, "graph-undefined-operator");
+    let function = "tvmgen_default_fused_nn_softmax";
+    edit(&archive.join("codegen/host/src/default_lib1.c"), |text| text.replace(&format!("{function}("), "mlf_wild_renamed_softmax("));
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert!(error.file().is_some_and(|file| file.ends_with("graph.json")), "{error}");
+    let text = error.to_string();
+    assert!(text.contains(&format!("`{function}`, which no source or object of module `default` defines")) && text.contains("node "), "{text}");
+}
+
+// Issue 9.6: an archive shipping TVM's runtime that allocates its workspace links on bare metal.
+#[test]
+fn runtime_archive_with_workspace_allocation_runs_on_bare_metal() {
+    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let triple = "thumbv7em-none-eabihf";
+    let output = common::cargo(QEMU_TARGET_DIR)
+        .args(["run", "--release", "--quiet", "-p", "cortex-m-runner", "--target", triple])
+        .env("MLF_ARCHIVE", case.join("model.tar"))
+        .env("MLF_INPUTS", case.join("inputs/input_1.bin"))
+        .env("MLF_MODULE", "")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", common::failure_text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().find_map(|line| line.strip_prefix("output0: ")).unwrap_or_else(|| panic!("{stdout}"));
+    let want: String = std::fs::read(case.join("expected/output0.bin")).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(line.trim(), want);
+}
+
+// Issue 9.1: a 2021 packed archive whose Relay text does not type the result:
+// the output's element type is the one the last operator the entry calls writes.
+#[test]
+fn untyped_2021_output_takes_its_type_from_the_last_operator() {
+    let Some(case) = corpus("arduino-yesno-aot-packed-v5") else { return };
+    let archive = unpack(&case, "untyped-output");
+    edit(&archive.join("src/relay.txt"), |text| text.replace(", out_dtype=\"int8\")\n}", ")\n}"));
+    assert_matches_vectors(&case, &archive);
+    let output = build_in_process(&archive).unwrap();
+    let rust = std::fs::read_to_string(&output.modules[0].rust_file).unwrap();
+    assert!(rust.contains("element type from the last operator the entry of module `default` passes it to"), "{rust}");
+}
+
+/// Removes the definition of `tvmgen_default_run` (the header still declares it).
+fn delete_run_definition(archive: &Path) {
+    edit(&archive.join("codegen/host/src/default_lib0.c"), |text| {
+        text.replace("int32_t tvmgen_default_run(struct", "static int32_t mlf_wild_deleted_run(struct")
+    });
+}
+
+// Issue 9.2: the header declares an entry no source defines; the defined model function runs.
+#[test]
+fn header_entry_without_definition_calls_the_defined_model_function() {
+    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let archive = unpack(&case, "undefined-run");
+    delete_run_definition(&archive);
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains("declares `tvmgen_default_run`, which no source defines; calling the defined `tvmgen_default___tvm_main__`"),
+        "{}",
+        run.build_stderr
+    );
+}
+
+// Issue 9.2: ... and when none takes the buffers alone, the undefined function is named.
+#[test]
+fn header_entry_without_definition_or_replacement_is_refused_naming_it() {
+    let Some(case) = corpus("mlp_f32-aot_c") else { return };
+    let archive = unpack(&case, "undefined-run-usmp");
+    delete_run_definition(&archive);
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
+    assert!(error.to_string().contains("the header declares `tvmgen_default_run`, but no source or object of module `default` defines it"), "{error}");
+}
+
+/// Renames every tensor of `main` in a TVM >= 0.11 metadata.json, keeping the order.
+fn rename_metadata_tensors(archive: &Path) {
+    edit_json(&archive.join("metadata.json"), |json| {
+        for main in json["modules"]["default"]["memory"]["functions"]["main"].as_array_mut().unwrap() {
+            for kind in ["inputs", "outputs"] {
+                let renamed: serde_json::Map<String, serde_json::Value> =
+                    main[kind].as_object().unwrap().values().enumerate().map(|(i, t)| (format!("renamed_{kind}_{i}"), t.clone())).collect();
+                main[kind] = serde_json::Value::Object(renamed);
+            }
+        }
+    });
+}
+
+// Issue 9.4 and 8.2: names differ between metadata and header, and a `_SIZE`
+// macro holds garbage: tensors match by position, and the size the other
+// sources agree on sizes the buffer.
+#[test]
+fn garbage_size_macro_is_outvoted_when_names_differ() {
+    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let archive = unpack(&case, "garbage-size-macro");
+    rename_metadata_tensors(&archive);
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 6", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 40747632")
+    });
+    let output = build_in_process(&archive).unwrap();
+    assert_eq!((output.modules[0].memory.inputs, output.modules[0].memory.outputs), (240, 6));
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains(
+            "tensor `output` of module `default`: the archive's sizes disagree (6 bytes from metadata.json memory.functions.main.outputs.renamed_outputs_0, 40747632 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE"
+        ),
+        "{}",
+        run.build_stderr
+    );
+}
+
+// Issue 8.2: a metadata size that disagrees with what the code uses is outvoted
+// by the header and the Relay shapes; with no third source, the build is refused
+// naming both values, never run with a buffer the C code writes past.
+#[test]
+fn shrunk_metadata_size_is_outvoted_or_refused() {
+    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let archive = unpack(&case, "shrunk-metadata-size");
+    edit_json(&archive.join("metadata.json"), |json| {
+        json["modules"]["default"]["memory"]["functions"]["main"][0]["outputs"]["output"]["size"] = serde_json::json!(2);
+    });
+    let output = build_in_process(&archive).unwrap();
+    assert_eq!(output.modules[0].memory.outputs, 6);
+    std::fs::remove_file(archive.join("src/default.relay")).unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
+    assert!(
+        error.to_string().contains(
+            "the sizes of tensor `output` of module `default` disagree: 2 bytes from metadata.json memory.functions.main.outputs.output; 6 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE in codegen/host/include/tvmgen_default.h"
+        ),
+        "{error}"
+    );
+}
+
+// Issue 9.7: a codegen-only tree (no metadata.json) runs from its interface header.
+#[test]
+fn archive_without_metadata_runs_from_its_interface_header() {
+    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let archive = unpack(&case, "no-metadata");
+    std::fs::remove_file(archive.join("metadata.json")).unwrap();
+    std::fs::remove_dir_all(archive.join("src")).unwrap();
+    let run = assert_matches_tvm(&case, &archive);
+    assert!(
+        run.build_stderr.contains(
+            "the archive has no metadata.json: module `default` is inferred from codegen/host/include/tvmgen_default.h"
+        ),
+        "{}",
+        run.build_stderr
+    );
+    std::fs::remove_file(archive.join("codegen/host/include/tvmgen_default.h")).unwrap();
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NotMlf, "{error}");
+    assert!(error.to_string().contains("neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h"), "{error}");
+}
