@@ -108,12 +108,13 @@ pub struct MemoryNeeds {
 impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
-        self.code_workspace + self.arena + self.pools + self.storage
+        // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
+        [self.code_workspace, self.arena, self.pools, self.storage].into_iter().fold(0, u64::saturating_add)
     }
 
     /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
     pub fn ram(&self) -> u64 {
-        self.static_ram() + self.inputs + self.outputs
+        [self.static_ram(), self.inputs, self.outputs].into_iter().fold(0, u64::saturating_add)
     }
 }
 
@@ -467,7 +468,7 @@ fn finish_plan(
     };
     // TVM's planner sizes each request rounded to the alignment; the extra
     // alignment covers the arena base, as TVM's own allocator assumes.
-    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment) + alignment } else { 0 };
+    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment).saturating_add(alignment) } else { 0 };
     ModulePlan {
         name: meta.name.clone(),
         entry,
@@ -528,8 +529,9 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool>
     Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: Some(data) })
 }
 
+/// Saturates instead of overflowing: `limits` refuses any size that large.
 pub(crate) fn round_up(value: u64, alignment: u64) -> u64 {
-    value.div_ceil(alignment) * alignment
+    value.div_ceil(alignment).saturating_mul(alignment)
 }
 
 /// Finds each header tensor's type and size in the best source the archive has:
@@ -590,7 +592,7 @@ impl TensorResolver<'_> {
         if let Some(ty) = relay_type {
             let path = self.meta.relay_path.clone().unwrap_or_default();
             partial.dtype.get_or_insert_with(|| (ty.dtype, format!("the Relay signature in {path}")));
-            let bytes = ty.shape.iter().product::<u64>() * ty.dtype.size_bytes() as u64;
+            let bytes = ty.shape.iter().fold(ty.dtype.size_bytes() as u64, |acc, &dim| acc.saturating_mul(dim));
             partial.size.get_or_insert_with(|| (bytes, format!("the Relay signature in {path}")));
             partial.shape = Some(ty.shape.clone());
         }
@@ -634,7 +636,10 @@ impl TensorResolver<'_> {
             .in_file(self.file));
         }
         let elements = size_bytes / dtype.size_bytes() as u64;
-        let shape = partial.shape.filter(|shape| shape.iter().product::<u64>() == elements).unwrap_or_else(|| vec![elements]);
+        let shape = partial
+            .shape
+            .filter(|shape| shape.iter().try_fold(1u64, |acc, &dim| acc.checked_mul(dim)) == Some(elements))
+            .unwrap_or_else(|| vec![elements]);
         let source = if size_source == dtype_source {
             size_source
         } else {

@@ -231,7 +231,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     for (&storage_id, &bytes) in &slot_bytes {
         let offset = round_up(storage_bytes, with.alignment);
         slots.push(Slot { storage_id, offset, bytes });
-        storage_bytes = offset + bytes;
+        storage_bytes = offset.saturating_add(bytes);
     }
     storage_bytes = round_up(storage_bytes, with.alignment);
     let place_of = |entry: usize| -> Place {
@@ -263,7 +263,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     };
     let describe = |entry: usize, flatten: bool| {
         let attr = &graph.entries[entry];
-        let shape = if flatten { vec![attr.shape.iter().product::<i64>()] } else { attr.shape.clone() };
+        let shape = if flatten { vec![attr.shape.iter().fold(1i64, |acc, &dim| acc.saturating_mul(dim))] } else { attr.shape.clone() };
         TensorArg { entry, place: place_of(entry), dtype: attr.dtype, shape }
     };
     let mut calls = Vec::new();

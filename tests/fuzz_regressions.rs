@@ -203,3 +203,106 @@ fn hostile_relay_text_does_not_panic() {
         ],
     );
 }
+
+/// The numbers a grown-up archive states, set to sizes no device has. Each
+/// variant once made the planner overflow (found by running the `front_end`
+/// target on every corpus archive with one number at a time replaced).
+#[test]
+fn corpus_archives_with_impossible_sizes_do_not_panic() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/mlf-corpus");
+    if !corpus.is_dir() {
+        println!("corpus: ../shared/mlf-corpus is absent; impossible-size variants skipped");
+        return;
+    }
+    let cases = ["tvm-0.18/mlp_f32-aot_c", "tvm-0.18/kws_int8-aot_c_nousmp", "tvm-0.18/mlp_f32-graph", "tvm-0.18/operator-add_f32"];
+    let mut variants = 0;
+    for case in cases {
+        let files = tar_members(&corpus.join(case).join("model.tar"));
+        for path in files.iter().map(|(path, _)| path.clone()) {
+            let Some(huge) = huge_variant(&path, &files) else { continue };
+            variants += 1;
+            let members: Vec<(&str, &[u8])> = huge.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect();
+            if let Err(panic) = run(fuzzing::front_end, &tar(&members)) {
+                panic!("{case} with huge numbers in {path}: panicked: {panic}");
+            }
+        }
+    }
+    assert!(variants >= cases.len(), "only {variants} variants built");
+}
+
+/// The regular files of a tar, without the `runtime/` sources the planner never reads.
+fn tar_members(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = tar::Archive::new(fs::File::open(path).unwrap());
+    let mut files = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().to_string_lossy().trim_start_matches("./").to_string();
+        if entry.header().entry_type().is_file() && !name.starts_with("runtime/") {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            files.push((name, bytes));
+        }
+    }
+    files
+}
+
+/// `files` with every size-like number of `path` set to the largest value its format allows.
+fn huge_variant(path: &str, files: &[(String, Vec<u8>)]) -> Option<Vec<(String, Vec<u8>)>> {
+    let text = String::from_utf8(files.iter().find(|(p, _)| p == path)?.1.clone()).ok()?;
+    let changed = if path == "metadata.json" {
+        let mut json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        enlarge_sizes(&mut json, false);
+        json.to_string()
+    } else if path.contains("graph") && path.ends_with(".json") || path.ends_with(".graph") {
+        let mut json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let shapes = json.pointer_mut("/attrs/shape/1")?;
+        enlarge_sizes(shapes, true);
+        json.to_string()
+    } else if path.ends_with(".relay") || path.ends_with("relay.txt") {
+        enlarge_relay_shapes(&text)
+    } else if path.ends_with(".h") {
+        let lines = text.lines().map(|line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["#define", name, _] if name.ends_with("_SIZE") => format!("#define {name} 18446744073709551615"),
+            _ => line.to_string(),
+        });
+        lines.collect::<Vec<_>>().join("\n")
+    } else {
+        return None;
+    };
+    Some(files.iter().map(|(p, b)| (p.clone(), if p == path { changed.clone().into_bytes() } else { b.clone() })).collect())
+}
+
+/// Sets numbers under size-like keys (or, with `all`, every number) to u64::MAX (i64::MAX for signed graph shapes).
+fn enlarge_sizes(value: &mut serde_json::Value, all: bool) {
+    match value {
+        serde_json::Value::Number(_) if all => *value = i64::MAX.into(),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|item| enlarge_sizes(item, all)),
+        serde_json::Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                let sized = all || key.contains("size") || key.contains("bytes") || key == "shape";
+                if item.is_number() && sized {
+                    *item = u64::MAX.into();
+                } else {
+                    enlarge_sizes(item, sized);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every dimension inside `Tensor[(...)` set to u64::MAX.
+fn enlarge_relay_shapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("Tensor[(") {
+        let (before, shape) = rest.split_at(at + "Tensor[(".len());
+        out.push_str(before);
+        let end = shape.find(')').unwrap_or(shape.len());
+        let dims: Vec<&str> = shape[..end].split(',').map(|d| if d.trim().is_empty() { d } else { "18446744073709551615" }).collect();
+        out.push_str(&dims.join(", "));
+        rest = &shape[end..];
+    }
+    out.push_str(rest);
+    out
+}
