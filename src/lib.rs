@@ -17,6 +17,9 @@ mod dtype;
 mod emit;
 mod env;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod glue;
 mod graph;
 mod inspect;

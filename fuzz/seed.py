@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Seeds fuzz/corpus/<target>/ from the MLF corpus (default ../../shared/mlf-corpus).
+
+Usage: python3 fuzz/seed.py [CORPUS_DIR]
+Writes only below fuzz/corpus/ (gitignored): the corpus is never committed.
+"""
+import hashlib
+import io
+import pathlib
+import sys
+import tarfile
+
+FUZZ = pathlib.Path(__file__).resolve().parent
+CORPUS = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else FUZZ.parent.parent / "shared" / "mlf-corpus"
+OUT = FUZZ / "corpus"
+# Whole-archive seeds drop members above this size so the fuzzer stays fast.
+MAX_MEMBER = 256 << 10
+
+
+def target_for(path):
+    """Which per-file target a member of an archive seeds, if any."""
+    name = path.rsplit("/", 1)[-1]
+    if name == "metadata.json":
+        return "metadata"
+    if name.endswith(".params"):
+        return "params"
+    if name.endswith(".graph") or "graph/" in path and name.endswith(".json") or name == "graph.json":
+        return "graph"
+    if path.startswith("codegen/host/") and name.endswith((".h", ".c", ".cc", ".cpp")):
+        return "inspect"
+    if name.endswith(".relay") or name == "relay.txt":
+        return "relay"
+    return None
+
+
+def write(target, data):
+    directory = OUT / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def members(case):
+    """(relative path, bytes) of every regular file of a case's archive."""
+    tar_path = case / "model.tar"
+    if tar_path.is_file():
+        with tarfile.open(tar_path) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    yield member.name.removeprefix("./"), tar.extractfile(member).read()
+    elif (case / "model").is_dir():
+        root = case / "model"
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and ".git" not in path.parts:
+                yield path.relative_to(root).as_posix(), path.read_bytes()
+
+
+def small_tar(files):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for path, data in files:
+            info = tarfile.TarInfo("./" + path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def main():
+    cases = sorted(p.parent for p in CORPUS.glob("*/*/case.json"))
+    if not cases:
+        sys.exit(f"no cases under {CORPUS}")
+    for case in cases:
+        kept = []
+        for path, data in members(case):
+            target = target_for(path)
+            if target:
+                write(target, data)
+            if len(data) <= MAX_MEMBER and not path.startswith("runtime/"):
+                kept.append((path, data))
+        whole = small_tar(kept)
+        write("archive", whole)
+        write("front_end", whole)
+    for target in sorted(p.name for p in OUT.iterdir()):
+        print(f"{target}: {len(list((OUT / target).iterdir()))} seeds")
+
+
+main()

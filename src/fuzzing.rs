@@ -1,0 +1,128 @@
+//! Entry points for the fuzz targets in `fuzz/` and `tests/fuzz_regressions.rs`:
+//! one function per parser an archive reaches, each taking raw bytes. Only
+//! compiled with the `fuzzing` feature; not part of the supported API.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::archive::{Limits, Tree};
+use crate::error::{Error, Result};
+use crate::inspect::{self, InterfaceHeader};
+use crate::schedule::{self, Inputs};
+use crate::{graph, metadata, params, plan};
+
+/// Limits small enough that a fuzzer's inputs cannot exhaust memory.
+const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20 };
+const MODULE: &str = "default";
+const SOURCE: &str = "codegen/host/src/default_lib0.c";
+
+/// `bytes` as a `.tar` file: loaded, written out as a directory, and that
+/// directory loaded again (the directory loader must accept what it wrote).
+pub fn archive(bytes: &[u8]) -> Result<()> {
+    let scratch = Scratch::new()?;
+    let tree = Tree::load(&scratch.tar(bytes)?, LIMITS)?;
+    let dir = scratch.path.join("tree");
+    tree.write_to(&dir)?;
+    Tree::load(&dir, LIMITS).map(drop)
+}
+
+/// `bytes` as a `.tar` file, through everything the build does before compiling:
+/// metadata of any version, interface header, sources, Relay text, graph, params and the plan.
+pub fn front_end(bytes: &[u8]) -> Result<()> {
+    let scratch = Scratch::new()?;
+    let tree = Tree::load(&scratch.tar(bytes)?, LIMITS)?;
+    let metadata = metadata::parse(tree.get("metadata.json").unwrap_or_default())?;
+    plan::plan(&tree, &metadata).map(drop)
+}
+
+/// `bytes` as `metadata.json` (any MLF version).
+pub fn metadata(bytes: &[u8]) -> Result<()> {
+    metadata::parse(bytes).map(drop)
+}
+
+/// `bytes` as graph executor JSON, then scheduled as a graph without weights.
+pub fn graph(bytes: &[u8]) -> Result<()> {
+    let graph = graph::parse(bytes, "graph.json")?;
+    let inputs = Inputs {
+        graph_path: "graph.json",
+        params_path: "default.params",
+        params: &[],
+        linked: None,
+        sids: &[],
+        metadata_inputs: Vec::new(),
+        metadata_outputs: Vec::new(),
+        alignment: 16,
+    };
+    schedule::schedule(&graph, &inputs).map(drop)
+}
+
+/// `bytes` as a `.params` file.
+pub fn params(bytes: &[u8]) -> Result<()> {
+    params::parse(bytes, "default.params").map(drop)
+}
+
+/// `bytes` as generated C: read as the interface header `tvmgen_default.h`
+/// and as the module's only source, by every function that inspects either.
+pub fn inspect(bytes: &[u8]) -> Result<()> {
+    let text = String::from_utf8_lossy(bytes);
+    if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
+        for value in header.macros.values() {
+            inspect::parse_c_integer(value);
+            inspect::parse_byte_list(value);
+        }
+    }
+    inspect::included_headers(&text).for_each(drop);
+    let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
+    let codegen = inspect::codegen_for(&tree, MODULE, 1);
+    inspect::headerless_entry(&tree, &codegen, MODULE);
+    inspect::code_needs(&tree, &codegen);
+    inspect::linked_params(&tree, &codegen);
+    inspect::main_parameter_types(&tree, &codegen, MODULE);
+    // Operators are looked up by the names a graph gives; take them from the text.
+    for (at, _) in text.match_indices("tvmgen_default_").take(8) {
+        let name: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        inspect::operator_args(&tree, &codegen, &name);
+    }
+    Ok(())
+}
+
+/// `bytes` as Relay text (`src/<module>.relay`).
+pub fn relay(bytes: &[u8]) -> Result<()> {
+    inspect::relay_signature(&String::from_utf8_lossy(bytes));
+    Ok(())
+}
+
+/// A directory of this process's own, removed when dropped.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        // Tests call the entry points from several threads of one process.
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let unique = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("mlf-build-fuzz-{}-{unique}", std::process::id()));
+        let scratch = Scratch { path };
+        scratch.clear();
+        std::fs::create_dir_all(&scratch.path).map_err(|e| Error::io("create", &scratch.path, e))?;
+        Ok(scratch)
+    }
+
+    fn tar(&self, bytes: &[u8]) -> Result<PathBuf> {
+        let path = self.path.join("model.tar");
+        std::fs::write(&path, bytes).map_err(|e| Error::io("write", &path, e))?;
+        Ok(path)
+    }
+
+    fn clear(&self) {
+        // Best effort: a leftover directory holds nothing anyone reads.
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
