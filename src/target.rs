@@ -372,7 +372,9 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
             )
             .help(format!("install them: `apt-get install --no-install-recommends {}`", target.toolchain_packages())));
         }
-        clang_args.push(format!("--target={}", target.triple));
+        // clang knows RISC-V triples by their base architecture only (`riscv32-unknown-none-elf`).
+        let clang_triple = if target.is_riscv() { target.triple.replacen(&target.triple[..target.triple.find('-').unwrap_or(0)], &target.arch, 1) } else { target.triple.clone() };
+        clang_args.push(format!("--target={clang_triple}"));
         for dir in &include_dirs {
             clang_args.push("-isystem".to_string());
             clang_args.push(dir.display().to_string());
@@ -380,8 +382,9 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
     }
     let mut system_libs = Vec::new();
     if target.is_bare_metal() {
-        // Debian's rv32 libm.a is a placeholder; picolibc keeps the maths in libc.a.
-        let names: &[&str] = if target.is_arm32() { &["libm.a", "libc.a"] } else { &["libc.a"] };
+        // Debian's rv32 libm.a is a placeholder; picolibc keeps the maths in libc.a,
+        // built with -msave-restore, whose helpers (`__riscv_save_*`) are in libgcc.a.
+        let names: &[&str] = if target.is_arm32() { &["libm.a", "libc.a"] } else { &["libc.a", "libgcc.a"] };
         for name in names {
             system_libs.push(multilib_file(&path, compiler.args(), name, target, &include_dirs)?);
         }
