@@ -472,6 +472,25 @@ pub(crate) struct CodeNeeds {
     pub workspace_allocator: bool,
     /// `(file, header)` of the first Arm-only header included.
     pub arm_only: Option<(String, String)>,
+    /// `(file, intrinsic)` of the first Arm DSP-extension intrinsic used (`__smlad`, `__SXTB16`, ...).
+    pub dsp: Option<(String, String)>,
+    /// `(file, header)` where Helium (MVE) intrinsics come in: `arm_mve.h`.
+    pub mve: Option<(String, String)>,
+}
+
+/// ACLE / CMSIS intrinsics of the Arm DSP extension (lowercase; CMSIS spells them in capitals):
+/// code calling them runs only on cores with the extension (Cortex-M4, M7, M33, M55 ...).
+const DSP_INTRINSICS: &[&str] = &[
+    "__smlad", "__smladx", "__smlsd", "__smlsdx", "__smlald", "__smlaldx", "__smlsld", "__smlsldx", "__smuad", "__smuadx",
+    "__smusd", "__smusdx", "__sxtb16", "__sxtab16", "__uxtb16", "__uxtab16", "__pkhbt", "__pkhtb", "__qadd8", "__qadd16",
+    "__qsub8", "__qsub16", "__qasx", "__qsax", "__sadd8", "__sadd16", "__ssub8", "__ssub16", "__uadd8", "__uadd16",
+    "__usub8", "__usub16", "__shadd8", "__shadd16", "__ssat16", "__usat16", "__sel", "__usad8", "__usada8",
+];
+
+/// The first DSP intrinsic named in `text`, as written.
+fn dsp_intrinsic(text: &str) -> Option<&str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
 }
 
 pub(crate) fn code_needs(tree: &Tree, codegen: &Codegen) -> CodeNeeds {
@@ -483,6 +502,12 @@ pub(crate) fn code_needs(tree: &Tree, codegen: &Codegen) -> CodeNeeds {
             needs.arm_only = included_headers(&text)
                 .find(|header| ARM_ONLY_HEADERS.contains(header))
                 .map(|header| (path.clone(), header.to_string()));
+        }
+        if needs.dsp.is_none() {
+            needs.dsp = dsp_intrinsic(&text).map(|name| (path.clone(), name.to_string()));
+        }
+        if needs.mve.is_none() {
+            needs.mve = included_headers(&text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
         }
     }
     needs
@@ -845,6 +870,13 @@ mod tests {
         assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));
         assert!(!definitions.defines("for") && !definitions.defines("TVMBackendAllocWorkspace"));
         assert_eq!(parameter_count(&tree, &codegen, "tvmgen_default_run_model"), Some(2));
+    }
+
+    #[test]
+    fn finds_dsp_intrinsics_in_either_spelling() {
+        assert_eq!(dsp_intrinsic("acc = __smlad(a, b, acc);"), Some("__smlad"));
+        assert_eq!(dsp_intrinsic("x = __SXTB16(__ror(y, 8));"), Some("__SXTB16"));
+        assert_eq!(dsp_intrinsic("x = __ror(y, 8); int __smlad_count = 0;"), None);
     }
 
     #[test]

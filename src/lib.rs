@@ -176,6 +176,7 @@ impl Builder {
     }
 
     /// The Arm core to compile for (`-mcpu`), e.g. `cortex-m7`; default: the
+    /// `-C target-cpu` of the Rust flags (`CARGO_ENCODED_RUSTFLAGS`), else the
     /// triple's usual core (`cortex-m0plus`, `cortex-m3`, `cortex-m4`, `cortex-m33`).
     ///
     /// ```no_run
@@ -306,6 +307,7 @@ impl Builder {
         names::check_plan(&plan)?;
         limits::check_plan(&plan)?;
         check_target(&plan, &target, &metadata)?;
+        check_core(&plan, &target, &metadata, toolchain.compiled_isa)?;
         claim_symbols(&out_dir, &self.archive, &plan)?;
 
         // Module names are unique within a build script (claim_symbols), so the
@@ -776,6 +778,55 @@ fn check_target(plan: &Plan, target: &Target, metadata: &metadata::Metadata) -> 
                 .in_file(file)
                 .help("build for an Arm target, e.g. `cargo build --target thumbv7em-none-eabihf` with arm-none-eabi-gcc installed, or re-export the model for the host (target \"c\")"));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses Arm code for a core the build's cannot run, before gcc fails on it
+/// less clearly: the core the archive names (`-mcpu=cortex-m4`) and the DSP or
+/// Helium intrinsics its code uses, against what the C compiler targets.
+/// Portable C for another architecture (`-mcpu=generic-rv32`) is not refused.
+fn check_core(plan: &Plan, target: &Target, metadata: &metadata::Metadata, compiled: Option<target::CoreIsa>) -> Result<()> {
+    let (Some(build_isa), true) = (compiled, target.is_arm32()) else { return Ok(()) };
+    let build_core = match &target.cpu {
+        Some(cpu) => format!("`{cpu}` (from {})", target.cpu_source),
+        None => format!("the core of `{}`", target.triple),
+    };
+    for module in &plan.modules {
+        let declared = metadata
+            .modules
+            .iter()
+            .filter(|m| m.name == module.name)
+            .flat_map(|m| &m.targets)
+            .find_map(|t| t.option("mcpu").and_then(|mcpu| target::arm_core(mcpu).map(|core| (mcpu.to_string(), core))));
+        let mut needs: Vec<(String, target::CoreIsa, Option<&str>)> = Vec::new();
+        if let Some((mcpu, core)) = &declared {
+            needs.push((format!("was compiled for `{mcpu}` (its target string says `-mcpu={mcpu}`)"), core.isa, None));
+        }
+        if let Some((file, intrinsic)) = &module.needs.dsp {
+            needs.push((format!("uses the DSP intrinsic `{intrinsic}`"), target::CoreIsa { thumb2: true, dsp: true, mve: false }, Some(file.as_str())));
+        }
+        if let Some((file, header)) = &module.needs.mve {
+            needs.push((format!("uses Helium (MVE) intrinsics from <{header}>"), target::CoreIsa { thumb2: true, dsp: true, mve: true }, Some(file.as_str())));
+        }
+        for (why, needed, file) in needs {
+            if build_isa.runs(needed) {
+                continue;
+            }
+            let fix = match &declared {
+                Some((mcpu, _)) => format!("build for a core that has {}: `{mcpu}` or a larger one (Builder::cpu(\"{mcpu}\"), `-C target-cpu={mcpu}`, and the matching --target), or re-export the model for `{}`", build_isa.missing(needed), target.cpu.as_deref().unwrap_or(&target.triple)),
+                None => format!("build for a core that has {} (Builder::cpu, `-C target-cpu`), or re-export the model without Arm-specific schedules", build_isa.missing(needed)),
+            };
+            let error = Error::new(
+                ErrorKind::WrongTarget,
+                format!("module `{}` {why}, but the build's core {build_core} lacks {}", module.name, build_isa.missing(needed)),
+            )
+            .help(fix);
+            return Err(match file {
+                Some(file) => error.in_file(file),
+                None => error.in_file("metadata.json"),
+            });
         }
     }
     Ok(())

@@ -143,10 +143,102 @@ fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
 fn a_missing_rust_target_says_how_to_install_it() {
     let out = scratch("no-rust-target");
     // A triple .ci/run never installs.
-    let triple = "thumbv8m.main-none-eabihf";
+    let triple = "thumbv8m.base-none-eabi";
     let error = in_build_script_for(&out, triple, &[], || Builder::new(demo_archive()).build()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     assert!(error.to_string().contains(&format!("rustup target add {triple}")), "{error}");
+}
+
+#[test]
+fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
+    let Some(corpus) = common::corpus_root() else { return };
+    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
+    let out = scratch("wrong-core");
+    let error = in_build_script_for(&out, "thumbv6m-none-eabi", &[], || Builder::new(&archive).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::WrongTarget);
+    let expected = format!(
+        "mlf-build: {}: metadata.json: module `default` was compiled for `cortex-m4` (its target string says `-mcpu=cortex-m4`), \
+         but the build's core `cortex-m0plus` (from the triple's usual core) lacks the DSP extension\n  \
+         help: build for a core that has the DSP extension: `cortex-m4` or a larger one (Builder::cpu(\"cortex-m4\"), \
+         `-C target-cpu=cortex-m4`, and the matching --target), or re-export the model for `cortex-m0plus`",
+        archive.display()
+    );
+    assert_eq!(error.to_string(), expected);
+}
+
+#[test]
+fn code_for_a_smaller_core_builds_for_a_larger_one() {
+    let Some(corpus) = common::corpus_root() else { return };
+    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
+    let out = scratch("m4-on-m33");
+    in_build_script_for(&out, "thumbv8m.main-none-eabihf", &[], || Builder::new(&archive).build()).unwrap();
+}
+
+#[test]
+fn the_target_cpu_in_the_rust_flags_is_the_c_core() {
+    let out = scratch("target-cpu-m55");
+    let extra = [("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")];
+    in_build_script_for(&out, "thumbv8m.main-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
+    let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
+    assert!(attributes.contains("Tag_CPU_arch: v8.1-M.mainline") && attributes.contains("Tag_MVE_arch"), "{attributes}");
+}
+
+/// `arm-none-eabi-readelf -A`: the objects' build attributes (core, FPU, float ABI).
+fn readelf_attributes(library: &Path) -> String {
+    let output = std::process::Command::new("arm-none-eabi-readelf").arg("-A").arg(library).output().unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
+    let out = scratch("no-defaults-hard-float");
+    let extra = [("CRATE_CC_NO_DEFAULTS", "1")];
+    in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
+    // The support library is built once per process, by whichever test came first.
+    let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
+    assert!(attributes.contains("Tag_ABI_VFP_args: VFP registers"), "{attributes}");
+}
+
+#[test]
+fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
+    let out = scratch("soft-float-wrapper");
+    // A wrapper that forces soft-float behind every flag the build gives.
+    let wrapper = out.join("soft-gcc");
+    std::fs::write(&wrapper, "#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n").unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let extra = [("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())];
+    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    let text = error.to_string();
+    let expected = format!(
+        "the C compiler `{}` builds soft-float (floats in integer registers) objects for `thumbv7em-none-eabihf`, \
+         whose Rust code is hard-float (floats in FPU registers): linked together they would compute garbage",
+        wrapper.display()
+    );
+    assert!(text.contains(&expected), "{text}");
+    assert!(text.contains("help: remove what changes the float ABI from CC / CFLAGS / the cc::Build"), "{text}");
+}
+
+#[test]
+fn a_missing_risc_v_toolchain_names_the_packages() {
+    let out = scratch("no-riscv-cc");
+    let extra = [("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")];
+    let error = in_build_script_for(&out, "riscv32imac-unknown-none-elf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Toolchain);
+    let expected = format!(
+        "mlf-build: {}: no C compiler for `riscv32imac-unknown-none-elf`: `/nonexistent/riscv64-unknown-elf-gcc` is not installed\n  \
+         help: install the cross compiler (`apt-get install --no-install-recommends gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf`), \
+         or name one with CC_riscv32imac_unknown_none_elf",
+        demo_archive().display()
+    );
+    assert_eq!(error.to_string(), expected);
+}
+
+#[test]
+fn the_demo_cross_builds_for_risc_v_with_picolibc() {
+    let out = scratch("cross-rv32");
+    in_build_script_for(&out, "riscv32imac-unknown-none-elf", &[], || Builder::new(demo_archive()).build()).unwrap();
+    assert!(out.join("mlf/build/default/lib/libmlf_default.a").is_file());
 }
 
 #[test]

@@ -1,33 +1,70 @@
 //! Cross-builds corpus archives into `examples/cortex-m-runner` for Cortex-M
-//! triples, runs the firmware under QEMU (the runner in .cargo/config.toml,
+//! and RISC-V targets, runs the firmware under QEMU (`.cargo/qemu-runner`,
 //! wrapped in `timeout`) and compares its outputs with the ones TVM computed.
 
 mod common;
 
+use std::io::Write as _;
+
 use common::{Case, Verdict};
 
-/// Each case and the triples it must pass on.
-const MATRIX: &[(&str, &[&str])] = &[
-    ("kws_int8-aot_c-cortex_m4", &[V7EM_HF]),
-    ("kws_int8-aot_c_usmp", &[V7EM_HF, V6M]),
-    ("cnn_f32-aot_c_pools", &[V7EM_HF]),
-    ("mlp_f32-aot_c", &[V7EM_HF]),
-    ("two_outputs_f32-aot_c", &[V7EM_HF]),
+/// A firmware build: the Rust target, the core given as `-C target-cpu`
+/// (`None`: the triple's usual one), the QEMU board, and whether the
+/// conformance line names the core after the triple.
+#[derive(Clone, Copy)]
+struct Build {
+    triple: &'static str,
+    target_cpu: Option<&'static str>,
+    board: Option<&'static str>,
+    core_label: Option<&'static str>,
+}
+
+impl Build {
+    fn label(&self) -> String {
+        match self.core_label {
+            Some(core) => format!("{}/{core}", self.triple),
+            None => self.triple.to_string(),
+        }
+    }
+}
+
+const fn on(triple: &'static str) -> Build {
+    Build { triple, target_cpu: None, board: None, core_label: None }
+}
+
+const V7EM_HF: Build = on("thumbv7em-none-eabihf");
+const V7M: Build = on("thumbv7m-none-eabi");
+const V6M: Build = on("thumbv6m-none-eabi");
+const M7: Build = Build { triple: "thumbv7em-none-eabihf", target_cpu: Some("cortex-m7"), board: Some("mps2-an500"), core_label: Some("cortex-m7") };
+const M33: Build = Build { triple: "thumbv8m.main-none-eabihf", target_cpu: None, board: Some("mps2-an505"), core_label: Some("cortex-m33") };
+const M55: Build = Build { triple: "thumbv8m.main-none-eabihf", target_cpu: Some("cortex-m55"), board: Some("mps3-an547"), core_label: Some("cortex-m55") };
+const RV32: Build = Build { triple: "riscv32imac-unknown-none-elf", target_cpu: None, board: Some("virt"), core_label: None };
+
+/// Each case and the builds it must pass on. Builds are grouped by core (in
+/// the order of [`BUILDS`]) so the target crates are built once per core.
+const MATRIX: &[(&str, &[Build])] = &[
+    ("kws_int8-aot_c-cortex_m4", &[V7EM_HF, M7, M33, M55]),
+    ("kws_int8-aot_c_usmp", &[V7EM_HF, V6M, M55, RV32]),
+    ("cnn_f32-aot_c_pools", &[V7EM_HF, M7, M55]),
+    ("mlp_f32-aot_c", &[V7EM_HF, RV32]),
+    ("two_outputs_f32-aot_c", &[V7EM_HF, M33]),
     ("kws_int8-aot_c", &[V7M]),
     ("cnn_f32-aot_c", &[V7M]),
-    ("riot-ml-mnist-cm7-tvm011", &[V7EM_HF]),
-    ("etiss-kws-rv32-tvm0160", &[V7EM_HF]),
-    ("cnn_f32-graph", &[V7EM_HF]),
+    ("riot-ml-mnist-cm7-tvm011", &[V7EM_HF, M7]),
+    ("etiss-kws-rv32-tvm0160", &[V7EM_HF, RV32]),
+    ("cnn_f32-graph", &[V7EM_HF, M7, RV32]),
     ("kws_int8-graph_linked", &[V7EM_HF]),
-    ("arduino-microspeech-graph-v5-executorconfig", &[V7EM_HF]),
+    ("arduino-microspeech-graph-v5-executorconfig", &[V7EM_HF, M33]),
     ("arduino-yesno-aot-packed-v5", &[V7EM_HF]),
     ("arduino-microspeech-aot-tvm_model_t-v5", &[V7EM_HF]),
-    ("multi-kws_mlp-aot_c", &[V7EM_HF]),
+    ("multi-kws_mlp-aot_c", &[V7EM_HF, RV32]),
+    ("mlp_f32-aot_packed", &[M7]),
+    ("linaro-tfm-sine", &[M33]),
+    ("arduino-cifar-resnet-v2-20210602", &[M33]),
 ];
 
-const V7EM_HF: &str = "thumbv7em-none-eabihf";
-const V7M: &str = "thumbv7m-none-eabi";
-const V6M: &str = "thumbv6m-none-eabi";
+/// The order builds run in: one core after another.
+const BUILDS: &[Build] = &[V7EM_HF, V7M, V6M, M7, M33, M55, RV32];
 
 const TARGET_DIR: &str = "corpus-qemu";
 
@@ -36,32 +73,40 @@ fn corpus_cases_on_emulated_cortex_m_boards() {
     let Some(root) = common::corpus_root() else { return };
     let cases = common::cases(&root);
     let mut failed = Vec::new();
-    for (name, triples) in MATRIX {
-        let Some(case) = cases.iter().find(|case| case.name == *name) else {
-            failed.push(format!("{name}: not in the corpus"));
-            continue;
-        };
-        for triple in *triples {
-            if common::report(name, triple, &qemu_verdict(case, triple)) {
-                failed.push(format!("{name} [{triple}]"));
+    let started = std::time::Instant::now();
+    // While working on one case or core: `MLF_QEMU_ONLY='[riscv32'` runs only the lines containing it.
+    let only = std::env::var("MLF_QEMU_ONLY").ok().filter(|only| !only.is_empty());
+    for build in BUILDS {
+        for (name, builds) in MATRIX {
+            let selected = only.as_deref().is_none_or(|only| format!("{name} [{}]", build.label()).contains(only));
+            if !selected || !builds.iter().any(|b| b.label() == build.label()) {
+                continue;
+            }
+            let Some(case) = cases.iter().find(|case| case.name == *name) else {
+                failed.push(format!("{name}: not in the corpus"));
+                continue;
+            };
+            if common::report(name, &build.label(), &qemu_verdict(case, build)) {
+                failed.push(format!("{name} [{}]", build.label()));
             }
         }
     }
+    let _ = writeln!(std::io::stdout().lock(), "corpus: QEMU cases took {} s", started.elapsed().as_secs());
     assert!(failed.is_empty(), "corpus cases failed under QEMU: {failed:?}");
 }
 
-fn qemu_verdict(case: &Case, triple: &str) -> Verdict {
+fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
     let mut runs = 0;
     for module in &case.modules {
         if module.vectors.is_empty() {
             // No reference data: the firmware must still build and run on zeros.
-            if let Err(why) = run_firmware(case, module.module.as_deref(), &[], triple) {
+            if let Err(why) = run_firmware(case, module.module.as_deref(), &[], build) {
                 return Verdict::Fail(why);
             }
             runs += 1;
         }
         for (index, vector) in module.vectors.iter().enumerate() {
-            let outputs = match run_firmware(case, module.module.as_deref(), &vector.inputs, triple) {
+            let outputs = match run_firmware(case, module.module.as_deref(), &vector.inputs, build) {
                 Ok(outputs) => outputs,
                 Err(why) => return Verdict::Fail(why),
             };
@@ -73,7 +118,7 @@ fn qemu_verdict(case: &Case, triple: &str) -> Verdict {
     }
     let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
     if case.name.contains("graph") {
-        if let Err(why) = runtime_free(triple) {
+        if let Err(why) = runtime_free(build.triple) {
             return Verdict::Fail(why);
         }
         return Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}; no heap, JSON or graph runtime linked"));
@@ -90,9 +135,10 @@ const RUNTIME_NAME_PARTS: &[&str] = &["json", "graphexecutor", "pagememorymanage
 /// metal has no std that would bring a heap of its own).
 fn runtime_free(triple: &str) -> Result<(), String> {
     let elf = common::repo_root().join("target").join(TARGET_DIR).join(triple).join("release/cortex-m-runner");
-    let output = std::process::Command::new("arm-none-eabi-nm").arg(&elf).output().map_err(|e| format!("arm-none-eabi-nm: {e}"))?;
+    let nm = if triple.starts_with("riscv") { "riscv64-unknown-elf-nm" } else { "arm-none-eabi-nm" };
+    let output = std::process::Command::new(nm).arg(&elf).output().map_err(|e| format!("{nm}: {e}"))?;
     if !output.status.success() {
-        return Err(format!("arm-none-eabi-nm {}: {}", elf.display(), String::from_utf8_lossy(&output.stderr).trim()));
+        return Err(format!("{nm} {}: {}", elf.display(), String::from_utf8_lossy(&output.stderr).trim()));
     }
     let symbols = String::from_utf8_lossy(&output.stdout);
     let found: Vec<&str> = symbols
@@ -108,14 +154,20 @@ fn runtime_free(triple: &str) -> Result<(), String> {
 }
 
 /// Builds and runs the firmware; returns the bytes of each `output<i>:` line.
-fn run_firmware(case: &Case, module: Option<&str>, inputs: &[std::path::PathBuf], triple: &str) -> Result<Vec<Vec<u8>>, String> {
+fn run_firmware(case: &Case, module: Option<&str>, inputs: &[std::path::PathBuf], build: &Build) -> Result<Vec<Vec<u8>>, String> {
     let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     let mut command = common::cargo(TARGET_DIR);
+    // Added to the rustflags of .cargo/config.toml (RUSTFLAGS would replace them).
+    let cpu_flags = build.target_cpu.map(|cpu| format!("target.\"{}\".rustflags=[\"-C\", \"target-cpu={cpu}\"]", build.triple));
+    if let Some(flags) = &cpu_flags {
+        command.args(["--config", flags]);
+    }
     command
-        .args(["run", "--release", "--quiet", "-p", "cortex-m-runner", "--target", triple])
+        .args(["run", "--release", "--quiet", "-p", "cortex-m-runner", "--target", build.triple])
         .env("MLF_ARCHIVE", &case.archive)
         .env("MLF_INPUTS", list.join(","))
-        .env("MLF_MODULE", module.unwrap_or_default());
+        .env("MLF_MODULE", module.unwrap_or_default())
+        .env("MLF_BOARD", build.board.unwrap_or_default());
     let output = command.output().map_err(|e| format!("cargo: {e}"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {

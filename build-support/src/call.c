@@ -49,3 +49,17 @@ void TVMPlatformAbort(tvm_crt_error_t error) {
    * library (abort() drags in newlib's signal stubs on bare metal). */
   __builtin_trap();
 }
+
+/* assert() in an archive's runtime calls __assert_func on newlib and picolibc,
+ * whose own prints to stderr and so needs syscalls bare metal lacks: a failed
+ * check aborts the guarded call instead, as TVMPlatformAbort does. */
+#if !defined(__linux__) && !defined(__APPLE__) && !defined(_WIN32)
+void __assert_func(const char* file, int line, const char* function, const char* expression);
+void __assert_func(const char* file, int line, const char* function, const char* expression) {
+  (void)file;
+  (void)line;
+  (void)function;
+  (void)expression;
+  TVMPlatformAbort(kTvmErrorPlatformCheckFailure);
+}
+#endif

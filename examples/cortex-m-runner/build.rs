@@ -1,18 +1,56 @@
 //! Builds the archive named by MLF_ARCHIVE (default: the project's demo
 //! archive) for the firmware's target, embeds the raw inputs named by
 //! MLF_INPUTS (comma-separated, declaration order; default: zeros, or the
-//! demo's own input) and writes the `memory.x` QEMU's MPS2 boards need.
+//! demo's own input) and writes the `memory.x` of the board MLF_BOARD names
+//! (default: the target's usual board; `.cargo/config.toml`'s runner starts
+//! the same board in QEMU).
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// The MPS2 boards map 4 MiB of SSRAM for code at 0 and 4 MiB for data at 0x20000000.
-const MEMORY_X: &str = "MEMORY
-{
-  FLASH : ORIGIN = 0x00000000, LENGTH = 4096K
-  RAM : ORIGIN = 0x20000000, LENGTH = 4096K
+/// A QEMU board: its name (QEMU's `-M`), code and data memory.
+struct Board {
+    name: &'static str,
+    code: (u32, &'static str),
+    data: (u32, &'static str),
 }
-";
+
+/// The boards the runner knows, with the memory QEMU gives each (SSRAM or TCM for code, SRAM for data).
+const BOARDS: &[Board] = &[
+    Board { name: "mps2-an385", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
+    Board { name: "mps2-an386", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
+    Board { name: "mps2-an500", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
+    // Starts in the secure state: code in the secure alias of SSRAM1, data in that of SSRAM2/3.
+    Board { name: "mps2-an505", code: (0x1000_0000, "4096K"), data: (0x3800_0000, "4096K") },
+    // Code in the 512 KiB ITCM, data in the 2 MiB SRAM.
+    Board { name: "mps3-an547", code: (0x0000_0000, "512K"), data: (0x0100_0000, "2048K") },
+    // RAM only, from 0x80000000, where `-bios none` starts.
+    Board { name: "virt", code: (0x8000_0000, "16M"), data: (0x8100_0000, "16M") },
+];
+
+/// The board a target runs on when MLF_BOARD names none (as `.cargo/qemu-runner` picks it too).
+fn default_board(target: &str) -> &'static str {
+    match target.split('-').next().unwrap_or_default() {
+        "thumbv6m" | "thumbv7m" => "mps2-an385",
+        "thumbv8m.main" => "mps2-an505",
+        arch if arch.starts_with("riscv") => "virt",
+        _ => "mps2-an386",
+    }
+}
+
+/// `memory.x` for the board: cortex-m-rt wants FLASH and RAM, riscv-rt the REGION_* aliases too.
+fn memory_x(board: &Board, riscv: bool) -> String {
+    let mut text = format!(
+        "MEMORY\n{{\n  FLASH : ORIGIN = {:#010x}, LENGTH = {}\n  RAM : ORIGIN = {:#010x}, LENGTH = {}\n}}\n",
+        board.code.0, board.code.1, board.data.0, board.data.1
+    );
+    if riscv {
+        for (region, memory) in [("TEXT", "FLASH"), ("RODATA", "FLASH"), ("DATA", "RAM"), ("BSS", "RAM"), ("HEAP", "RAM"), ("STACK", "RAM")] {
+            writeln!(text, "REGION_ALIAS(\"REGION_{region}\", {memory});").unwrap();
+        }
+    }
+    text
+}
 
 /// x = [1, 2, 3, 4] as float32 (examples/demo-model/README.md).
 const DEMO_INPUT: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
@@ -96,7 +134,14 @@ fn main() {
         needs.inputs
     );
     write_if_changed(&out_dir.join("model-needs.txt"), &report);
-    write_if_changed(&out_dir.join("memory.x"), MEMORY_X);
+    let target = std::env::var("TARGET").expect("set by Cargo");
+    let board_name = var("MLF_BOARD").unwrap_or_else(|| default_board(&target).to_string());
+    let Some(board) = BOARDS.iter().find(|board| board.name == board_name) else {
+        let names: Vec<&str> = BOARDS.iter().map(|board| board.name).collect();
+        eprintln!("cortex-m-runner: MLF_BOARD={board_name} is not a board the runner knows; it knows {names:?}");
+        std::process::exit(1);
+    };
+    write_if_changed(&out_dir.join("memory.x"), &memory_x(board, target.starts_with("riscv")));
     println!("cargo:rustc-link-search={}", out_dir.display());
 }
 

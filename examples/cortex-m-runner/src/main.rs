@@ -1,15 +1,15 @@
-//! Cortex-M firmware that runs one model of a Model Library Format archive on
-//! embedded inputs and prints each output as `output<i>: <hex bytes>` through
-//! semihosting; exits 0 on success, 1 on any error (QEMU passes it on).
+//! Cortex-M or RISC-V firmware that runs one model of a Model Library Format
+//! archive on embedded inputs and prints each output as `output<i>: <hex bytes>`
+//! through semihosting; exits 0 on success, 1 on any error or panic (QEMU
+//! passes it on). Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
 #![no_std]
 #![no_main]
 
-use core::fmt::Write;
+use core::cell::UnsafeCell;
+use core::fmt::Write as _;
 
-use cortex_m_rt::entry;
-use cortex_m_semihosting::{debug, hio};
 use mlf_rt::Model;
-use panic_semihosting as _;
+use semihosting::io::{self, Write as _};
 
 /// Bytes aligned for any tensor element type.
 #[repr(C, align(16))]
@@ -35,26 +35,51 @@ static ZEROS: Aligned<{ max_bytes(&model::INPUTS) }> = Aligned([0; max_bytes(&mo
 /// Every output at an offset aligned to 16 bytes.
 const OUTPUT_AREA_BYTES: usize = model::OUTPUT_BYTES + 16 * model::OUTPUTS.len();
 
-#[entry]
-fn main() -> ! {
-    let status = match hio::hstdout() {
-        Ok(mut stdout) => match run::<model::Model>(&mut stdout) {
-            Ok(()) => debug::EXIT_SUCCESS,
-            Err(error) => {
-                let _ = writeln!(stdout, "error: {error}");
-                debug::EXIT_FAILURE
-            }
-        },
-        Err(()) => debug::EXIT_FAILURE,
-    };
-    debug::exit(status);
-    loop {
-        cortex_m::asm::wfi();
+/// The outputs' buffers, static as firmware keeps its buffers, so they count in .bss.
+struct OutputArea(UnsafeCell<Aligned<OUTPUT_AREA_BYTES>>);
+
+// SAFETY: the firmware has one thread, and `run`, called once, is the only user.
+unsafe impl Sync for OutputArea {}
+
+static OUTPUT_AREA: OutputArea = OutputArea(UnsafeCell::new(Aligned([0; OUTPUT_AREA_BYTES])));
+
+/// `core::fmt` text to semihosting's stdout.
+struct Console(io::Stdout);
+
+impl core::fmt::Write for Console {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        self.0.write_all(text.as_bytes()).map_err(|_| core::fmt::Error)
     }
 }
 
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
+fn main() -> ! {
+    let status = match io::stdout() {
+        Ok(stdout) => {
+            let mut out = Console(stdout);
+            match run::<model::Model>(&mut out) {
+                Ok(()) => 0,
+                Err(error) => {
+                    let _ = writeln!(out, "error: {error}");
+                    1
+                }
+            }
+        }
+        Err(_) => 1,
+    };
+    semihosting::process::exit(status)
+}
+
+/// picolibc's maths call `abort` on RISC-V and picolibc leaves it to the application.
+#[cfg(target_arch = "riscv32")]
+#[no_mangle]
+extern "C" fn abort() -> ! {
+    semihosting::process::exit(1)
+}
+
 /// Runs any model the firmware has room for: buffers are sized for the built one.
-fn run<M: Model>(out: &mut hio::HostStream) -> Result<(), mlf_rt::Error> {
+fn run<M: Model>(out: &mut Console) -> Result<(), mlf_rt::Error> {
     let _ = writeln!(out, "model `{}` from {}", M::NAME, ARCHIVE);
     let mut input_slots: [&[u8]; model::INPUTS.len()] = [&[]; model::INPUTS.len()];
     let inputs = input_slots.get_mut(..M::INPUTS.len()).ok_or(mlf_rt::Error::InputCount(M::INPUTS.len()))?;
@@ -64,8 +89,8 @@ fn run<M: Model>(out: &mut hio::HostStream) -> Result<(), mlf_rt::Error> {
             None => ZEROS.0.get(..M::INPUTS[index].bytes).ok_or(mlf_rt::Error::InputSize { index, len: ZEROS.0.len() })?,
         };
     }
-    // Static, as firmware keeps its buffers, so the output bytes count in .bss.
-    let area = cortex_m::singleton!(: Aligned<OUTPUT_AREA_BYTES> = Aligned([0; OUTPUT_AREA_BYTES])).unwrap_or_else(|| unreachable!());
+    // SAFETY: see `OutputArea`; this is its one use.
+    let area = unsafe { &mut *OUTPUT_AREA.0.get() };
     let mut output_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     let outputs = output_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
     let mut rest: &mut [u8] = &mut area.0;
@@ -88,7 +113,7 @@ fn run<M: Model>(out: &mut hio::HostStream) -> Result<(), mlf_rt::Error> {
 }
 
 /// Hex in chunks: one semihosting call per 64 bytes rather than per byte.
-fn write_hex(out: &mut hio::HostStream, bytes: &[u8]) {
+fn write_hex(out: &mut Console, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut line = [0u8; 128];
     for chunk in bytes.chunks(64) {
@@ -96,6 +121,6 @@ fn write_hex(out: &mut hio::HostStream, bytes: &[u8]) {
             pair[0] = DIGITS[usize::from(byte >> 4)];
             pair[1] = DIGITS[usize::from(byte & 0xf)];
         }
-        let _ = out.write_all(&line[..chunk.len() * 2]);
+        let _ = out.0.write_all(&line[..chunk.len() * 2]);
     }
 }

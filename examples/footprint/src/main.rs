@@ -2,8 +2,9 @@
 //! firmware's flash and RAM next to what the model itself needs by its
 //! metadata, and the difference: what mlf-build's runtime and the runner add.
 //!
-//! `cargo run --release -p footprint -- [--target TRIPLE] [--module NAME] [ARCHIVE]`
-//! (default: the demo archive on thumbv7em-none-eabihf).
+//! `cargo run --release -p footprint -- [--target TRIPLE] [--cpu CORE] [--module NAME] [ARCHIVE]`
+//! (default: the demo archive on thumbv7em-none-eabihf). `--cpu` is passed as
+//! `-C target-cpu`, which mlf-build turns into the C compiler's core.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,19 +12,21 @@ use std::process::{Command, ExitCode};
 
 struct Args {
     target: String,
+    cpu: Option<String>,
     module: Option<String>,
     archive: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { target: "thumbv7em-none-eabihf".to_string(), module: None, archive: None };
+    let mut args = Args { target: "thumbv7em-none-eabihf".to_string(), cpu: None, module: None, archive: None };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--target" => args.target = iter.next().ok_or("--target needs a triple")?,
+            "--cpu" => args.cpu = Some(iter.next().ok_or("--cpu needs a core, e.g. cortex-m7")?),
             "--module" => args.module = Some(iter.next().ok_or("--module needs a name")?),
             "-h" | "--help" => {
-                return Err("usage: footprint [--target TRIPLE] [--module NAME] [ARCHIVE]\n\
+                return Err("usage: footprint [--target TRIPLE] [--cpu CORE] [--module NAME] [ARCHIVE]\n\
                      ARCHIVE (default: the demo) is a path relative to the workspace root (where you\n\
                      run cargo), as for every runner."
                     .to_string())
@@ -45,6 +48,10 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut command = Command::new(cargo);
+    if let Some(cpu) = &args.cpu {
+        // Added to .cargo/config.toml's rustflags, which RUSTFLAGS would replace.
+        command.arg("--config").arg(format!("target.\"{}\".rustflags=[\"-C\", \"target-cpu={cpu}\"]", args.target));
+    }
     command
         .current_dir(&root)
         .args(["build", "--release", "-p", "cortex-m-runner", "--message-format=json-render-diagnostics", "--target"])
@@ -70,8 +77,11 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
     Ok(Firmware { elf: elf.ok_or("cargo named no firmware executable")?, out_dir: out_dir.ok_or("cargo named no build-script output")? })
 }
 
-fn tool(name: &str, args: &[&Path]) -> Result<String, String> {
-    let output = Command::new(name).args(args).output().map_err(|e| format!("{name}: {e} (install gcc-arm-none-eabi)"))?;
+/// binutils for the target: `arm-none-eabi-*` or `riscv64-unknown-elf-*`.
+fn tool(target: &str, name: &str, args: &[&Path]) -> Result<String, String> {
+    let (prefix, package) = if target.starts_with("riscv") { ("riscv64-unknown-elf", "gcc-riscv64-unknown-elf") } else { ("arm-none-eabi", "gcc-arm-none-eabi") };
+    let name = format!("{prefix}-{name}");
+    let output = Command::new(&name).args(args).output().map_err(|e| format!("{name}: {e} (install {package})"))?;
     if !output.status.success() {
         return Err(format!("{name} failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
     }
@@ -79,8 +89,8 @@ fn tool(name: &str, args: &[&Path]) -> Result<String, String> {
 }
 
 /// Section sizes from `size -A`.
-fn sections(elf: &Path) -> Result<BTreeMap<String, u64>, String> {
-    let text = tool("arm-none-eabi-size", &[Path::new("-A"), elf])?;
+fn sections(target: &str, elf: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let text = tool(target, "size", &[Path::new("-A"), elf])?;
     Ok(text
         .lines()
         .filter_map(|line| {
@@ -93,8 +103,8 @@ fn sections(elf: &Path) -> Result<BTreeMap<String, u64>, String> {
 }
 
 /// Sizes of the code symbols whose names `select` picks, from `nm -S`.
-fn code_bytes(elf: &Path, select: impl Fn(&str) -> bool) -> Result<u64, String> {
-    let text = tool("arm-none-eabi-nm", &[Path::new("-S"), Path::new("--defined-only"), elf])?;
+fn code_bytes(target: &str, elf: &Path, select: impl Fn(&str) -> bool) -> Result<u64, String> {
+    let text = tool(target, "nm", &[Path::new("-S"), Path::new("--defined-only"), elf])?;
     Ok(text
         .lines()
         .filter_map(|line| {
@@ -123,20 +133,21 @@ fn footprint() -> Result<(), String> {
     let need = |key: &str| needs.get(key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let module = needs.get("module").copied().unwrap_or("default");
 
-    let sections = sections(&firmware.elf)?;
+    let sections = sections(&args.target, &firmware.elf)?;
     let section = |name: &str| sections.get(name).copied().unwrap_or(0);
-    // .data occupies flash (its initial image) and RAM.
-    let flash = section(".vector_table") + section(".text") + section(".rodata") + section(".data");
+    // .data occupies flash (its initial image) and RAM; riscv-rt's startup is in .init.
+    let flash = section(".vector_table") + section(".init") + section(".text") + section(".rodata") + section(".data");
     let ram = section(".data") + section(".bss") + section(".uninit");
 
     let prefix = format!("tvmgen_{module}_");
-    let model_code = code_bytes(&firmware.elf, |name| name.starts_with(&prefix))?;
-    let support_code = code_bytes(&firmware.elf, |name| name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp"))?;
+    let model_code = code_bytes(&args.target, &firmware.elf, |name| name.starts_with(&prefix))?;
+    let support_code = code_bytes(&args.target, &firmware.elf, |name| name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp"))?;
     let model_flash = model_code + need("constants") + need("constant_pools");
     let model_ram = need("workspace") + need("io") + need("pools");
 
     let archive = args.archive.as_deref().map_or_else(|| "the demo archive".to_string(), |p| p.display().to_string());
-    println!("footprint of {archive}, module `{module}`, in cortex-m-runner for {}", args.target);
+    let core = args.cpu.as_deref().map_or_else(String::new, |cpu| format!("/{cpu}"));
+    println!("footprint of {archive}, module `{module}`, in cortex-m-runner for {}{core}", args.target);
     println!("{:<6} {:>10} {:>12} {:>11}", "", "firmware", "model needs", "difference");
     println!("{:<6} {flash:>10} {model_flash:>12} {:>11}", "flash", flash as i64 - model_flash as i64);
     println!("{:<6} {ram:>10} {model_ram:>12} {:>11}", "RAM", ram as i64 - model_ram as i64);
