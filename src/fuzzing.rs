@@ -12,7 +12,7 @@ use crate::schedule::{self, Inputs};
 use crate::{graph, metadata, params, plan};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
-const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20 };
+const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
 const MODULE: &str = "default";
 const SOURCE: &str = "codegen/host/src/default_lib0.c";
 
@@ -73,7 +73,7 @@ pub fn inspect(bytes: &[u8]) -> Result<()> {
     }
     inspect::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
-    let codegen = inspect::codegen_for(&tree, MODULE, 1);
+    let codegen = inspect::codegen_for(&tree, MODULE, &[MODULE]);
     inspect::headerless_entry(&tree, &codegen, MODULE);
     inspect::code_needs(&tree, &codegen);
     inspect::linked_params(&tree, &codegen);
