@@ -105,9 +105,14 @@ fn strict_no_std(module: &Path) -> Result<(), String> {
         module.display().to_string()
     );
     std::fs::write(&lib, text).map_err(|e| format!("{}: {e}", lib.display()))?;
+    // host-runner builds its modules with `implement_mlf_rt`: they name the mlf-rt crate it linked.
+    let deps = common::repo_root().join("target").join(TARGET_DIR).join("release/deps");
+    let mlf_rt = newest_file(&deps, "libmlf_rt-", ".rlib")?;
     let output = Command::new("rustc")
         .args(["--edition", "2021", "--crate-type", "rlib", "--crate-name", "graph_strict", "--out-dir"])
         .arg(&dir)
+        .arg("--extern")
+        .arg(format!("mlf_rt={}", mlf_rt.display()))
         .arg(&lib)
         .output()
         .map_err(|e| format!("rustc: {e}"))?;
@@ -126,6 +131,16 @@ fn nm(file: &Path, flags: &[&str]) -> Result<Vec<String>, String> {
     }
     let text = String::from_utf8_lossy(&output.stdout);
     Ok(text.lines().filter_map(|line| line.split_whitespace().last()).filter(|name| !name.ends_with(':')).map(str::to_string).collect())
+}
+
+/// The newest file in `dir` named `<prefix>…<suffix>`.
+fn newest_file(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix)))
+        .max_by_key(|path| path.metadata().and_then(|m| m.modified()).ok())
+        .ok_or_else(|| format!("no {prefix}*{suffix} in {}", dir.display()))
 }
 
 /// The OUT_DIR of the host-runner build that ran last.
