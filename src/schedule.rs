@@ -278,7 +278,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         if func_name == NOP {
             continue;
         }
-        if !is_c_identifier(func_name) {
+        if !crate::names::is_c_identifier(func_name) {
             return Err(graph_error(format!("node {node_id} `{}` calls `{func_name}`, which is not a C function name", node.name)));
         }
         let first = graph.node_row_ptr[node_id];
@@ -374,11 +374,6 @@ fn byte_size(shape: &[i64], dtype: DType) -> u64 {
 fn byte_size_of(graph: &Graph, entry: usize) -> u64 {
     let attr = &graph.entries[entry];
     byte_size(&attr.shape, attr.dtype)
-}
-
-fn is_c_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
