@@ -94,6 +94,16 @@ impl Tree {
         self.files.get(&normalize(path).ok()?).map(Vec::as_slice)
     }
 
+    /// A file's bytes as a reader, for scans that must not hold a whole
+    /// source in memory (weights sources run to tens of megabytes).
+    #[allow(dead_code)] // until inspect scans through it
+    pub fn open(&self, path: &str) -> Result<Box<dyn io::BufRead + '_>> {
+        match self.get(path) {
+            Some(bytes) => Ok(Box::new(bytes)),
+            None => Err(Error::new(ErrorKind::Io, format!("the archive has no file `{path}`")).in_file(path)),
+        }
+    }
+
     pub fn contains(&self, path: &str) -> bool {
         self.get(path).is_some()
     }
