@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 use tar::EntryType;
@@ -36,7 +37,9 @@ impl Default for Limits {
 /// An archive's regular files, in memory, keyed by normalized relative path ("codegen/host/src/default_lib0.c").
 pub(crate) struct Tree {
     files: BTreeMap<String, Vec<u8>>,
-    digest: [u8; 32],
+    /// Computed when first asked for, or taken from the record of an
+    /// identical tree written before ([`Tree::write_to`]).
+    digest: OnceLock<[u8; 32]>,
 }
 
 impl Tree {
@@ -74,15 +77,7 @@ impl Tree {
                 return Err(unsafe_entry(key, format!("is a file, but `{child}` needs it to be a directory")));
             }
         }
-        let mut hasher = Sha256::new();
-        for (path, bytes) in &files {
-            // Paths cannot contain NUL, so it delimits them unambiguously.
-            hasher.update(path.as_bytes());
-            hasher.update([0]);
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        }
-        Ok(Tree { files, digest: hasher.finalize().into() })
+Ok(Tree { files, digest: OnceLock::new() })
     }
 
     /// The files, for building a changed tree with [`Tree::from_files`].
@@ -92,16 +87,6 @@ impl Tree {
 
     pub fn get(&self, path: &str) -> Option<&[u8]> {
         self.files.get(&normalize(path).ok()?).map(Vec::as_slice)
-    }
-
-    /// A file's bytes as a reader, for scans that must not hold a whole
-    /// source in memory (weights sources run to tens of megabytes).
-    #[allow(dead_code)] // until inspect scans through it
-    pub fn open(&self, path: &str) -> Result<Box<dyn io::BufRead + '_>> {
-        match self.get(path) {
-            Some(bytes) => Ok(Box::new(bytes)),
-            None => Err(Error::new(ErrorKind::Io, format!("the archive has no file `{path}`")).in_file(path)),
-        }
     }
 
     pub fn contains(&self, path: &str) -> bool {
@@ -128,21 +113,45 @@ impl Tree {
     /// content gives the same digest whether it came from a tar (in any member
     /// order, with or without "./") or a directory.
     pub fn digest(&self) -> [u8; 32] {
-        self.digest
+        *self.digest.get_or_init(|| {
+            let mut hasher = Sha256::new();
+            for (path, bytes) in &self.files {
+                // Paths cannot contain NUL, so it delimits them unambiguously.
+                hasher.update(path.as_bytes());
+                hasher.update([0]);
+                hasher.update((bytes.len() as u64).to_le_bytes());
+                hasher.update(bytes);
+            }
+            hasher.finalize().into()
+        })
     }
 
     pub fn digest_hex(&self) -> String {
-        self.digest.iter().map(|byte| format!("{byte:02x}")).collect()
+        self.digest().iter().map(|byte| format!("{byte:02x}")).collect()
     }
 
     /// Writes every file below `dir`, each only if its bytes differ from what
     /// is there; removes files below `dir` that the tree no longer has (and
     /// then-empty directories). Returns how many files were written.
+    ///
+    /// The digest is recorded in `<dir>.digest`: when a later tree leaves
+    /// `dir` exactly as it was, it takes that digest instead of hashing its
+    /// bytes again (SHA-256 of tens of megabytes takes seconds in the
+    /// unoptimised build scripts Cargo builds by default).
     pub fn write_to(&self, dir: &Path) -> Result<usize> {
+        let mut record_name = dir.file_name().unwrap_or_default().to_os_string();
+        record_name.push(".digest");
+        let record = dir.with_file_name(record_name);
+        let recorded = fs::read_to_string(&record).ok().and_then(|text| parse_digest(text.trim()));
+        // Gone while `dir` changes, so an interrupted write leaves no record behind.
+        match fs::remove_file(&record) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(Error::io("remove", &record, e)),
+            _ => {}
+        }
         fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         // Afterwards every non-directory left below `dir` is a file of the tree,
         // so no symlink remains where a directory is needed.
-        self.remove_stale(dir, "")?;
+        let removed = self.remove_stale(dir, "")?;
         let mut written = 0;
         for (key, bytes) in &self.files {
             let path = key.split('/').fold(dir.to_path_buf(), |path, part| path.join(part));
@@ -150,11 +159,18 @@ impl Tree {
                 written += 1;
             }
         }
+        if let Some(digest) = recorded.filter(|_| removed == 0 && written == 0) {
+            // Already set only if computed from these same bytes.
+            let _ = self.digest.set(digest);
+        }
+        fs::write(&record, self.digest_hex()).map_err(|e| Error::io("write", &record, e))?;
         Ok(written)
     }
 
-    /// Removes everything below `dir` (whose key is `prefix`) that is not a file of the tree.
-    fn remove_stale(&self, dir: &Path, prefix: &str) -> Result<()> {
+    /// Removes everything below `dir` (whose key is `prefix`) that is not a
+    /// file of the tree; returns how many entries it removed.
+    fn remove_stale(&self, dir: &Path, prefix: &str) -> Result<usize> {
+        let mut removed = 0;
         for entry in fs::read_dir(dir).map_err(|e| Error::io("read", dir, e))? {
             let entry = entry.map_err(|e| Error::io("read", dir, e))?;
             let path = entry.path();
@@ -163,18 +179,25 @@ impl Tree {
             let key = entry.file_name().to_str().map(|name| join_key(prefix, name));
             match key {
                 Some(key) if file_type.is_dir() => {
-                    self.remove_stale(&path, &key)?;
+                    removed += self.remove_stale(&path, &key)?;
                     let mut children = fs::read_dir(&path).map_err(|e| Error::io("read", &path, e))?;
                     if children.next().is_none() {
                         fs::remove_dir(&path).map_err(|e| Error::io("remove", &path, e))?;
+                        removed += 1;
                     }
                 }
                 Some(key) if self.files.contains_key(&key) => {}
-                _ if file_type.is_dir() => fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?,
-                _ => fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?,
+                _ if file_type.is_dir() => {
+                    fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    removed += 1;
+                }
+                _ => {
+                    fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    removed += 1;
+                }
             }
         }
-        Ok(())
+        Ok(removed)
     }
 }
 
@@ -202,6 +225,18 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     }
     fs::write(path, bytes).map_err(|e| Error::io("write", path, e))?;
     Ok(true)
+}
+
+/// A digest written by [`Tree::digest_hex`].
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    let mut digest = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (byte, pair) in digest.iter_mut().zip(hex.as_bytes().chunks(2)) {
+        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(digest)
 }
 
 fn unsafe_entry(entry: &str, message: impl Into<String>) -> Error {
@@ -732,6 +767,35 @@ mod tests {
     }
 
     #[test]
+    fn write_to_reuses_the_digest_only_of_an_unchanged_tree() {
+        let dir = scratch("digest-record");
+        let out = dir.join("tree");
+        let tree = || Tree::from_files([file("a.c", "a"), file("sub/b.c", "b")]).unwrap();
+        let hashed = tree().digest();
+        tree().write_to(&out).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), tree().digest_hex());
+
+        // A record is taken, not recomputed, when the bytes on disk stay the same.
+        let planted = "ab".repeat(32);
+        fs::write(dir.join("tree.digest"), &planted).unwrap();
+        let same = tree();
+        same.write_to(&out).unwrap();
+        assert_eq!(same.digest_hex(), planted);
+
+        // Any change (a byte, a removed file) means hashing the new tree.
+        fs::write(dir.join("tree.digest"), &planted).unwrap();
+        let changed = Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap();
+        changed.write_to(&out).unwrap();
+        assert_ne!(changed.digest(), hashed);
+        assert_eq!(changed.digest(), Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap().digest());
+        fs::write(dir.join("tree.digest"), &planted).unwrap();
+        let fewer = Tree::from_files([file("a.c", "A")]).unwrap();
+        fewer.write_to(&out).unwrap();
+        assert_ne!(fewer.digest_hex(), planted);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn write_to_writes_only_changes() {
         let dir = scratch("write");
         let out = dir.join("tree");
@@ -762,7 +826,7 @@ mod tests {
         assert_eq!(fs::read(&outside).unwrap(), b"keep");
         let mut entries: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         entries.sort();
-        assert_eq!(entries, ["outside.txt", "tree"]);
+        assert_eq!(entries, ["outside.txt", "tree", "tree.digest"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -74,14 +74,15 @@ pub fn inspect(bytes: &[u8]) -> Result<()> {
     inspect::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
     let codegen = inspect::codegen_for(&tree, MODULE, &[MODULE]);
-    inspect::headerless_entry(&tree, &codegen, MODULE);
-    inspect::code_needs(&tree, &codegen);
-    inspect::linked_params(&tree, &codegen);
-    inspect::main_parameter_types(&tree, &codegen, MODULE);
+    let sources = inspect::Sources::new(&tree);
+    inspect::headerless_entry(&sources, &codegen, MODULE);
+    inspect::code_needs(&sources, &codegen);
+    inspect::linked_params(&sources, &codegen);
+    inspect::main_parameter_types(&sources, &codegen, MODULE);
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
         let name: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        inspect::operator_args(&tree, &codegen, &name);
+        inspect::operator_args(&sources, &codegen, &name);
     }
     Ok(())
 }

@@ -105,6 +105,83 @@ fn natural_key(name: &str) -> Vec<(String, u64)> {
     key
 }
 
+/// The archive's C and C++ sources as inspect's questions read them, each
+/// read once: numeric brace initializers (weights tables, most of a weights
+/// source's bytes) are left out, as they hold no name any question asks about.
+pub(crate) struct Sources<'t> {
+    pub tree: &'t Tree,
+    texts: BTreeMap<String, String>,
+}
+
+impl<'t> Sources<'t> {
+    pub fn new(tree: &'t Tree) -> Sources<'t> {
+        let texts = tree
+            .files_under(SRC_DIR)
+            .filter(|path| path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx")))
+            .map(|path| (path.to_string(), String::from_utf8_lossy(&skeleton(tree.get(path).unwrap_or_default())).into_owned()))
+            .collect();
+        Sources { tree, texts }
+    }
+
+    /// The source's text without its numeric initializers; empty for a file the tree lacks.
+    fn text(&self, path: &str) -> &str {
+        self.texts.get(path).map_or("", String::as_str)
+    }
+}
+
+/// `code` with every numeric brace initializer (`= { 0x1p-3f, -2, { 4 } }`)
+/// replaced by `= {}`. One pass; each byte is looked at most twice.
+fn skeleton(code: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while i < code.len() {
+        if code[i] == b'=' {
+            let mut open = i + 1;
+            while open < code.len() && matches!(code[open], b' ' | b'\t' | b'\r' | b'\n') {
+                open += 1;
+            }
+            if let Some(close) = numeric_group_end(code, open) {
+                out.extend_from_slice(&code[copied..open]);
+                out.extend_from_slice(b"{}");
+                copied = close + 1;
+                i = close + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.extend_from_slice(&code[copied..]);
+    out
+}
+
+/// The index of the `}` closing the group that opens at `open`, when all it
+/// holds is numbers, signs, commas, whitespace and nested groups. A failing
+/// scan stops at the first other byte (`=` among them).
+fn numeric_group_end(code: &[u8], open: usize) -> Option<usize> {
+    if code.get(open) != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < code.len() {
+        match code[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' | b'x' | b'X' | b'p' | b'P' | b'u' | b'U' | b'l' | b'L' => {}
+            b'.' | b'+' | b'-' | b',' | b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => return None,
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The parts of `tvmgen_<m>.h` the build needs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct InterfaceHeader {
@@ -306,9 +383,9 @@ fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
 }
 
 /// How many parameters the definition of `name` among the module's sources takes.
-pub(crate) fn parameter_count(tree: &Tree, codegen: &Codegen, name: &str) -> Option<usize> {
+pub(crate) fn parameter_count(sources: &Sources<'_>, codegen: &Codegen, name: &str) -> Option<usize> {
     codegen.c_sources.iter().find_map(|path| {
-        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        let code = strip_comments(&sources.text(path));
         function_params(&code, name).map(|params| param_names(params).len())
     })
 }
@@ -335,11 +412,11 @@ pub(crate) enum HeaderlessEntry {
 }
 
 /// Finds the legacy descriptor or the packed `tvmgen_<m>_run` among the module's sources.
-pub(crate) fn headerless_entry(tree: &Tree, codegen: &Codegen, module: &str) -> Option<HeaderlessEntry> {
+pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Option<HeaderlessEntry> {
     let run = format!("tvmgen_{module}_run");
     let mut packed = None;
     for path in &codegen.c_sources {
-        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let text = sources.text(path);
         let code = strip_comments(&text);
         for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
             let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
@@ -379,13 +456,13 @@ pub(crate) struct Definitions {
 }
 
 impl Definitions {
-    pub fn of(tree: &Tree, codegen: &Codegen) -> Definitions {
+    pub fn of(sources: &Sources<'_>, codegen: &Codegen) -> Definitions {
         let mut functions = std::collections::BTreeSet::new();
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+            let code = strip_comments(&sources.text(path));
             functions.extend(defined_function_names(&code).map(str::to_string));
         }
-        let objects = codegen.objects.iter().map(|path| tree.get(path).unwrap_or_default().to_vec()).collect();
+        let objects = codegen.objects.iter().map(|path| sources.tree.get(path).unwrap_or_default().to_vec()).collect();
         Definitions { functions, objects }
     }
 
@@ -440,9 +517,9 @@ pub(crate) struct OperatorArg {
 
 /// The parameters of packed operator `function` in the order it reads them from `args`,
 /// and which of them it stores into (`((T*)x_1)[i] = ...` through the tensor's data).
-pub(crate) fn operator_args(tree: &Tree, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
+pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
     for path in &codegen.c_sources {
-        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let text = sources.text(path);
         let Some(body) = function_body(&text, function) else { continue };
         let mut args = Vec::new();
         for index in 0..packed_arg_count(body) {
@@ -493,10 +570,10 @@ fn dsp_intrinsic(text: &str) -> Option<&str> {
         .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
 }
 
-pub(crate) fn code_needs(tree: &Tree, codegen: &Codegen) -> CodeNeeds {
+pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds {
     let mut needs = CodeNeeds::default();
     for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let text = sources.text(path);
         needs.workspace_allocator |= text.contains("TVMBackendAllocWorkspace");
         if needs.arm_only.is_none() {
             needs.arm_only = included_headers(&text)
@@ -522,10 +599,10 @@ pub(crate) struct LinkedParams {
 }
 
 /// Finds the definition of `_lookup_linked_param` in the module's C sources.
-pub(crate) fn linked_params(tree: &Tree, codegen: &Codegen) -> Option<LinkedParams> {
+pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<LinkedParams> {
     const SUFFIX: &str = "_lookup_linked_param(";
     for path in &codegen.c_sources {
-        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let text = sources.text(path);
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
             let Some(at) = line.find(SUFFIX) else { continue };
@@ -684,10 +761,10 @@ fn final_expression_out_dtype(body: &str) -> Option<DType> {
 
 /// Element types of `tvmgen_<m>___tvm_main__`'s parameters, from its definition
 /// (`float* x_buffer_var, ...`); `None` for untyped (`void*`) parameters.
-pub(crate) fn main_parameter_types(tree: &Tree, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
+pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
     let needle = format!("tvmgen_{module}___tvm_main__(");
     for path in &codegen.c_sources {
-        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let text = sources.text(path);
         for (at, _) in text.match_indices(&needle) {
             let params_text = &text[at + needle.len()..];
             let Some(close) = params_text.find(')') else { continue };
@@ -705,9 +782,9 @@ pub(crate) fn main_parameter_types(tree: &Tree, codegen: &Codegen, module: &str)
 /// input's type from the first operator the entry passes it to, an output's
 /// from the last, each read from that operator's typed parameter or from the
 /// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
-pub(crate) fn entry_argument_types(tree: &Tree, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
+pub(crate) fn entry_argument_types(sources: &Sources<'_>, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
     let sources: Vec<String> =
-        codegen.c_sources.iter().map(|path| strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()))).collect();
+        codegen.c_sources.iter().map(|path| strip_comments(&sources.text(path))).collect();
     let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
     let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
     let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
@@ -800,6 +877,23 @@ fn c_pointer_dtype(param: &str) -> Option<DType> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn skeleton_leaves_out_only_numeric_initializers() {
+        let code = "static const float w[4] = {\n  0x1.8p-3f, -2.5e+1f, 7, 0x0p+0f\n};\n\
+                    const int nested[2][2] = { {1, 2}, {3, 4} };\n\
+                    tvm_model_t network = { .num_input_tensors = 1, .run = &run };\n\
+                    const char* s = \"{1, 2}\";\n\
+                    int f(int x) { int local[2] = {1, 2}; return x == 1 ? 0 : 1; }\n\
+                    int open = { 1, 2";
+        let out = String::from_utf8(skeleton(code.as_bytes())).unwrap();
+        assert!(out.starts_with("static const float w[4] = {};\n"), "{out}");
+        assert!(out.contains("const int nested[2][2] = {};"), "{out}");
+        assert!(out.contains("tvm_model_t network = { .num_input_tensors = 1, .run = &run };"), "{out}");
+        assert!(out.contains("\"{1, 2}\""), "{out}");
+        assert!(out.contains("int local[2] = {}; return x == 1 ? 0 : 1; }"), "{out}");
+        assert!(out.ends_with("int open = { 1, 2"), "{out}");
+    }
+
     use super::*;
 
     #[test]
@@ -864,12 +958,12 @@ mod tests {
             \x20 (void)f_in(input, sid_1);\n  (void)f_out(sid_1, output);\n  return 0;\n}\n";
         let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
         let codegen = codegen_for(&tree, "default", &["default"]);
-        let types: Vec<String> = entry_argument_types(&tree, &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
+        let types: Vec<String> = entry_argument_types(&Sources::new(&tree), &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
         assert_eq!(types, [format!("{:?}", DType::parse("int8").ok()), format!("{:?}", DType::parse("int8").ok())]);
-        let definitions = Definitions::of(&tree, &codegen);
+        let definitions = Definitions::of(&Sources::new(&tree), &codegen);
         assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));
         assert!(!definitions.defines("for") && !definitions.defines("TVMBackendAllocWorkspace"));
-        assert_eq!(parameter_count(&tree, &codegen, "tvmgen_default_run_model"), Some(2));
+        assert_eq!(parameter_count(&Sources::new(&tree), &codegen, "tvmgen_default_run_model"), Some(2));
     }
 
     #[test]
@@ -899,9 +993,9 @@ mod tests {
         ])
         .unwrap();
         let codegen = codegen_for(&tree, "default", &["default"]);
-        let linked = linked_params(&tree, &codegen).unwrap();
+        let linked = linked_params(&Sources::new(&tree), &codegen).unwrap();
         assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
         let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
-        assert_eq!(linked_params(&plain, &codegen_for(&plain, "default", &["default"])), None);
+        assert_eq!(linked_params(&Sources::new(&plain), &codegen_for(&plain, "default", &["default"])), None);
     }
 }

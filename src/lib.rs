@@ -502,8 +502,9 @@ fn model_library(
         generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
         c_sources.push(gen_dir.join(&glue.source_name));
         if let Some((name, text)) = &glue.params {
+            // Not part of the key: it follows from the `.params` bytes (in the
+            // tree's digest) and the layout the glue above states.
             write_if_changed(&gen_dir.join(name), text.as_bytes())?;
-            generated.extend(text.as_bytes());
             c_sources.push(gen_dir.join(name));
         }
     }
@@ -585,7 +586,7 @@ fn bindings_spec(
 ) -> bindings::BindingsSpec {
     let m = &module.name;
     bindings::BindingsSpec {
-        header: gen_dir.join(glue::generate(module, "").header_name),
+        header: gen_dir.join(glue::header_name(module)),
         include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         clang_args: extra
             .defines

@@ -6,7 +6,7 @@ use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
-use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature};
+use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature, Sources};
 use crate::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::params;
 use crate::schedule::{self, Schedule};
@@ -183,10 +183,11 @@ pub(crate) struct Pool {
 }
 
 pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
+    let sources = &inspect::Sources::new(tree);
     let modules = metadata
         .modules
         .iter()
-        .map(|module| plan_module(tree, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>()))
+        .map(|module| plan_module(sources, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>()))
         .collect::<Result<Vec<_>>>()?;
     let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
         .into_iter()
@@ -198,7 +199,8 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
 /// A source of TVM's C runtime: its presence means the archive ships `runtime/`.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
-fn plan_module(tree: &Tree, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
+fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
+    let tree = sources.tree;
     let name = meta.name.clone();
     let codegen = inspect::codegen_for(tree, &name, modules);
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
@@ -207,27 +209,28 @@ fn plan_module(tree: &Tree, meta: &ModuleMeta, modules: &[&str]) -> Result<Modul
             .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
     }
     if meta.is_operator() {
-        return plan_operator(tree, meta, codegen);
+        return plan_operator(sources, meta, codegen);
     }
     let header_path = InterfaceHeader::path_for(&name);
     if let Some(header_text) = tree.get(&header_path) {
-        return plan_c_interface(tree, meta, codegen, &header_path, header_text);
+        return plan_c_interface(sources, meta, codegen, &header_path, header_text);
     }
     if meta.executors.contains(&Executor::Aot) {
-        if let Some(entry) = inspect::headerless_entry(tree, &codegen, &name) {
-            return plan_headerless(tree, meta, codegen, entry);
+        if let Some(entry) = inspect::headerless_entry(sources, &codegen, &name) {
+            return plan_headerless(sources, meta, codegen, entry);
         }
     }
     match meta.graph_json_path.as_deref() {
-        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(tree, meta, codegen, graph_path),
+        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(sources, meta, codegen, graph_path),
         _ => Err(unsupported_kind(meta, &header_path)),
     }
 }
 
-fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
+fn plan_c_interface(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
+    let tree = sources.tree;
     let name = meta.name.clone();
     let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
-    interface.direct_entry = undefined_run_replacement(tree, &codegen, &interface, &name)?;
+    interface.direct_entry = undefined_run_replacement(sources, &codegen, &interface, &name)?;
     if interface.maps_inputs {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -237,8 +240,8 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
         .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
     }
     let relay = relay_of(tree, meta);
-    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
-    let code_types = if main_types.is_empty() { inspect::entry_argument_types(tree, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
+    let main_types = inspect::main_parameter_types(sources, &codegen, &name);
+    let code_types = if main_types.is_empty() { inspect::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
     let resolver = TensorResolver {
         meta,
         main: main_memory(meta),
@@ -256,23 +259,23 @@ fn plan_c_interface(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, header_pat
         .iter()
         .map(|pool| plan_pool(&interface, &name, pool))
         .collect::<Result<Vec<_>>>()?;
-    Ok(finish_plan(tree, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
+    Ok(finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
 }
 
 /// `None` when a source or object defines the `tvmgen_<m>_run` the header
 /// declares; else the defined model function that takes the buffers directly
 /// (`tvmgen_<m>_run_model` or `tvmgen_<m>___tvm_main__` with one parameter per
 /// tensor), or a refusal naming the undefined function.
-fn undefined_run_replacement(tree: &Tree, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<String>> {
+fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<String>> {
     let run = format!("tvmgen_{name}_run");
-    let definitions = inspect::Definitions::of(tree, codegen);
+    let definitions = inspect::Definitions::of(sources, codegen);
     if definitions.defines(&run) {
         return Ok(None);
     }
     let tensors = interface.inputs.len() + interface.outputs.len();
     let direct = [format!("tvmgen_{name}_run_model"), format!("tvmgen_{name}___tvm_main__")]
         .into_iter()
-        .find(|function| definitions.defines(function) && inspect::parameter_count(tree, codegen, function) == Some(tensors));
+        .find(|function| definitions.defines(function) && inspect::parameter_count(sources, codegen, function) == Some(tensors));
     match direct {
         Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
             crate::directive::warning(&format!(
@@ -302,7 +305,8 @@ fn target_alignment(meta: &ModuleMeta) -> u64 {
 }
 
 /// A graph-executor module: the graph JSON and `.params` become a fixed call sequence.
-fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str) -> Result<ModulePlan> {
+fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_path: &str) -> Result<ModulePlan> {
+    let tree = sources.tree;
     let name = meta.name.clone();
     let graph_bytes = tree.get(graph_path).ok_or_else(|| {
         Error::new(ErrorKind::NotMlf, format!("module `{name}` uses the graph executor, but the archive has no graph JSON"))
@@ -316,7 +320,7 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         // Linked weights, or none: the schedule checks every weight has a source.
         None => Vec::new(),
     };
-    let linked = inspect::linked_params(tree, &codegen);
+    let linked = inspect::linked_params(sources, &codegen);
     let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
@@ -332,7 +336,7 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
     };
     check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
     let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
-    let definitions = inspect::Definitions::of(tree, &codegen);
+    let definitions = inspect::Definitions::of(sources, &codegen);
     if let Some(call) = schedule.calls.iter().find(|call| !definitions.defines(&call.func_name)) {
         let node = graph.nodes.get(call.node).map_or("", |n| n.name.as_str());
         return Err(Error::new(
@@ -345,7 +349,7 @@ fn plan_graph(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, graph_path: &str
         .in_file(graph_path)
         .help("the graph and the generated code must come from the same export; re-export the archive without removing files"));
     }
-    Ok(finish_plan(tree, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
+    Ok(finish_plan(sources, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
 }
 
 /// Argument nodes that are not parameters of the Relay `@main` are weights
@@ -412,7 +416,8 @@ fn main_memory(meta: &ModuleMeta) -> Option<&metadata::MainMemory> {
 /// Packed `tvmgen_<m>_run` or a legacy descriptor: no header names the tensors, so
 /// names and counts come from the metadata (TVM >= 0.11), the descriptor, the
 /// packed wrapper's argument count and the Relay text.
-fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: inspect::HeaderlessEntry) -> Result<ModulePlan> {
+fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, found: inspect::HeaderlessEntry) -> Result<ModulePlan> {
+    let tree = sources.tree;
     let name = meta.name.clone();
     let relay = relay_of(tree, meta);
     let main = main_memory(meta);
@@ -450,8 +455,8 @@ fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: insp
             (inputs, outputs)
         }
     };
-    let main_types = inspect::main_parameter_types(tree, &codegen, &name);
-    let code_types = inspect::entry_argument_types(tree, &codegen, &name, input_names.len());
+    let main_types = inspect::main_parameter_types(sources, &codegen, &name);
+    let code_types = inspect::entry_argument_types(sources, &codegen, &name, input_names.len());
     let resolver = TensorResolver {
         meta,
         main,
@@ -464,12 +469,12 @@ fn plan_headerless(tree: &Tree, meta: &ModuleMeta, codegen: Codegen, found: insp
         code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
-    Ok(finish_plan(tree, meta, codegen, entry, inputs, outputs, Vec::new()))
+    Ok(finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new()))
 }
 
 /// A `tvm.build` operator: tensors from the metadata's memory map; which are
 /// written (outputs) from the generated code.
-fn plan_operator(tree: &Tree, meta: &ModuleMeta, codegen: Codegen) -> Result<ModulePlan> {
+fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> Result<ModulePlan> {
     let function = match meta.operator_functions.as_slice() {
         [function] => function,
         [] => {
@@ -487,7 +492,7 @@ fn plan_operator(tree: &Tree, meta: &ModuleMeta, codegen: Codegen) -> Result<Mod
             .help("export each operator on its own (one tvm.build per archive)"));
         }
     };
-    let Some((file, args)) = inspect::operator_args(tree, &codegen, &function.name) else {
+    let Some((file, args)) = inspect::operator_args(sources, &codegen, &function.name) else {
         return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
             .in_file(inspect::SRC_DIR)
             .help("the sources must come from the same export as metadata.json; re-export the archive"));
@@ -528,11 +533,11 @@ fn plan_operator(tree: &Tree, meta: &ModuleMeta, codegen: Codegen) -> Result<Mod
         }
     }
     let entry = Entry::Operator { function: function.name.clone(), file, args: slots };
-    Ok(finish_plan(tree, meta, codegen, entry, inputs, outputs, Vec::new()))
+    Ok(finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new()))
 }
 
 fn finish_plan(
-    tree: &Tree,
+    sources: &Sources<'_>,
     meta: &ModuleMeta,
     codegen: Codegen,
     entry: Entry,
@@ -540,7 +545,7 @@ fn finish_plan(
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
 ) -> ModulePlan {
-    let needs = inspect::code_needs(tree, &codegen);
+    let needs = inspect::code_needs(sources, &codegen);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),
