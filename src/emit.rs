@@ -227,7 +227,7 @@ impl Emitter<'_, '_> {
                 format!("pub const ALIGNMENT: usize = {};", m.alignment),
             ),
             (
-                "/// Static arena mlf-build reserves for `TVMBackendAllocWorkspace`: the workspace rounded up to\n/// [`ALIGNMENT`] plus one alignment for the base; 0 when the generated code allocates nothing.".to_string(),
+                "/// Static arena mlf-build reserves for `TVMBackendAllocWorkspace`: the workspace rounded up to\n/// [`ALIGNMENT`] plus one alignment for the base; 0 when the generated code allocates nothing\n/// or for a graph module, whose operator workspaces are regions of its storage.".to_string(),
                 format!("pub const ARENA_BYTES: usize = {};", m.arena_bytes),
             ),
             (
@@ -250,7 +250,7 @@ impl Emitter<'_, '_> {
             )),
             Some(schedule) => consts.extend([
                 (
-                    format!("/// Static storage of the graph's intermediate tensors, in bytes: one slot per storage id\n/// ({} in all) that operators write, sized from the graph's shapes and dtypes, each aligned to\n/// [`ALIGNMENT`]. Inputs, outputs and weights are used in place and take none.", schedule.slots.len()),
+                    format!("/// Static storage of the graph's intermediate tensors and operator workspaces, in bytes:\n/// {} regions sized from the graph's shapes and dtypes and metadata.json's operator workspaces,\n/// aligned to [`ALIGNMENT`], sharing bytes when not live during the same call (TVM's own plan:\n/// {} bytes). Inputs, outputs and weights are used in place and take none.", schedule.slots.len(), schedule.tvm_plan_bytes),
                     format!("pub const STORAGE_BYTES: usize = {};", schedule.storage_bytes),
                 ),
                 (
@@ -545,7 +545,8 @@ pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error>
     }
 }
 
-/// Most bytes of [`ARENA_BYTES`] the last run used at once (0 when the model allocates nothing).
+/// Most workspace bytes the last run used at once (0 when the model allocates nothing): of
+/// [`ARENA_BYTES`], or for a graph module of any one operator's region of its storage.
 pub fn workspace_peak() -> usize {
     // SAFETY: reads a counter of the support library.
     unsafe { ffi::mlf_support_workspace_peak() }

@@ -149,7 +149,7 @@ fn storage(source: &mut String, module: &ModulePlan) {
     let align = module.alignment;
     if let Some(schedule) = module.schedule() {
         if schedule.storage_bytes > 0 {
-            let _ = writeln!(source, "/* The graph's storage: one aligned slot per storage id that operators write. */");
+            let _ = writeln!(source, "/* The graph's storage: intermediate tensors and operator workspaces, sharing bytes when not live together. */");
             let _ = writeln!(source, "static _Alignas({align}) uint8_t storage[{}];\n", schedule.storage_bytes);
         }
         if !schedule.params.is_empty() {
@@ -299,16 +299,21 @@ fn graph_tables(m: &str, schedule: &Schedule) -> String {
         let _ = writeln!(c, "  0,");
     }
     let _ = writeln!(c, "}};\n");
-    let _ = writeln!(c, "struct mlf_call {{\n  mlf_packed_t func;\n  uint32_t first;\n  uint32_t count;\n}};\n");
+    let _ = writeln!(c, "/* workspace: the byte offset into storage of the region TVMBackendAllocWorkspace serves during the call. */");
+    let _ = writeln!(
+        c,
+        "struct mlf_call {{\n  mlf_packed_t func;\n  uint32_t first;\n  uint32_t count;\n  uint32_t workspace;\n  uint32_t workspace_len;\n}};\n"
+    );
     let _ = writeln!(c, "/* The operators in graph order. */");
     let _ = writeln!(c, "static const struct mlf_call mlf_calls[{}] = {{", schedule.calls.len().max(1));
     let mut first = 0;
     for call in &schedule.calls {
-        let _ = writeln!(c, "  {{{}, {first}u, {}u}}, /* node {} */", call.func_name, call.args.len(), call.node);
+        let (offset, bytes) = call.workspace.unwrap_or((0, 0));
+        let _ = writeln!(c, "  {{{}, {first}u, {}u, {offset}u, {bytes}u}}, /* node {} */", call.func_name, call.args.len(), call.node);
         first += call.args.len();
     }
     if schedule.calls.is_empty() {
-        let _ = writeln!(c, "  {{NULL, 0u, 0u}},");
+        let _ = writeln!(c, "  {{NULL, 0u, 0u, 0u, 0u}},");
     }
     let _ = writeln!(c, "}};\n");
 
@@ -358,6 +363,9 @@ fn graph_call(schedule: &Schedule) -> String {
     let _ = writeln!(c, "      status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);");
     let _ = writeln!(c, "      if (status != 0) return status;");
     let _ = writeln!(c, "      values[k].v_handle = &tensors[k];\n      codes[k] = kTVMDLTensorHandle;\n    }}");
+    if schedule.calls.iter().any(|call| call.workspace.is_some()) {
+        let _ = writeln!(c, "    mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
+    }
     let _ = writeln!(c, "    status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);");
     let _ = writeln!(c, "    if (status != 0) return status;\n  }}");
     for copy in &schedule.copies {

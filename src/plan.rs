@@ -99,6 +99,10 @@ pub struct MemoryNeeds {
     pub storage: u64,
     /// Weights from a graph's `.params` file, placed in read-only memory.
     pub params: u64,
+    /// Static RAM TVM's own plan of a graph would take (one slot per storage id
+    /// plus an arena for the largest operator workspace), for comparison with
+    /// [`MemoryNeeds::static_ram`]; 0 for other modules.
+    pub tvm_graph_plan: u64,
     /// All input buffers together.
     pub inputs: u64,
     /// All output buffers together.
@@ -143,6 +147,7 @@ impl ModulePlan {
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
             params: schedule.map_or(0, |s| s.params.len() as u64),
+            tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
         }
     }
 }
@@ -324,6 +329,16 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
+    // Graph operators take their workspace one call at a time, each from a region
+    // of the storage the schedule places; metadata.json states each operator's.
+    let allocates = inspect::code_needs(sources, &codegen).workspace_allocator;
+    let mut workspaces = std::collections::BTreeMap::new();
+    for op in &meta.operators {
+        let bytes = op.workspace.iter().map(|&(_, bytes)| bytes).max().unwrap_or(0);
+        workspaces.insert(op.function_name.clone(), if allocates { bytes } else { 0 });
+    }
+    // An operator it does not list gets the largest stated, else the module's whole workspace.
+    let largest = workspaces.values().copied().max().unwrap_or_else(|| meta.workspace_size_bytes());
     let with = schedule::Inputs {
         graph_path,
         params_path: &params_path,
@@ -332,6 +347,8 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         sids: &meta.sids,
         metadata_inputs: names(main.map(|m| &m.inputs)),
         metadata_outputs: names(main.map(|m| &m.outputs)),
+        workspaces,
+        default_workspace: if allocates { largest } else { 0 },
         alignment,
     };
     check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
@@ -552,16 +569,14 @@ fn finish_plan(
         constants_bytes: meta.constants_size_bytes(),
         io_bytes: meta.io_size_bytes(),
     };
-    // A graph runs its operators one at a time, each freeing its workspace: the
-    // arena needs only the largest operator's. AOT needs the whole workspace.
-    let operator_workspace = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
-    let workspace = match (&entry, operator_workspace) {
-        (Entry::Graph(_), Some(largest)) => largest,
-        _ => memory.workspace_bytes,
-    };
+    // A graph's operator workspaces are regions of its storage (see `schedule`).
     // TVM's planner sizes each request rounded to the alignment; the extra
     // alignment covers the arena base, as TVM's own allocator assumes.
-    let arena_bytes = if needs.workspace_allocator { round_up(workspace, alignment).saturating_add(alignment) } else { 0 };
+    let arena_bytes = match &entry {
+        Entry::Graph(_) => 0,
+        _ if needs.workspace_allocator => round_up(memory.workspace_bytes, alignment).saturating_add(alignment),
+        _ => 0,
+    };
     ModulePlan {
         name: meta.name.clone(),
         entry,

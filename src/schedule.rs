@@ -3,10 +3,13 @@
 //! operators) done once here, leaving a fixed call sequence over static memory.
 //!
 //! Every entry (node output) gets a place: a caller's input or output buffer,
-//! a weight, a weight linked into the C code, or a slot of the static storage
-//! (one aligned slot per storage id that operators write). `__nop` outputs
-//! (reshapes TVM does not compute) share the place of their input.
+//! a weight, a weight linked into the C code, or a region of the static
+//! storage. `__nop` outputs (reshapes TVM does not compute) share the place of
+//! their input. The storage is planned from liveness: intermediate tensors and
+//! operator workspaces share bytes when the calls they are live across do not
+//! overlap (TVM's storage ids are not used for that: they are a coarser plan).
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use crate::dtype::DType;
@@ -30,10 +33,13 @@ pub(crate) struct Schedule {
     pub calls: Vec<Call>,
     /// Outputs whose data lives elsewhere, copied in after the last call.
     pub copies: Vec<CopyOut>,
-    /// Static storage slots, by storage id.
+    /// Regions of the static storage, by offset.
     pub slots: Vec<Slot>,
-    /// Bytes of static storage: the slots, each aligned.
+    /// Bytes of static storage: the end of the last region, aligned.
     pub storage_bytes: u64,
+    /// Static RAM TVM's own plan takes: one aligned slot per storage id that
+    /// operators write plus an arena for the largest operator workspace.
+    pub tvm_plan_bytes: u64,
     /// The weights from `.params`, each at an aligned offset.
     pub params: Vec<u8>,
     /// How many weights are linked into the C code (looked up by storage id).
@@ -74,6 +80,9 @@ pub(crate) struct Call {
     pub func_name: String,
     /// Indices into `tensors`: inputs then outputs.
     pub args: Vec<usize>,
+    /// The region of the storage `TVMBackendAllocWorkspace` serves during
+    /// this call, as (offset, bytes); `None` when the operator needs none.
+    pub workspace: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,11 +93,24 @@ pub(crate) struct CopyOut {
     pub bytes: u64,
 }
 
+/// One region of the static storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Slot {
-    pub storage_id: usize,
+    pub holds: Holds,
     pub offset: u64,
     pub bytes: u64,
+    /// The first and last call (index into `calls`) it is live during; one
+    /// past the last call stands for the copies into outputs.
+    pub live: (usize, usize),
+}
+
+/// What a storage region holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// The tensor of this entry (and of the `__nop` outputs that alias it).
+    Tensor(usize),
+    /// The workspace of this call (index into `calls`).
+    Workspace(usize),
 }
 
 /// What the planner knows besides the graph.
@@ -105,6 +127,11 @@ pub(crate) struct Inputs<'a> {
     pub metadata_inputs: Vec<String>,
     /// Model output names the metadata lists (empty before TVM 0.11).
     pub metadata_outputs: Vec<String>,
+    /// Workspace bytes per operator function, as metadata.json states them.
+    pub workspaces: BTreeMap<String, u64>,
+    /// Workspace bytes of an operator metadata.json does not list (0 when the
+    /// code allocates no workspace at all).
+    pub default_workspace: u64,
     pub alignment: u64,
 }
 
@@ -222,33 +249,37 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         }
     }
 
-    // Storage: one aligned slot per storage id of the remaining roots.
-    let mut slot_bytes: BTreeMap<usize, u64> = BTreeMap::new();
-    for (entry, &r) in root.iter().enumerate() {
-        if entry == r && !root_place.contains_key(&r) {
-            let sid = graph.entries[r].storage_id;
-            let bytes = byte_size_of(graph, r);
-            let slot = slot_bytes.entry(sid).or_insert(0);
-            *slot = (*slot).max(bytes);
+    // Storage: every remaining root and every operator workspace gets a region,
+    // shared with others that are not live during the same call.
+    let operators = operator_nodes(graph);
+    let mut demands = liveness(graph, &operators, &root, |r| root_place.contains_key(&r), &heads, &direct);
+    let mut workspaces = Vec::new();
+    for (step, &node_id) in operators.iter().enumerate() {
+        let NodeOp::TvmOp { func_name, .. } = &graph.nodes[node_id].op else { continue };
+        let stated = with.workspaces.get(func_name).copied().unwrap_or(with.default_workspace);
+        // Sized as TVM's allocator asks: rounded to the alignment, plus one
+        // alignment for the base, as the arena used to be.
+        let region = match stated {
+            0 => 0,
+            bytes => checked_round_up(bytes, with.alignment)
+                .and_then(|b| b.checked_add(with.alignment))
+                .ok_or_else(|| graph_error(format!("operator `{func_name}` states a workspace of {bytes} bytes, too many")))?,
+        };
+        workspaces.push(region);
+        if region > 0 {
+            demands.push(Demand { holds: Holds::Workspace(step), bytes: region, live: (step, step) });
         }
     }
-    let mut slots = Vec::new();
-    let mut storage_bytes = 0;
-    for (&storage_id, &bytes) in &slot_bytes {
-        let offset = round_up(storage_bytes, with.alignment);
-        slots.push(Slot { storage_id, offset, bytes });
-        storage_bytes = offset.saturating_add(bytes);
-    }
-    storage_bytes = round_up(storage_bytes, with.alignment);
+    let too_big = |what: &str| graph_error(format!("the graph's {what} overflows 64-bit sizes"));
+    let (slots, storage_bytes) = place(&demands, with.alignment).ok_or_else(|| too_big("static storage"))?;
+    let tvm_plan_bytes = tvm_plan(graph, &root, |r| root_place.contains_key(&r), &workspaces, with.alignment)
+        .ok_or_else(|| too_big("storage by storage id"))?;
+    let region_of = |holds: Holds| slots.iter().find(|s| s.holds == holds).map(|s| (s.offset, s.bytes));
     let place_of = |entry: usize| -> Place {
         let r = root[entry];
         match root_place.get(&r) {
             Some(place) => place.clone(),
-            None => {
-                let sid = graph.entries[r].storage_id;
-                let offset = slots.iter().find(|s| s.storage_id == sid).map_or(0, |s| s.offset);
-                Place::Storage(offset)
-            }
+            None => Place::Storage(region_of(Holds::Tensor(r)).map_or(0, |(offset, _)| offset)),
         }
     };
     for (what, bytes) in [("static storage", storage_bytes), ("weights", blob.len() as u64)] {
@@ -284,7 +315,8 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         let first = graph.node_row_ptr[node_id];
         let entries = node.inputs.iter().map(|&r| graph.entry_id(r)).chain(first..first + num_outputs);
         let args = entries.map(|entry| tensor_index(describe(entry, *flatten_data))).collect();
-        calls.push(Call { node: node_id, func_name: func_name.clone(), args });
+        let workspace = region_of(Holds::Workspace(calls.len()));
+        calls.push(Call { node: node_id, func_name: func_name.clone(), args, workspace });
     }
     let mut copies = Vec::new();
     for (index, &entry) in heads.iter().enumerate() {
@@ -293,8 +325,118 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
             copies.push(CopyOut { output: index, from, bytes: outputs[index].size_bytes });
         }
     }
-    let schedule = Schedule { tensors, calls, copies, slots, storage_bytes, params: blob, linked_params, lookup_symbol };
+    let schedule =
+        Schedule { tensors, calls, copies, slots, storage_bytes, tvm_plan_bytes, params: blob, linked_params, lookup_symbol };
     Ok((schedule, inputs, outputs))
+}
+
+/// Nodes that make a call, in graph order: operators other than `__nop`.
+fn operator_nodes(graph: &Graph) -> Vec<usize> {
+    let is_call = |node: &&crate::graph::Node| matches!(&node.op, NodeOp::TvmOp { func_name, .. } if func_name != NOP);
+    graph.nodes.iter().enumerate().filter(|(_, node)| is_call(node)).map(|(id, _)| id).collect()
+}
+
+/// Something that needs bytes of the storage while calls `live.0..=live.1` run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Demand {
+    holds: Holds,
+    bytes: u64,
+    live: (usize, usize),
+}
+
+/// The storage roots (entries that have no other place) and the calls they are
+/// live during: from the call that writes them to the last that reads them, or
+/// to the copies after the last call for outputs that are copied. A call's
+/// inputs and outputs are all live during it, so an operator never writes
+/// over what it reads (only `__nop`s alias, through their root).
+fn liveness(
+    graph: &Graph,
+    operators: &[usize],
+    root: &[usize],
+    placed: impl Fn(usize) -> bool,
+    heads: &[usize],
+    direct: &[usize],
+) -> Vec<Demand> {
+    let mut spans: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut touch = |entry: usize, step: usize| {
+        let r = root[entry];
+        if !placed(r) {
+            let span = spans.entry(r).or_insert((step, step));
+            *span = (span.0.min(step), span.1.max(step));
+        }
+    };
+    for (step, &node_id) in operators.iter().enumerate() {
+        let outputs = graph.node_row_ptr[node_id]..graph.node_row_ptr[node_id + 1];
+        for entry in graph.nodes[node_id].inputs.iter().map(|&r| graph.entry_id(r)).chain(outputs) {
+            touch(entry, step);
+        }
+    }
+    for (index, &entry) in heads.iter().enumerate() {
+        if !direct.contains(&index) {
+            touch(entry, operators.len());
+        }
+    }
+    spans.into_iter().map(|(r, live)| Demand { holds: Holds::Tensor(r), bytes: byte_size_of(graph, r), live }).collect()
+}
+
+/// Places every demand at the lowest aligned offset where it overlaps no
+/// demand live during a common call, largest first. `None` on overflow.
+fn place(demands: &[Demand], alignment: u64) -> Option<(Vec<Slot>, u64)> {
+    let mut order: Vec<&Demand> = demands.iter().collect();
+    order.sort_by_key(|d| (Reverse(d.bytes), d.live, d.holds_key()));
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut end = 0u64;
+    for demand in order {
+        let (first, last) = demand.live;
+        let mut taken: Vec<(u64, u64)> = slots
+            .iter()
+            .filter(|s| s.live.0 <= last && first <= s.live.1)
+            .map(|s| Some((s.offset, s.offset.checked_add(s.bytes)?)))
+            .collect::<Option<_>>()?;
+        taken.sort_unstable();
+        let mut offset = 0u64;
+        for (start, stop) in taken {
+            if offset.checked_add(demand.bytes)? <= start {
+                break;
+            }
+            offset = offset.max(checked_round_up(stop, alignment)?);
+        }
+        end = end.max(offset.checked_add(demand.bytes)?);
+        slots.push(Slot { holds: demand.holds, offset, bytes: demand.bytes, live: demand.live });
+    }
+    slots.sort_by_key(|s| (s.offset, s.live));
+    Some((slots, checked_round_up(end, alignment)?))
+}
+
+impl Demand {
+    /// A total order on what a demand holds, for a deterministic plan.
+    fn holds_key(&self) -> (u8, usize) {
+        match self.holds {
+            Holds::Tensor(entry) => (0, entry),
+            Holds::Workspace(step) => (1, step),
+        }
+    }
+}
+
+/// TVM's own plan, for comparison: one aligned slot per storage id of the
+/// storage roots, plus an arena for the largest operator workspace.
+fn tvm_plan(graph: &Graph, root: &[usize], placed: impl Fn(usize) -> bool, workspaces: &[u64], alignment: u64) -> Option<u64> {
+    let mut slot_bytes: BTreeMap<usize, u64> = BTreeMap::new();
+    for (entry, &r) in root.iter().enumerate() {
+        if entry == r && !placed(r) {
+            let slot = slot_bytes.entry(graph.entries[r].storage_id).or_insert(0);
+            *slot = (*slot).max(byte_size_of(graph, r));
+        }
+    }
+    let mut storage = 0u64;
+    for bytes in slot_bytes.values() {
+        storage = checked_round_up(storage, alignment)?.checked_add(*bytes)?;
+    }
+    checked_round_up(storage, alignment)?.checked_add(workspaces.iter().copied().max().unwrap_or(0))
+}
+
+fn checked_round_up(value: u64, alignment: u64) -> Option<u64> {
+    value.checked_next_multiple_of(alignment)
 }
 
 /// Where the metadata's storage table disagrees with the graph on the number
@@ -430,6 +572,8 @@ mod tests {
             sids,
             metadata_inputs: Vec::new(),
             metadata_outputs: Vec::new(),
+            workspaces: BTreeMap::new(),
+            default_workspace: 0,
             alignment: 16,
         };
         schedule(&graph, &with)
@@ -445,9 +589,10 @@ mod tests {
         let (schedule, inputs, outputs) = run(&sample(), &[p0()], &sids, None).unwrap();
         assert_eq!(inputs.iter().map(|t| (t.name.as_str(), t.size_bytes, t.shape.clone())).collect::<Vec<_>>(), [("x", 24, vec![2, 3])]);
         assert_eq!(outputs.iter().map(|t| (t.name.as_str(), t.size_bytes)).collect::<Vec<_>>(), [("output", 24)]);
-        // Storage 0 held the input and holds the output: both use the caller's buffers, so only storage 2 is allocated.
-        assert_eq!(schedule.slots, [Slot { storage_id: 2, offset: 0, bytes: 24 }]);
-        assert_eq!(schedule.storage_bytes, 32);
+        // Storage 0 held the input and holds the output: both use the caller's buffers, so only `a`'s result
+        // (and its reshape) takes storage, live from `a` to `b`.
+        assert_eq!(schedule.slots, [Slot { holds: Holds::Tensor(2), offset: 0, bytes: 24, live: (0, 1) }]);
+        assert_eq!((schedule.storage_bytes, schedule.tvm_plan_bytes), (32, 32));
         assert_eq!(schedule.params, vec![7; 12]);
         assert_eq!(
             places(&schedule),
@@ -468,11 +613,13 @@ mod tests {
         value["heads"] = json!([[4, 0, 0], [4, 0, 0], [0, 0, 0]]);
         let (schedule, _, outputs) = run(&value, &[p0()], &[], None).unwrap();
         assert_eq!(outputs.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["output0", "output1", "output2"]);
-        // Two heads share `b`'s result, so it lives in storage 0; each head and the input are copied out.
-        assert_eq!(schedule.slots.iter().map(|s| s.storage_id).collect::<Vec<_>>(), [0, 2]);
+        // Two heads share `b`'s result, so it lives in storage until the copies, beside `a`'s result it is
+        // computed from; each head and the input are copied out.
+        let regions: Vec<(Holds, u64, (usize, usize))> = schedule.slots.iter().map(|s| (s.holds, s.offset, s.live)).collect();
+        assert_eq!(regions, [(Holds::Tensor(2), 0, (0, 1)), (Holds::Tensor(4), 32, (1, 2))]);
         let copies: Vec<(usize, Place, u64)> =
             schedule.copies.iter().map(|c| (c.output, schedule.tensors[c.from].place.clone(), c.bytes)).collect();
-        assert_eq!(copies, [(0, Place::Storage(0), 24), (1, Place::Storage(0), 24), (2, Place::Input(0), 24)]);
+        assert_eq!(copies, [(0, Place::Storage(32), 24), (1, Place::Storage(32), 24), (2, Place::Input(0), 24)]);
     }
 
     #[test]
@@ -527,19 +674,24 @@ mod tests {
             sids: &[],
             metadata_inputs: vec!["x".to_string()],
             metadata_outputs: vec!["y".to_string()],
+            workspaces: BTreeMap::new(),
+            default_workspace: 0,
             alignment: 16,
         };
         let error = schedule(&graph, &with).unwrap_err();
         assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
     }
 
-    /// The corpus's cnn graph: only the storage operators write is allocated.
+    /// The corpus's cnn graph with its operators' workspaces from metadata.json:
+    /// the largest workspace shares no byte with the first convolution's
+    /// output, and the rest fit around them, below TVM's own plan.
     #[test]
     fn cnn_f32_graph_schedule() {
         let archive = "tvm-0.18/cnn_f32-graph";
         let Some(bytes) = graph::tests::corpus_member(archive, GRAPH) else { return };
         let graph = graph::parse(&bytes, GRAPH).unwrap();
         let params = crate::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
+        let workspaces = [("conv2d_nn_relu", 3904), ("conv2d_nn_relu_1", 3216), ("contrib_dense_pack", 32)];
         let with = Inputs {
             graph_path: GRAPH,
             params_path: PARAMS,
@@ -548,16 +700,230 @@ mod tests {
             sids: &[],
             metadata_inputs: vec!["image".to_string()],
             metadata_outputs: vec!["output".to_string()],
+            workspaces: workspaces.iter().map(|(f, b)| (format!("tvmgen_default_fused_nn_{f}"), *b)).collect(),
+            default_workspace: 0,
             alignment: 16,
         };
         let (schedule, inputs, outputs) = schedule(&graph, &with).unwrap();
         assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
         assert_eq!((outputs[0].name.as_str(), outputs[0].size_bytes), ("output", 20));
         assert_eq!(schedule.calls.len(), 6, "seven operators, one a __nop");
-        assert_eq!(schedule.slots.iter().map(|s| (s.storage_id, s.bytes)).collect::<Vec<_>>(), [(2, 8192), (3, 2048)]);
-        assert_eq!(schedule.storage_bytes, 10240);
+        // TVM: storage ids 2 (8,192 B) and 3 (2,048 B) plus a 3,920-byte arena.
+        assert_eq!(schedule.tvm_plan_bytes, 10240 + 3920);
+        // The first call's output (8,192 B) and workspace (3,904 B rounded, plus 16) are the peak.
+        assert_eq!(schedule.storage_bytes, 8192 + 3920);
+        let workspaces: Vec<Option<u64>> = schedule.calls.iter().map(|c| c.workspace.map(|(_, bytes)| bytes)).collect();
+        assert_eq!(workspaces, [Some(3920), None, Some(3232), None, None, Some(48)]);
+        assert_sound(&graph, &schedule);
         // Three weights at 16-byte offsets.
         assert_eq!(schedule.params.len(), 864 + 4608 + 5120);
         assert!(schedule.copies.is_empty());
+    }
+
+    /// Runs the schedule over the storage byte by byte, each byte tagged with
+    /// the entry that last wrote it (or a call's workspace): every operator
+    /// must read its storage inputs as their producers wrote them, and every
+    /// copied output must still hold its producer's bytes after the last call.
+    fn assert_sound(graph: &Graph, schedule: &Schedule) {
+        #[derive(Clone, Copy, PartialEq, Debug)]
+        enum Tag {
+            Free,
+            Entry(usize),
+            Workspace(usize),
+        }
+        // The entry that computes each entry's bytes: itself, or through `__nop`s the one it aliases.
+        let mut producer: Vec<usize> = (0..graph.entries.len()).collect();
+        for (node_id, node) in graph.nodes.iter().enumerate() {
+            if matches!(&node.op, NodeOp::TvmOp { func_name, .. } if func_name == NOP) {
+                producer[graph.node_row_ptr[node_id]] = producer[graph.entry_id(node.inputs[0])];
+            }
+        }
+        let mut bytes = vec![Tag::Free; schedule.storage_bytes as usize];
+        let range = |arg: &TensorArg| match arg.place {
+            Place::Storage(offset) => Some(offset as usize..(offset + byte_size_of(graph, arg.entry)) as usize),
+            _ => None,
+        };
+        let check = |bytes: &[Tag], arg: &TensorArg, when: &str| {
+            if let Some(range) = range(arg) {
+                let expected = Tag::Entry(producer[arg.entry]);
+                assert!(bytes[range.clone()].iter().all(|&t| t == expected), "{when}: entry {} at {range:?} was overwritten", arg.entry);
+            }
+        };
+        for (step, call) in schedule.calls.iter().enumerate() {
+            let first_output = graph.node_row_ptr[call.node];
+            let (reads, writes): (Vec<&TensorArg>, Vec<&TensorArg>) =
+                call.args.iter().map(|&a| &schedule.tensors[a]).partition(|t| t.entry < first_output);
+            for arg in &reads {
+                check(&bytes, arg, &format!("call {step}"));
+            }
+            if let Some((offset, len)) = call.workspace {
+                let region = offset as usize..(offset + len) as usize;
+                assert!(region.end <= bytes.len(), "workspace of call {step} outside the storage");
+                for arg in reads.iter().chain(&writes) {
+                    if let Some(range) = range(arg) {
+                        assert!(range.end <= region.start || region.end <= range.start, "workspace of call {step} overlaps entry {}", arg.entry);
+                    }
+                }
+                bytes[region].fill(Tag::Workspace(step));
+            }
+            for arg in &writes {
+                if let Some(range) = range(arg) {
+                    bytes[range].fill(Tag::Entry(arg.entry));
+                }
+            }
+            for arg in &reads {
+                check(&bytes, arg, &format!("after call {step}, an output overlapping an input"));
+            }
+        }
+        for copy in &schedule.copies {
+            check(&bytes, &schedule.tensors[copy.from], "copy");
+        }
+        for slot in &schedule.slots {
+            assert_eq!(slot.offset % 16, 0, "{slot:?} is not aligned");
+            assert!(slot.offset + slot.bytes <= schedule.storage_bytes, "{slot:?} outside the storage");
+        }
+    }
+
+    /// A graph of `ops` random operators (a fixed generator, so the test is
+    /// repeatable): each reads one or two earlier entries or weights, some are
+    /// `__nop`s, some need workspace, and some results are outputs twice.
+    fn random_graph(seed: u64, ops: usize) -> (Value, BTreeMap<String, u64>, Vec<Param>) {
+        let mut state = seed;
+        let mut next = |bound: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % bound
+        };
+        let mut nodes = vec![json!({"op": "null", "name": "x", "inputs": []}), json!({"op": "null", "name": "w", "inputs": []})];
+        let mut shapes = vec![vec![4u64], vec![2u64]];
+        let mut workspaces = BTreeMap::new();
+        for op in 0..ops {
+            let pick = |r: u64| json!([r, 0, 0]);
+            let elements = 1 + next(40);
+            let is_nop = op > 0 && next(4) == 0;
+            let (func, inputs, shape) = if is_nop {
+                let input = 2 + next(op as u64);
+                (NOP.to_string(), vec![pick(input)], vec![1, shapes[input as usize].iter().product()])
+            } else {
+                let count = 1 + next(2);
+                let inputs = (0..count).map(|_| pick(next(nodes.len() as u64))).collect();
+                let func = format!("op{op}");
+                if next(2) == 0 {
+                    workspaces.insert(func.clone(), 1 + next(100));
+                }
+                (func, inputs, vec![elements])
+            };
+            let inputs = Value::Array(inputs);
+            let count = inputs.as_array().unwrap().len().to_string();
+            nodes.push(json!({"op": "tvm_op", "name": format!("n{op}"), "inputs": inputs,
+                              "attrs": {"func_name": func, "num_inputs": count, "num_outputs": "1", "flatten_data": "0"}}));
+            shapes.push(shape);
+        }
+        let last = nodes.len() - 1;
+        let heads = json!([[last, 0, 0], [2 + next(ops as u64), 0, 0], [last, 0, 0]]);
+        let n = nodes.len();
+        let value = json!({
+            "nodes": nodes,
+            "arg_nodes": [0, 1],
+            "heads": heads,
+            "node_row_ptr": (0..=n).collect::<Vec<_>>(),
+            "attrs": {
+                "storage_id": ["list_int", (0..n).collect::<Vec<_>>()],
+                "shape": ["list_shape", shapes],
+                "dltype": ["list_str", vec!["float32"; n]]
+            }
+        });
+        let w = Param { name: "w".to_string(), dtype: DType::parse("float32").unwrap(), shape: vec![2], data: vec![1; 8], device_type: 1 };
+        (value, workspaces, vec![w])
+    }
+
+    #[test]
+    fn planned_storage_never_overwrites_live_tensors() {
+        for seed in 0..200 {
+            let (value, workspaces, params) = random_graph(seed, 3 + (seed as usize % 30));
+            let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+            let with = Inputs {
+                graph_path: GRAPH,
+                params_path: PARAMS,
+                params: &params,
+                linked: None,
+                sids: &[],
+                metadata_inputs: Vec::new(),
+                metadata_outputs: Vec::new(),
+                workspaces,
+                default_workspace: 0,
+                alignment: 16,
+            };
+            let (schedule, _, _) = schedule(&graph, &with).unwrap();
+            assert_sound(&graph, &schedule);
+            assert!(schedule.storage_bytes <= schedule.tvm_plan_bytes, "seed {seed}: worse than one slot per entry");
+        }
+    }
+
+    /// A `__nop` keeps its input's bytes alive for as long as the reshape is read,
+    /// and the reshape is never given bytes of its own.
+    #[test]
+    fn nop_aliases_extend_their_input_lifetime() {
+        let op = |name: &str, func: &str, inputs: Value| {
+            json!({"op": "tvm_op", "name": name, "inputs": inputs,
+                   "attrs": {"func_name": func, "num_inputs": inputs.as_array().unwrap().len().to_string(), "num_outputs": "1", "flatten_data": "0"}})
+        };
+        // a = f(x); r = reshape(a); b = g(x); c = h(b); y = k(r, c)
+        let value = json!({
+            "nodes": [
+                {"op": "null", "name": "x", "inputs": []},
+                op("a", "f", json!([[0, 0, 0]])),
+                op("r", NOP, json!([[1, 0, 0]])),
+                op("b", "g", json!([[0, 0, 0]])),
+                op("c", "h", json!([[3, 0, 0]])),
+                op("y", "k", json!([[2, 0, 0], [4, 0, 0]])),
+            ],
+            "arg_nodes": [0],
+            "heads": [[5, 0, 0]],
+            "node_row_ptr": [0, 1, 2, 3, 4, 5, 6],
+            "attrs": {
+                "storage_id": ["list_int", [0, 1, 1, 2, 3, 4]],
+                "shape": ["list_shape", [[8], [8], [2, 4], [8], [8], [8]]],
+                "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32", "float32"]]
+            }
+        });
+        let (schedule, _, _) = run(&value, &[], &[], None).unwrap();
+        let regions: Vec<(Holds, (usize, usize))> = schedule.slots.iter().map(|s| (s.holds, s.live)).collect();
+        // `a` (entry 1) is live from f to k through its reshape; `b` dies at h, so `c` cannot take its bytes
+        // (h reads b while writing c) but neither may take a's.
+        assert!(regions.contains(&(Holds::Tensor(1), (0, 3))), "{regions:?}");
+        assert!(!schedule.slots.iter().any(|s| s.holds == Holds::Tensor(2)), "the reshape got storage of its own");
+        let place = |entry: usize| schedule.tensors.iter().find(|t| t.entry == entry).map(|t| t.place.clone());
+        assert_eq!(place(2), place(1));
+        assert_eq!(schedule.storage_bytes, 3 * 32);
+        let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+        assert_sound(&graph, &schedule);
+    }
+
+    /// Each operator's workspace is a region not live with anything its call
+    /// touches; workspaces of different calls share bytes.
+    #[test]
+    fn workspaces_share_bytes_not_live_during_their_call() {
+        let value = sample();
+        let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+        let with = Inputs {
+            graph_path: GRAPH,
+            params_path: PARAMS,
+            params: &[p0()],
+            linked: None,
+            sids: &[],
+            metadata_inputs: Vec::new(),
+            metadata_outputs: Vec::new(),
+            workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(),
+            default_workspace: 100,
+            alignment: 16,
+        };
+        let (schedule, _, _) = schedule(&graph, &with).unwrap();
+        // a's workspace (unlisted: the default, 100 -> 112 + 16) comes first, a's result (read by b) after
+        // it; b's (8 -> 16 + 16) takes the bytes of a's workspace.
+        let workspaces: Vec<Option<(u64, u64)>> = schedule.calls.iter().map(|c| c.workspace).collect();
+        assert_eq!(workspaces, [Some((0, 128)), Some((0, 32))]);
+        assert_eq!(schedule.tensors[2].place, Place::Storage(128));
+        assert_eq!((schedule.storage_bytes, schedule.tvm_plan_bytes), (160, 32 + 128));
+        assert_sound(&graph, &schedule);
     }
 }

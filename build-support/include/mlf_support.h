@@ -37,6 +37,7 @@ void mlf_support_set_log_hook(mlf_log_hook_t hook);
 
 /* Shared between the support objects, not for applications. */
 void mlf_support_arena_reset(uint8_t* arena, size_t arena_len);
+void mlf_support_arena_place(uint8_t* region, size_t region_len);
 void mlf_support_emit_log(const char* message, size_t length);
 
 #ifdef __cplusplus

@@ -26,6 +26,14 @@ void mlf_support_arena_reset(uint8_t* arena, size_t arena_len) {
   arena_peak = 0;
 }
 
+/* Graph modules move the arena to a region of their storage before each
+ * operator: the region is free during that call only. The peak is kept. */
+void mlf_support_arena_place(uint8_t* region, size_t region_len) {
+  size_t peak = arena_peak;
+  mlf_support_arena_reset(region, region_len);
+  arena_peak = peak;
+}
+
 size_t mlf_support_workspace_peak(void) { return arena_peak; }
 
 tvm_crt_error_t TVMPlatformMemoryAllocate(size_t num_bytes, DLDevice dev, void** out_ptr) {

@@ -124,14 +124,15 @@ fn main() {
     // For examples/footprint: what the model needs, next to what the firmware takes.
     let needs = &module.memory;
     let report = format!(
-        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\ninputs {}\n",
+        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\ninputs {}\ntvm_graph_plan {}\n",
         module.name,
         needs.constants,
         needs.constant_pools,
         needs.code_workspace + needs.arena + needs.storage,
         needs.pools,
         needs.inputs + needs.outputs,
-        needs.inputs
+        needs.inputs,
+        needs.tvm_graph_plan
     );
     write_if_changed(&out_dir.join("model-needs.txt"), &report);
     let target = std::env::var("TARGET").expect("set by Cargo");

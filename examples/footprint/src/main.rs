@@ -160,6 +160,14 @@ fn footprint() -> Result<(), String> {
         need("io"),
         need("pools")
     );
+    if need("tvm_graph_plan") > 0 {
+        println!(
+            "graph static RAM: {} planned by mlf-build from liveness (tensors and operator workspaces sharing bytes) \
+             vs {} by TVM's plan (one slot per storage id + an arena for the largest operator workspace)",
+            need("workspace"),
+            need("tvm_graph_plan")
+        );
+    }
     println!("firmware: flash = vector table + .text + .rodata + .data image; RAM = .data + .bss (no heap; stack not counted)");
     println!(
         "difference: the runner's startup, semihosting output and formatting, its {} bytes of inputs (kept in flash, not RAM), \
