@@ -330,15 +330,12 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
     // Graph operators take their workspace one call at a time, each from a region
-    // of the storage the schedule places; metadata.json states each operator's.
+    // of the storage the schedule places. Per-operator figures in metadata.json
+    // fall short of what some archives' code allocates, so every call gets the
+    // largest stated (else the module's whole workspace), as the arena did.
     let allocates = inspect::code_needs(sources, &codegen).workspace_allocator;
-    let mut workspaces = std::collections::BTreeMap::new();
-    for op in &meta.operators {
-        let bytes = op.workspace.iter().map(|&(_, bytes)| bytes).max().unwrap_or(0);
-        workspaces.insert(op.function_name.clone(), if allocates { bytes } else { 0 });
-    }
-    // An operator it does not list gets the largest stated, else the module's whole workspace.
-    let largest = workspaces.values().copied().max().unwrap_or_else(|| meta.workspace_size_bytes());
+    let stated = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
+    let largest = stated.unwrap_or_else(|| meta.workspace_size_bytes());
     let with = schedule::Inputs {
         graph_path,
         params_path: &params_path,
@@ -347,7 +344,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         sids: &meta.sids,
         metadata_inputs: names(main.map(|m| &m.inputs)),
         metadata_outputs: names(main.map(|m| &m.outputs)),
-        workspaces,
+        workspaces: std::collections::BTreeMap::new(),
         default_workspace: if allocates { largest } else { 0 },
         alignment,
     };
