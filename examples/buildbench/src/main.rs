@@ -1,0 +1,289 @@
+//! Measures what building an archive costs, for the README's tables:
+//!
+//! - the cold build script of a consumer crate (fresh `OUT_DIR`): its own
+//!   wall time and peak RSS (`VmHWM`), and the whole `cargo build`;
+//! - a plain-gcc build of the same sources: one `gcc -c` over
+//!   `codegen/host/src/*.c` and a minimal `main`, the recipe of TVM's AOT test
+//!   harness, with the include paths mlf-build gives the compiler;
+//! - the rerun after a same-bytes `touch` of the archive;
+//! - for firmware targets, the flash and static RAM of `examples/cortex-m-runner`.
+//!
+//! `cargo run --release -p buildbench -- ARCHIVE [--target TRIPLE] [--runs N] [--opt-level L]`
+//!
+//! Each measure runs N times (default 5), interleaved; min and median are printed.
+//! The consumer crate and the archive's copy live under `target/buildbench/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+struct Args {
+    archive: PathBuf,
+    target: Option<String>,
+    runs: usize,
+    /// The profile's `opt-level`, which sets the C compiler's `-O` (default: release's 3).
+    opt_level: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let usage = "usage: buildbench ARCHIVE [--target TRIPLE] [--runs N] [--opt-level 0|1|2|3|s|z]";
+    let (mut archive, mut target, mut runs, mut opt_level) = (None, None, 5, None);
+    let mut iter = std::env::args().skip(1);
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--target" => target = Some(iter.next().ok_or("--target needs a triple")?),
+            "--runs" => runs = iter.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).ok_or("--runs needs a positive number")?,
+            "--opt-level" => opt_level = Some(iter.next().ok_or("--opt-level needs a level")?),
+            "-h" | "--help" => return Err(usage.to_string()),
+            path => archive = Some(std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?),
+        }
+    }
+    Ok(Args { archive: archive.ok_or(usage)?, target, runs, opt_level })
+}
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("buildbench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr)))
+    }
+}
+
+fn timed(command: &mut Command) -> Result<f64, String> {
+    let start = Instant::now();
+    run(command)?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// A consumer crate whose build script builds the archive and reports its own
+/// time and peak RSS to `report`.
+const BUILD_RS: &str = r##"use std::fmt::Write;
+fn main() {
+    let start = std::time::Instant::now();
+    println!("cargo:rerun-if-env-changed=BUILDBENCH_ARCHIVE");
+    let archive = std::env::var("BUILDBENCH_ARCHIVE").expect("set by buildbench");
+    let output = mlf_build::Builder::new(&archive).build().unwrap_or_else(|error| panic!("{error}"));
+    let mut modules = String::new();
+    for (index, module) in output.modules.iter().enumerate() {
+        writeln!(modules, "#[allow(dead_code)]\npub mod m{index} {{ include!({:?}); }}", module.rust_file).unwrap();
+    }
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out_dir.join("modules.rs"), modules).unwrap();
+    let seconds = start.elapsed().as_secs_f64();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak_kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
+    std::fs::write(std::env::var("BUILDBENCH_REPORT").unwrap(), format!("{seconds} {peak_kb}")).unwrap();
+}
+"##;
+
+fn write_consumer(dir: &Path, root: &Path) -> Result<(), String> {
+    let root = std::path::absolute(root).map_err(|e| e.to_string())?;
+    let manifest = format!(
+        "[package]\nname = \"buildbench-consumer\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[build-dependencies]\nmlf-build = {{ path = {:?} }}\n",
+        root.display().to_string()
+    );
+    let files = [
+        ("Cargo.toml", manifest.as_str()),
+        ("build.rs", BUILD_RS),
+        ("src/lib.rs", "#![no_std]\ninclude!(concat!(env!(\"OUT_DIR\"), \"/modules.rs\"));\n"),
+    ];
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))?;
+    }
+    // The repository's lock keeps the build offline and on the same versions.
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
+    Ok(())
+}
+
+struct Samples(Vec<f64>);
+
+impl Samples {
+    fn min_median(&self) -> (f64, f64) {
+        let mut sorted = self.0.clone();
+        sorted.sort_by(f64::total_cmp);
+        (sorted.first().copied().unwrap_or(0.0), sorted.get(sorted.len() / 2).copied().unwrap_or(0.0))
+    }
+}
+
+/// The C compiler and flags of a plain build for the target (host: `gcc`).
+fn plain_compiler(target: Option<&str>) -> (String, Vec<&'static str>) {
+    match target {
+        Some(t) if t.starts_with("thumbv6m") => ("arm-none-eabi-gcc".into(), vec!["-mcpu=cortex-m0", "-mthumb"]),
+        Some(t) if t.starts_with("thumbv7m") => ("arm-none-eabi-gcc".into(), vec!["-mcpu=cortex-m3", "-mthumb"]),
+        Some(t) if t.starts_with("thumbv7em") && t.ends_with("hf") => {
+            ("arm-none-eabi-gcc".into(), vec!["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"])
+        }
+        Some(t) if t.starts_with("thumbv7em") => ("arm-none-eabi-gcc".into(), vec!["-mcpu=cortex-m4", "-mthumb"]),
+        Some(t) if t.starts_with("thumbv8m") => ("arm-none-eabi-gcc".into(), vec!["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"]),
+        Some(t) if t.starts_with("riscv32") => ("riscv64-unknown-elf-gcc".into(), vec!["-march=rv32imac", "-mabi=ilp32"]),
+        _ => ("gcc".into(), vec![]),
+    }
+}
+
+/// One `gcc -c` over the archive's C sources and a minimal `main`.
+fn plain_gcc(unpacked: &Path, root: &Path, target: Option<&str>, opt: &str) -> Result<Command, String> {
+    let src = unpacked.join("codegen/host/src");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    sources.sort();
+    let main = unpacked.join("buildbench_main.c");
+    std::fs::write(&main, "int main(void) { return 0; }\n").map_err(|e| e.to_string())?;
+    sources.push(main);
+    let objects = unpacked.join("objects");
+    std::fs::create_dir_all(&objects).map_err(|e| e.to_string())?;
+    let (compiler, flags) = plain_compiler(target);
+    let mut command = Command::new(compiler);
+    command.current_dir(&objects).arg(format!("-O{opt}")).args(flags).args(["-w", "-c"]);
+    for include in [unpacked.join("codegen/host/include"), unpacked.join("runtime/include"), root.join("build-support/include"), root.join("build-support/runtime-include")] {
+        command.arg("-I").arg(include);
+    }
+    command.args(sources);
+    Ok(command)
+}
+
+/// Flash and static RAM of `examples/cortex-m-runner` built from the archive.
+fn firmware(root: &Path, archive: &Path, target: &str, opt_level: Option<&str>) -> Result<(u64, u64), String> {
+    let mut command = cargo();
+    command
+        .current_dir(root)
+        .args(["build", "--release", "--quiet", "-p", "cortex-m-runner", "--target", target])
+        .env("CARGO_TARGET_DIR", root.join("target/buildbench/firmware"))
+        .env("MLF_INPUTS", "")
+        .env("MLF_ARCHIVE", archive);
+    if let Some(level) = opt_level {
+        command.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
+    }
+    run(&mut command)?;
+    let elf = root.join("target/buildbench/firmware").join(target).join("release/cortex-m-runner");
+    let output = Command::new("arm-none-eabi-size").arg("-A").arg(&elf).output().map_err(|e| format!("arm-none-eabi-size: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let section = |name: &str| {
+        text.lines()
+            .filter_map(|line| line.split_whitespace().collect::<Vec<_>>().get(..2).map(|f| (f[0].to_string(), f[1].to_string())))
+            .find(|(n, _)| n == name)
+            .and_then(|(_, size)| size.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let flash = section(".vector_table") + section(".text") + section(".rodata") + section(".data");
+    let ram = section(".data") + section(".bss") + section(".uninit");
+    Ok((flash, ram))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string()))
+}
+
+fn bench() -> Result<(), String> {
+    let args = parse_args()?;
+    let root = std::path::absolute(repo_root()).map_err(|e| e.to_string())?;
+    let work = root.join("target/buildbench");
+    let consumer = work.join("consumer");
+    write_consumer(&consumer, &root)?;
+
+    // A private copy, so touching it disturbs no one else's builds.
+    let name = args.archive.file_name().ok_or("the archive has no file name")?;
+    let copy_dir = work.join("archive");
+    let _ = std::fs::remove_dir_all(&copy_dir);
+    std::fs::create_dir_all(&copy_dir).map_err(|e| e.to_string())?;
+    run(Command::new("cp").arg("-r").arg(&args.archive).arg(&copy_dir))?;
+    let archive = copy_dir.join(name);
+    let unpacked = work.join("unpacked");
+    let _ = std::fs::remove_dir_all(&unpacked);
+    std::fs::create_dir_all(&unpacked).map_err(|e| e.to_string())?;
+    if archive.is_dir() {
+        run(Command::new("cp").arg("-rT").arg(&archive).arg(&unpacked))?;
+    } else {
+        run(Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&unpacked))?;
+    }
+
+    let report = work.join("report.txt");
+    let build = || {
+        let mut command = cargo();
+        command
+            .current_dir(&consumer)
+            .args(["build", "--release", "--offline", "--quiet"])
+            .env("CARGO_TARGET_DIR", work.join("target"))
+            .env("BUILDBENCH_ARCHIVE", &archive)
+            .env("BUILDBENCH_REPORT", &report);
+        if let Some(target) = &args.target {
+            command.args(["--target", target]);
+        }
+        if let Some(level) = &args.opt_level {
+            command.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
+        }
+        command
+    };
+    let read_report = || -> Result<(f64, f64), String> {
+        let text = std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
+        let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().unwrap_or(0.0));
+        Ok((fields.next().unwrap_or(0.0), fields.next().unwrap_or(0.0) / 1024.0))
+    };
+    // Dependencies once; each cold run then rebuilds only the consumer.
+    run(&mut build())?;
+    let gcc_opt = match args.opt_level.as_deref() {
+        None => "3",
+        Some(level) => level,
+    };
+
+    let (mut script, mut rss, mut cold, mut touch_script, mut touch, mut gcc) =
+        (Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]));
+    for _ in 0..args.runs {
+        let mut clean = cargo();
+        clean.current_dir(&consumer).args(["clean", "--release", "--offline", "-p", "buildbench-consumer"]).env("CARGO_TARGET_DIR", work.join("target"));
+        if let Some(target) = &args.target {
+            clean.args(["--target", target]);
+        }
+        run(&mut clean)?;
+        cold.0.push(timed(&mut build())?);
+        let (seconds, peak_mb) = read_report()?;
+        script.0.push(seconds);
+        rss.0.push(peak_mb);
+
+        run(Command::new("touch").arg(&archive))?;
+        touch.0.push(timed(&mut build())?);
+        touch_script.0.push(read_report()?.0);
+
+        gcc.0.push(timed(&mut plain_gcc(&unpacked, &root, args.target.as_deref(), gcc_opt)?)?);
+    }
+
+    println!("buildbench: {}, target {}, {} runs, release profile{}", args.archive.display(), args.target.as_deref().unwrap_or("host"), args.runs,
+        args.opt_level.as_deref().map(|l| format!(", opt-level {l}")).unwrap_or_default());
+    println!("{:<46} {:>10} {:>10}", "measure", "min", "median");
+    let gcc_row = format!("plain `gcc -O{gcc_opt} -c` of the same sources (s)");
+    let rows = [
+        ("cold build script (s)", &script, 3),
+        ("cold `cargo build` of the consumer (s)", &cold, 3),
+        ("build script peak RSS (MB)", &rss, 1),
+        (gcc_row.as_str(), &gcc, 3),
+        ("same-bytes touch: build script (s)", &touch_script, 3),
+        ("same-bytes touch: `cargo build` (s)", &touch, 3),
+    ];
+    for (name, samples, digits) in rows {
+        let (min, median) = samples.min_median();
+        println!("{name:<46} {min:>10.digits$} {median:>10.digits$}");
+    }
+    if let Some(target) = args.target.as_deref().filter(|t| t.starts_with("thumb")) {
+        let (flash, ram) = firmware(&root, &args.archive, target, args.opt_level.as_deref())?;
+        println!("cortex-m-runner firmware: flash {flash} B, static RAM {ram} B (.data + .bss)");
+    }
+    Ok(())
+}
