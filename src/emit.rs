@@ -250,7 +250,7 @@ impl Emitter<'_, '_> {
             )),
             Some(schedule) => consts.extend([
                 (
-                    format!("/// Static storage of the graph's intermediate tensors and operator workspaces, in bytes:\n/// {} regions sized from the graph's shapes and dtypes and metadata.json's operator workspaces,\n/// aligned to [`ALIGNMENT`], sharing bytes when not live during the same call (TVM's own plan:\n/// {} bytes). Inputs, outputs and weights are used in place and take none.", schedule.slots.len(), schedule.tvm_plan_bytes),
+                    format!("/// Static storage of the graph's intermediate tensors and operator workspaces, in bytes:\n/// {} regions sized from the graph's shapes and dtypes and what each operator's code requests,\n/// aligned to [`ALIGNMENT`], sharing bytes when not live during the same call (TVM's own plan:\n/// {} bytes). Inputs, outputs and weights are used in place and take none.", schedule.slots.len(), schedule.tvm_plan_bytes),
                     format!("pub const STORAGE_BYTES: usize = {};", schedule.storage_bytes),
                 ),
                 (

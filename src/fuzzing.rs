@@ -51,6 +51,8 @@ pub fn graph(bytes: &[u8]) -> Result<()> {
         sids: &[],
         metadata_inputs: Vec::new(),
         metadata_outputs: Vec::new(),
+        workspaces: std::collections::BTreeMap::new(),
+        default_workspace: 0,
         alignment: 16,
     };
     schedule::schedule(&graph, &inputs).map(drop)

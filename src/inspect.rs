@@ -492,6 +492,58 @@ fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
+/// request rounded up to `alignment` as the allocator does, with those of the
+/// module's functions it calls: an upper bound, as all may be live at once.
+/// `None` when the function is not found, a size is not a constant, or calls recurse.
+pub(crate) fn workspace_bytes(sources: &Sources<'_>, codegen: &Codegen, definitions: &Definitions, function: &str, alignment: u64) -> Option<u64> {
+    workspace_bytes_within(sources, codegen, definitions, function, alignment, &mut Vec::new())
+}
+
+fn workspace_bytes_within<'n>(
+    sources: &Sources<'_>,
+    codegen: &Codegen,
+    definitions: &'n Definitions,
+    function: &'n str,
+    alignment: u64,
+    callers: &mut Vec<&'n str>,
+) -> Option<u64> {
+    const ALLOC: &str = "TVMBackendAllocWorkspace(";
+    if callers.contains(&function) {
+        return None;
+    }
+    let code = codegen.c_sources.iter().map(|path| sources.text(path)).find(|text| function_body(text, function).is_some())?;
+    let code = strip_comments(code);
+    let body = function_body(&code, function)?;
+    let mut total = 0u64;
+    for (at, _) in body.match_indices(ALLOC) {
+        let args = &body[at + ALLOC.len()..];
+        let args = &args[..closing(args, '(', ')')?];
+        let size = split_top_level(args).get(2)?.trim();
+        // `(uint64_t)3888`: the cast, then the constant.
+        let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
+        total = total.checked_add(parse_c_integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
+    }
+    callers.push(function);
+    for callee in called_functions(body) {
+        if let Some(name) = definitions.functions.get(callee) {
+            total = total.checked_add(workspace_bytes_within(sources, codegen, definitions, name, alignment, callers)?)?;
+        }
+    }
+    callers.pop();
+    Some(total)
+}
+
+/// Identifiers followed by `(` in a function body: the functions it calls (and
+/// some keywords and macros, which are no defined function's name).
+fn called_functions(body: &str) -> impl Iterator<Item = &str> {
+    body.match_indices('(').filter_map(move |(at, _)| {
+        let head = body[..at].trim_end_matches([' ', '\t']);
+        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        Some(&head[start..]).filter(|name| !name.is_empty())
+    })
+}
+
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
 fn stores_into(line: &str, data: &str) -> bool {
     let Some(cast) = line.trim_start().strip_prefix("((") else { return false };
@@ -877,6 +929,32 @@ fn c_pointer_dtype(param: &str) -> Option<DType> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn workspace_bytes_follow_the_code() {
+        let code = "int32_t op_compute_(float* x) {\n\
+                      void* a = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)100, 2, 32);\n\
+                      void* b = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)16, 2, 32);\n\
+                      return 0;\n}\n\
+                    int32_t op(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
+                      /* TVMBackendAllocWorkspace(1, 0, (uint64_t)1000000, 2, 32) */\n\
+                      void* c = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)8, 2, 32);\n\
+                      return op_compute_((float*)args);\n}\n\
+                    int32_t dynamic(void* args) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)n * 4, 2, 32); return 0; }\n\
+                    int32_t loop_a(void* x) { return loop_b(x); }\n\
+                    int32_t loop_b(void* x) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)4, 2, 32); return loop_a(x); }\n";
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.as_bytes().to_vec())]).unwrap();
+        let codegen = codegen_for(&tree, "default", &["default"]);
+        let sources = Sources::new(&tree);
+        let definitions = Definitions::of(&sources, &codegen);
+        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &definitions, function, 16);
+        // 100 -> 112 and 16 in the callee, 8 -> 16 in the operator; the comment is not code.
+        assert_eq!(bytes("op_compute_"), Some(128));
+        assert_eq!(bytes("op"), Some(144));
+        assert_eq!(bytes("dynamic"), None, "a size computed at run time");
+        assert_eq!(bytes("loop_a"), None, "recursion has no bound");
+        assert_eq!(bytes("missing"), None);
+    }
+
     #[test]
     fn skeleton_leaves_out_only_numeric_initializers() {
         let code = "static const float w[4] = {\n  0x1.8p-3f, -2.5e+1f, 7, 0x0p+0f\n};\n\

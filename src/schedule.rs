@@ -648,6 +648,8 @@ mod tests {
                 sids,
                 metadata_inputs: Vec::new(),
                 metadata_outputs: Vec::new(),
+                workspaces: BTreeMap::new(),
+                default_workspace: 0,
                 alignment: 16,
             };
             assert_eq!(sids_disagreements(&graph, &with), [expected.to_string()]);
