@@ -330,25 +330,22 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
     // Graph operators take their workspace one call at a time, each from a region
-    // of the storage the schedule places: what the operator's code requests, or
-    // metadata.json's figure for it if larger. Where the code does not say (a
-    // size computed at run time), the largest figure stated for any operator
-    // (else the module's whole workspace): some archives' per-operator figures
-    // fall short of what their code allocates.
+    // of the storage the schedule places: exactly what the operator's code
+    // requests. Where the code does not say (a size computed at run time), the
+    // largest figure metadata.json states for any operator (else the module's
+    // whole workspace): some archives' per-operator figures fall short of what
+    // their code allocates.
     let allocates = inspect::code_needs(sources, &codegen).workspace_allocator;
     let definitions = inspect::Definitions::of(sources, &codegen);
-    let stated_for = |function: &str| {
-        meta.operators.iter().filter(|op| op.function_name == function).flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max()
-    };
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
     let mut workspaces = std::collections::BTreeMap::new();
     if allocates {
         for node in &graph.nodes {
             let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
-            let from_code = inspect::workspace_bytes(sources, &codegen, &definitions, func_name, alignment);
-            let bytes = from_code.map_or(largest, |code| code.max(stated_for(func_name).unwrap_or(0)));
-            workspaces.insert(func_name.clone(), bytes);
+            if let Some(bytes) = inspect::workspace_bytes(sources, &codegen, &definitions, func_name, alignment) {
+                workspaces.insert(func_name.clone(), bytes);
+            }
         }
     }
     let with = schedule::Inputs {

@@ -127,10 +127,11 @@ pub(crate) struct Inputs<'a> {
     pub metadata_inputs: Vec<String>,
     /// Model output names the metadata lists (empty before TVM 0.11).
     pub metadata_outputs: Vec<String>,
-    /// Workspace bytes per operator function, as metadata.json states them.
+    /// Workspace bytes per operator function, as its code requests them
+    /// (each request rounded to the alignment): the region its call gets.
     pub workspaces: BTreeMap<String, u64>,
-    /// Workspace bytes of an operator metadata.json does not list (0 when the
-    /// code allocates no workspace at all).
+    /// Workspace bytes, as metadata.json states them, of an operator whose
+    /// code does not say (0 when the code allocates no workspace at all).
     pub default_workspace: u64,
     pub alignment: u64,
 }
@@ -256,12 +257,13 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     let mut workspaces = Vec::new();
     for (step, &node_id) in operators.iter().enumerate() {
         let NodeOp::TvmOp { func_name, .. } = &graph.nodes[node_id].op else { continue };
-        let stated = with.workspaces.get(func_name).copied().unwrap_or(with.default_workspace);
-        // Sized as TVM's allocator asks: rounded to the alignment, plus one
+        // A request the code states is what the allocator takes; the fallback is
+        // sized as TVM's allocator asks, rounded to the alignment plus one
         // alignment for the base, as the arena used to be.
-        let region = match stated {
-            0 => 0,
-            bytes => checked_round_up(bytes, with.alignment)
+        let region = match (with.workspaces.get(func_name), with.default_workspace) {
+            (Some(&exact), _) => exact,
+            (None, 0) => 0,
+            (None, bytes) => checked_round_up(bytes, with.alignment)
                 .and_then(|b| b.checked_add(with.alignment))
                 .ok_or_else(|| graph_error(format!("operator `{func_name}` states a workspace of {bytes} bytes, too many")))?,
         };
@@ -684,7 +686,7 @@ mod tests {
         assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
     }
 
-    /// The corpus's cnn graph with its operators' workspaces from metadata.json:
+    /// The corpus's cnn graph with its operators' workspaces from their code:
     /// the largest workspace shares no byte with the first convolution's
     /// output, and the rest fit around them, below TVM's own plan.
     #[test]
@@ -693,7 +695,8 @@ mod tests {
         let Some(bytes) = graph::tests::corpus_member(archive, GRAPH) else { return };
         let graph = graph::parse(&bytes, GRAPH).unwrap();
         let params = crate::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
-        let workspaces = [("conv2d_nn_relu", 3904), ("conv2d_nn_relu_1", 3216), ("contrib_dense_pack", 32)];
+        // What the operators' code requests (TVMBackendAllocWorkspace in default_lib1.c).
+        let workspaces = [("conv2d_nn_relu", 3888), ("conv2d_nn_relu_1", 3200)];
         let with = Inputs {
             graph_path: GRAPH,
             params_path: PARAMS,
@@ -710,12 +713,12 @@ mod tests {
         assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
         assert_eq!((outputs[0].name.as_str(), outputs[0].size_bytes), ("output", 20));
         assert_eq!(schedule.calls.len(), 6, "seven operators, one a __nop");
-        // TVM: storage ids 2 (8,192 B) and 3 (2,048 B) plus a 3,920-byte arena.
-        assert_eq!(schedule.tvm_plan_bytes, 10240 + 3920);
-        // The first call's output (8,192 B) and workspace (3,904 B rounded, plus 16) are the peak.
-        assert_eq!(schedule.storage_bytes, 8192 + 3920);
+        // TVM: storage ids 2 (8,192 B) and 3 (2,048 B) plus an arena for the largest workspace.
+        assert_eq!(schedule.tvm_plan_bytes, 10240 + 3888);
+        // The first call's output (8,192 B) and workspace are the peak.
+        assert_eq!(schedule.storage_bytes, 8192 + 3888);
         let workspaces: Vec<Option<u64>> = schedule.calls.iter().map(|c| c.workspace.map(|(_, bytes)| bytes)).collect();
-        assert_eq!(workspaces, [Some(3920), None, Some(3232), None, None, Some(48)]);
+        assert_eq!(workspaces, [Some(3888), None, Some(3200), None, None, None]);
         assert_sound(&graph, &schedule);
         // Three weights at 16-byte offsets.
         assert_eq!(schedule.params.len(), 864 + 4608 + 5120);
@@ -810,7 +813,8 @@ mod tests {
                 let inputs = (0..count).map(|_| pick(next(nodes.len() as u64))).collect();
                 let func = format!("op{op}");
                 if next(2) == 0 {
-                    workspaces.insert(func.clone(), 1 + next(100));
+                    // As inspect reports them: each request rounded to the alignment.
+                    workspaces.insert(func.clone(), (1 + next(100)).next_multiple_of(16));
                 }
                 (func, inputs, vec![elements])
             };
@@ -921,9 +925,9 @@ mod tests {
         };
         let (schedule, _, _) = schedule(&graph, &with).unwrap();
         // a's workspace (unlisted: the default, 100 -> 112 + 16) comes first, a's result (read by b) after
-        // it; b's (8 -> 16 + 16) takes the bytes of a's workspace.
+        // it; b's (8, as its code requests) takes the bytes of a's workspace.
         let workspaces: Vec<Option<(u64, u64)>> = schedule.calls.iter().map(|c| c.workspace).collect();
-        assert_eq!(workspaces, [Some((0, 128)), Some((0, 32))]);
+        assert_eq!(workspaces, [Some((0, 128)), Some((0, 8))]);
         assert_eq!(schedule.tensors[2].place, Place::Storage(128));
         assert_eq!((schedule.storage_bytes, schedule.tvm_plan_bytes), (160, 32 + 128));
         assert_sound(&graph, &schedule);
