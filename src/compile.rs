@@ -35,6 +35,14 @@ impl Library {
         build.try_compile(&self.name).map_err(|e| self.compile_error(base, e))
     }
 
+    /// Compiles the C sources to objects only, for another library to take in.
+    pub fn compile_objects(&self, base: &cc::Build) -> Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
+        let mut build = self.configured(base);
+        build.files(&self.c_sources);
+        build.try_compile_intermediates().map_err(|e| self.compile_error(base, e))
+    }
+
     /// The error for a failed compilation, with the compiler's first error lines:
     /// `cc` discards stderr when warnings are silenced, so the first failing
     /// source is compiled again with stderr captured.
@@ -82,7 +90,9 @@ impl Library {
             .warnings(self.show_warnings)
             .extra_warnings(false);
         if !self.show_warnings {
-            build.flag_if_supported("-w");
+            // From the compiler's family (known to `cc` already), not from a probe compile.
+            let msvc = build.try_get_compiler().is_ok_and(|tool| tool.is_like_msvc());
+            build.flag(if msvc { "/w" } else { "-w" });
         }
         for dir in &self.include_dirs {
             build.include(dir);

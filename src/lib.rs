@@ -320,11 +320,11 @@ impl Builder {
         let support_dir = support::write(&out_dir.join("mlf").join("build-support"))?;
 
         let config = CompileConfig { base, show_warnings, target: &target };
-        let support = support_library(&out_dir, &support_dir, &config)?;
         let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
         // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
-        let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
+        let (mut model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
+        let with_support = claim_support_library();
 
         let key = cache::key(&[
             tree.digest().as_slice(),
@@ -333,24 +333,38 @@ impl Builder {
             &config.fingerprint(),
             &generated_c,
             &extra.fingerprint()?,
+            &[u8::from(with_support)],
         ]);
         let stamp = cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
         let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
         if !cached {
             stamp.invalidate()?;
-            if let Err(error) = model.compile(base) {
+            if with_support {
+                model.objects.extend(support_objects(&work, &support_dir, &config)?);
+            }
+            // bindgen reads only headers: it runs while the C compiles.
+            let (compiled, bound) = std::thread::scope(|scope| {
+                let bindgen = scope.spawn(|| {
+                    plan.modules
+                        .iter()
+                        .map(|module| {
+                            let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &extra, &toolchain.clang_args);
+                            Ok((bindings_file(module), bindings::generate(&spec)?))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                });
+                (model.compile(base), bindgen.join())
+            });
+            if let Err(error) = compiled {
                 return Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error));
             }
-            for module in &plan.modules {
-                let spec = bindings_spec(module, &plan, &tree_dir, &gen_dir, &extra, &toolchain.clang_args);
-                let text = bindings::generate(&spec)?;
-                write_if_changed(&bindings_file(module), text.as_bytes())?;
+            for (path, text) in bound.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
+                write_if_changed(&path, text.as_bytes())?;
             }
             stamp.record()?;
         }
         model.link()?;
-        support.link()?;
         toolchain.link()?;
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
@@ -447,31 +461,28 @@ impl CompileConfig<'_> {
     }
 }
 
-/// The crate's platform layer, built once per build script run however many archives it builds.
-fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    let sources = support::LIBRARY_SOURCES.map(|file| support.join(file));
+/// Whether the model library being built is the first of this build script,
+/// which takes in the crate's platform layer: one copy per build script,
+/// however many archives it builds.
+fn claim_support_library() -> bool {
+    static CLAIMED: OnceLock<()> = OnceLock::new();
+    CLAIMED.set(()).is_ok()
+}
+
+/// The crate's platform layer as objects, compiled with its own runtime headers
+/// whatever the archive ships, for the model library to take in.
+fn support_objects(work: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Vec<PathBuf>> {
     let library = Library {
         name: "mlf_support".to_string(),
-        c_sources: sources.to_vec(),
+        c_sources: support::LIBRARY_SOURCES.map(|file| support.join(file)).to_vec(),
         cxx_sources: Vec::new(),
         objects: Vec::new(),
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
         defines: Vec::new(),
-        out_dir: out_dir.join("mlf").join("support"),
+        out_dir: work.join("support"),
         show_warnings: config.show_warnings,
     };
-    if BUILT.get().is_none() {
-        let key = cache::key(&[env!("CARGO_PKG_VERSION").as_bytes(), support::digest().as_bytes(), &config.fingerprint()]);
-        let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
-        if !(stamp.is_current() && library.is_built()) {
-            stamp.invalidate()?;
-            library.compile(config.base)?;
-            stamp.record()?;
-        }
-        let _ = BUILT.set(());
-    }
-    Ok(library)
+    library.compile_objects(config.base)
 }
 
 /// The archive's code, its runtime sources and the generated glue, as one
