@@ -5,6 +5,14 @@ use std::path::PathBuf;
 use crate::directive;
 use crate::error::{Error, ErrorKind, Result};
 
+/// `sources`, largest first: `cc` starts compiles in this order, so the
+/// longest one does not start last and leave the other jobs idle.
+fn largest_first(sources: &[PathBuf]) -> Vec<PathBuf> {
+    let mut sized: Vec<(u64, &PathBuf)> = sources.iter().map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path)).collect();
+    sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    sized.into_iter().map(|(_, path)| path.clone()).collect()
+}
+
 /// One static library to build.
 pub(crate) struct Library {
     /// `lib<name>.a`.
@@ -25,22 +33,14 @@ impl Library {
     pub fn compile(&self, base: &cc::Build) -> Result<()> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
         let mut build = self.configured(base);
-        build.files(&self.c_sources).objects(&self.objects);
+        build.files(largest_first(&self.c_sources)).objects(&self.objects);
         if !self.cxx_sources.is_empty() {
             // cc compiles one language per library: C++ goes in a sibling archive.
             let mut cxx = self.configured(base);
-            cxx.cpp(true).files(&self.cxx_sources);
+            cxx.cpp(true).files(largest_first(&self.cxx_sources));
             cxx.try_compile(&format!("{}_cxx", self.name)).map_err(|e| self.compile_error(base, e))?;
         }
         build.try_compile(&self.name).map_err(|e| self.compile_error(base, e))
-    }
-
-    /// Compiles the C sources to objects only, for another library to take in.
-    pub fn compile_objects(&self, base: &cc::Build) -> Result<Vec<PathBuf>> {
-        std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
-        let mut build = self.configured(base);
-        build.files(&self.c_sources);
-        build.try_compile_intermediates().map_err(|e| self.compile_error(base, e))
     }
 
     /// The error for a failed compilation, with the compiler's first error lines:

@@ -37,7 +37,7 @@ mod target;
 
 use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
@@ -323,28 +323,27 @@ impl Builder {
         let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
         // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
-        let (mut model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
-        let with_support = claim_support_library();
+        let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
 
         let key = cache::key(&[
             tree.digest().as_slice(),
             env!("CARGO_PKG_VERSION").as_bytes(),
             support::digest().as_bytes(),
-            &config.fingerprint(),
+            &config.fingerprint(!model.cxx_sources.is_empty()),
             &generated_c,
             &extra.fingerprint()?,
-            &[u8::from(with_support)],
         ]);
         let stamp = cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
         let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
-        if !cached {
-            stamp.invalidate()?;
-            if with_support {
-                model.objects.extend(support_objects(&work, &support_dir, &config)?);
-            }
-            // bindgen reads only headers: it runs while the C compiles.
-            let (compiled, bound) = std::thread::scope(|scope| {
+        // The support library, bindgen (which reads only headers) and the
+        // model's C build side by side.
+        let (support, built) = std::thread::scope(|scope| {
+            let support = scope.spawn(|| support_library(&out_dir, &support_dir, &config));
+            let built = if cached {
+                Ok(Vec::new())
+            } else {
+                stamp.invalidate()?;
                 let bindgen = scope.spawn(|| {
                     plan.modules
                         .iter()
@@ -354,17 +353,22 @@ impl Builder {
                         })
                         .collect::<Result<Vec<_>>>()
                 });
-                (model.compile(base), bindgen.join())
-            });
-            if let Err(error) = compiled {
-                return Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error));
-            }
-            for (path, text) in bound.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
+                match model.compile(base) {
+                    Ok(()) => bindgen.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(error) => Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error)),
+                }
+            };
+            Ok::<_, Error>((support.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), built))
+        })?;
+        let support = support?;
+        if !cached {
+            for (path, text) in built? {
                 write_if_changed(&path, text.as_bytes())?;
             }
             stamp.record()?;
         }
         model.link()?;
+        support.link()?;
         toolchain.link()?;
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
@@ -432,8 +436,9 @@ const CARGO_VARIABLES: &[&str] = &["OPT_LEVEL", "DEBUG", "PROFILE"];
 impl CompileConfig<'_> {
     /// Everything besides the sources that determines the compiled objects, as
     /// explicit data: the target, the compilers and archiver `cc` resolved with
-    /// their arguments, and the environment they were resolved from.
-    fn fingerprint(&self) -> Vec<u8> {
+    /// their arguments, and the environment they were resolved from. The C++
+    /// compiler only when there is C++ to compile: resolving it runs probes.
+    fn fingerprint(&self, with_cxx: bool) -> Vec<u8> {
         let triple = &self.target.triple;
         let underscored = triple.replace('-', "_");
         let kind = if self.target.triple == self.target.host { "HOST" } else { "TARGET" };
@@ -454,35 +459,41 @@ impl CompileConfig<'_> {
             Err(error) => format!("unavailable: {error}"),
         };
         lines.push(format!("cc={}", tool(self.base.try_get_compiler())));
-        lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
+        if with_cxx {
+            lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
+        }
         let archiver = self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
         lines.push(format!("ar={}", archiver.unwrap_or_else(|error| format!("unavailable: {error}"))));
         lines.join("\n").into_bytes()
     }
 }
 
-/// Whether the model library being built is the first of this build script,
-/// which takes in the crate's platform layer: one copy per build script,
-/// however many archives it builds.
-fn claim_support_library() -> bool {
-    static CLAIMED: OnceLock<()> = OnceLock::new();
-    CLAIMED.set(()).is_ok()
-}
-
-/// The crate's platform layer as objects, compiled with its own runtime headers
-/// whatever the archive ships, for the model library to take in.
-fn support_objects(work: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Vec<PathBuf>> {
+/// The crate's platform layer, built once per build script run however many archives it builds.
+fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
+    // Held while building, so a second archive's build waits for the first's.
+    static BUILT: Mutex<bool> = Mutex::new(false);
     let library = Library {
         name: "mlf_support".to_string(),
-        c_sources: support::LIBRARY_SOURCES.map(|file| support.join(file)).to_vec(),
+        c_sources: vec![support.join(support::LIBRARY_SOURCE)],
         cxx_sources: Vec::new(),
         objects: Vec::new(),
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
         defines: Vec::new(),
-        out_dir: work.join("support"),
+        out_dir: out_dir.join("mlf").join("support"),
         show_warnings: config.show_warnings,
     };
-    library.compile_objects(config.base)
+    let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !*built {
+        let key = cache::key(&[env!("CARGO_PKG_VERSION").as_bytes(), support::digest().as_bytes(), &config.fingerprint(false)]);
+        let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
+        if !(stamp.is_current() && library.is_built()) {
+            stamp.invalidate()?;
+            library.compile(config.base)?;
+            stamp.record()?;
+        }
+        *built = true;
+    }
+    Ok(library)
 }
 
 /// The archive's code, its runtime sources and the generated glue, as one

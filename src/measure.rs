@@ -30,13 +30,6 @@ impl Sizes {
         self.data.saturating_add(self.bss)
     }
 
-    fn subtract(&mut self, other: Sizes) {
-        self.text = self.text.saturating_sub(other.text);
-        self.rodata = self.rodata.saturating_sub(other.rodata);
-        self.data = self.data.saturating_sub(other.data);
-        self.bss = self.bss.saturating_sub(other.bss);
-    }
-
     fn add(&mut self, other: Sizes) {
         self.text = self.text.saturating_add(other.text);
         self.rodata = self.rodata.saturating_add(other.rodata);
@@ -53,8 +46,7 @@ pub struct Footprint {
     /// The model's library: the archive's code, its weights and mlf-build's glue,
     /// arena and pools, for every module of the archive.
     pub model: Sizes,
-    /// mlf-build's C support code, shared by every model of a crate (in the
-    /// library of the first archive a build script builds).
+    /// mlf-build's C support library, shared by every model of a crate.
     pub support: Sizes,
 }
 
@@ -65,42 +57,15 @@ impl Footprint {
     /// When a library cannot be read or holds no ELF object.
     pub fn measure(out_dir: &Path) -> Result<Footprint> {
         let mlf = out_dir.join("mlf");
+        let support = library_sizes(&libraries(&mlf.join("support"))?)?;
         let mut model_libraries = Vec::new();
-        let mut support_objects = Vec::new();
         let builds = mlf.join("build");
         for entry in std::fs::read_dir(&builds).map_err(|e| Error::io("read", &builds, e))? {
             let entry = entry.map_err(|e| Error::io("read", &builds, e))?;
             model_libraries.extend(libraries(&entry.path().join("lib"))?);
-            let support = entry.path().join("support");
-            if support.is_dir() {
-                support_objects.extend(objects(&support)?);
-            }
         }
-        let mut support = Sizes::default();
-        for path in &support_objects {
-            let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-            support.add(elf_sizes(&bytes).unwrap_or_default());
-        }
-        // The support objects are members of a model library.
-        let mut model = library_sizes(&model_libraries)?;
-        model.subtract(support);
-        Ok(Footprint { model, support })
+        Ok(Footprint { model: library_sizes(&model_libraries)?, support })
     }
-}
-
-/// The `.o` files below `dir`.
-fn objects(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io("read", dir, e))? {
-        let path = entry.map_err(|e| Error::io("read", dir, e))?.path();
-        if path.is_dir() {
-            found.extend(objects(&path)?);
-        } else if path.extension().is_some_and(|e| e == "o") {
-            found.push(path);
-        }
-    }
-    found.sort();
-    Ok(found)
 }
 
 fn libraries(dir: &Path) -> Result<Vec<PathBuf>> {
