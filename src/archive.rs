@@ -207,7 +207,7 @@ Ok(Tree { files, digest: OnceLock::new() })
 pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(metadata) if metadata.is_file() => {
-            if metadata.len() == bytes.len() as u64 && fs::read(path).map_err(|e| Error::io("read", path, e))? == bytes {
+            if metadata.len() == bytes.len() as u64 && file_holds(path, bytes).map_err(|e| Error::io("read", path, e))? {
                 return Ok(false);
             }
         }
@@ -225,6 +225,24 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     }
     fs::write(path, bytes).map_err(|e| Error::io("write", path, e))?;
     Ok(true)
+}
+
+/// Whether the file at `path` holds exactly `bytes`, read a piece at a time
+/// so comparing a large file costs no second copy of it in memory.
+fn file_holds(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let mut file = fs::File::open(path)?;
+    let mut buffer = vec![0; 64 << 10];
+    let mut rest = bytes;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(rest.is_empty());
+        }
+        match rest.strip_prefix(&buffer[..read]) {
+            Some(after) => rest = after,
+            None => return Ok(false),
+        }
+    }
 }
 
 /// A digest written by [`Tree::digest_hex`].
