@@ -564,20 +564,25 @@ mod tests {
         Storage { storage_id, size_bytes, input_binding: binding.map(str::to_string) }
     }
 
-    fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
-        let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
-        let with = Inputs {
+    /// Inputs with no storage table, metadata names or workspaces, 16-byte aligned.
+    fn plain_inputs(params: &[Param]) -> Inputs<'_> {
+        Inputs {
             graph_path: GRAPH,
             params_path: PARAMS,
             params,
-            linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)),
-            sids,
+            linked: None,
+            sids: &[],
             metadata_inputs: Vec::new(),
             metadata_outputs: Vec::new(),
             workspaces: BTreeMap::new(),
             default_workspace: 0,
             alignment: 16,
-        };
+        }
+    }
+
+    fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
+        let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
+        let with = Inputs { linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)), sids, ..plain_inputs(params) };
         schedule(&graph, &with)
     }
 
@@ -642,18 +647,8 @@ mod tests {
         ];
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         for (sids, expected) in cases {
-            let with = Inputs {
-                graph_path: GRAPH,
-                params_path: PARAMS,
-                params: &[p0()],
-                linked: None,
-                sids,
-                metadata_inputs: Vec::new(),
-                metadata_outputs: Vec::new(),
-                workspaces: BTreeMap::new(),
-                default_workspace: 0,
-                alignment: 16,
-            };
+            let params = [p0()];
+            let with = Inputs { sids, ..plain_inputs(&params) };
             assert_eq!(sids_disagreements(&graph, &with), [expected.to_string()]);
             run(&sample(), &[p0()], sids, None).unwrap();
         }
@@ -670,18 +665,7 @@ mod tests {
     #[test]
     fn missing_weights_show_as_unexpected_inputs() {
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
-        let with = Inputs {
-            graph_path: GRAPH,
-            params_path: PARAMS,
-            params: &[],
-            linked: None,
-            sids: &[],
-            metadata_inputs: vec!["x".to_string()],
-            metadata_outputs: vec!["y".to_string()],
-            workspaces: BTreeMap::new(),
-            default_workspace: 0,
-            alignment: 16,
-        };
+        let with = Inputs { metadata_inputs: vec!["x".to_string()], metadata_outputs: vec!["y".to_string()], ..plain_inputs(&[]) };
         let error = schedule(&graph, &with).unwrap_err();
         assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
     }
@@ -698,16 +682,10 @@ mod tests {
         // What the operators' code requests (TVMBackendAllocWorkspace in default_lib1.c).
         let workspaces = [("conv2d_nn_relu", 3888), ("conv2d_nn_relu_1", 3200)];
         let with = Inputs {
-            graph_path: GRAPH,
-            params_path: PARAMS,
-            params: &params,
-            linked: None,
-            sids: &[],
             metadata_inputs: vec!["image".to_string()],
             metadata_outputs: vec!["output".to_string()],
             workspaces: workspaces.iter().map(|(f, b)| (format!("tvmgen_default_fused_nn_{f}"), *b)).collect(),
-            default_workspace: 0,
-            alignment: 16,
+            ..plain_inputs(&params)
         };
         let (schedule, inputs, outputs) = schedule(&graph, &with).unwrap();
         assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
@@ -847,18 +825,7 @@ mod tests {
         for seed in 0..200 {
             let (value, workspaces, params) = random_graph(seed, 3 + (seed as usize % 30));
             let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
-            let with = Inputs {
-                graph_path: GRAPH,
-                params_path: PARAMS,
-                params: &params,
-                linked: None,
-                sids: &[],
-                metadata_inputs: Vec::new(),
-                metadata_outputs: Vec::new(),
-                workspaces,
-                default_workspace: 0,
-                alignment: 16,
-            };
+            let with = Inputs { workspaces, ..plain_inputs(&params) };
             let (schedule, _, _) = schedule(&graph, &with).unwrap();
             assert_sound(&graph, &schedule);
             assert!(schedule.storage_bytes <= schedule.tvm_plan_bytes, "seed {seed}: worse than one slot per entry");
@@ -911,18 +878,8 @@ mod tests {
     fn workspaces_share_bytes_not_live_during_their_call() {
         let value = sample();
         let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
-        let with = Inputs {
-            graph_path: GRAPH,
-            params_path: PARAMS,
-            params: &[p0()],
-            linked: None,
-            sids: &[],
-            metadata_inputs: Vec::new(),
-            metadata_outputs: Vec::new(),
-            workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(),
-            default_workspace: 100,
-            alignment: 16,
-        };
+        let params = [p0()];
+        let with = Inputs { workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(), default_workspace: 100, ..plain_inputs(&params) };
         let (schedule, _, _) = schedule(&graph, &with).unwrap();
         // a's workspace (unlisted: the default, 100 -> 112 + 16) comes first, a's result (read by b) after
         // it; b's (8, as its code requests) takes the bytes of a's workspace.
