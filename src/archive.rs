@@ -134,14 +134,12 @@ Ok(Tree { files, digest: OnceLock::new() })
     /// is there; removes files below `dir` that the tree no longer has (and
     /// then-empty directories). Returns how many files were written.
     ///
-    /// The digest is recorded in `<dir>.digest`: when a later tree leaves
-    /// `dir` exactly as it was, it takes that digest instead of hashing its
-    /// bytes again (SHA-256 of tens of megabytes takes seconds in the
-    /// unoptimised build scripts Cargo builds by default).
+    /// The digest is recorded in `<dir>.digest` ([`Tree::record_digest`]):
+    /// when a later tree leaves `dir` exactly as it was, it takes that digest
+    /// instead of hashing its bytes again (SHA-256 of tens of megabytes takes
+    /// seconds in the unoptimised build scripts Cargo builds by default).
     pub fn write_to(&self, dir: &Path) -> Result<usize> {
-        let mut record_name = dir.file_name().unwrap_or_default().to_os_string();
-        record_name.push(".digest");
-        let record = dir.with_file_name(record_name);
+        let record = digest_record(dir);
         let recorded = fs::read_to_string(&record).ok().and_then(|text| parse_digest(text.trim()));
         // Gone while `dir` changes, so an interrupted write leaves no record behind.
         match fs::remove_file(&record) {
@@ -162,9 +160,16 @@ Ok(Tree { files, digest: OnceLock::new() })
         if let Some(digest) = recorded.filter(|_| removed == 0 && written == 0) {
             // Already set only if computed from these same bytes.
             let _ = self.digest.set(digest);
+            self.record_digest(dir)?;
         }
-        fs::write(&record, self.digest_hex()).map_err(|e| Error::io("write", &record, e))?;
         Ok(written)
+    }
+
+    /// Records the digest of the tree [`Tree::write_to`] wrote to `dir`
+    /// (hashing it if that is not done yet).
+    pub fn record_digest(&self, dir: &Path) -> Result<()> {
+        let record = digest_record(dir);
+        fs::write(&record, self.digest_hex()).map_err(|e| Error::io("write", &record, e))
     }
 
     /// Removes everything below `dir` (whose key is `prefix`) that is not a
@@ -243,6 +248,13 @@ fn file_holds(path: &Path, bytes: &[u8]) -> io::Result<bool> {
             None => return Ok(false),
         }
     }
+}
+
+/// `<dir>.digest`, beside the tree written to `dir`.
+fn digest_record(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".digest");
+    dir.with_file_name(name)
 }
 
 /// A digest written by [`Tree::digest_hex`].
@@ -790,7 +802,10 @@ mod tests {
         let out = dir.join("tree");
         let tree = || Tree::from_files([file("a.c", "a"), file("sub/b.c", "b")]).unwrap();
         let hashed = tree().digest();
-        tree().write_to(&out).unwrap();
+        let first = tree();
+        first.write_to(&out).unwrap();
+        assert!(!dir.join("tree.digest").exists(), "recorded only once known");
+        first.record_digest(&out).unwrap();
         assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), tree().digest_hex());
 
         // A record is taken, not recomputed, when the bytes on disk stay the same.
@@ -799,6 +814,7 @@ mod tests {
         let same = tree();
         same.write_to(&out).unwrap();
         assert_eq!(same.digest_hex(), planted);
+        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), planted, "kept for the next run");
 
         // Any change (a byte, a removed file) means hashing the new tree.
         fs::write(dir.join("tree.digest"), &planted).unwrap();
@@ -844,7 +860,7 @@ mod tests {
         assert_eq!(fs::read(&outside).unwrap(), b"keep");
         let mut entries: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         entries.sort();
-        assert_eq!(entries, ["outside.txt", "tree", "tree.digest"]);
+        assert_eq!(entries, ["outside.txt", "tree"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -71,10 +71,21 @@ fn generate_catching_panics(
     })
 }
 
+/// Loads libclang and finds its headers ahead of [`generate`], so that work
+/// overlaps with the toolchain probes (bindgen keeps the library for every thread).
+pub(crate) fn preload() {
+    clang_resource_include();
+}
+
 /// clang's own `stddef.h`/`stdint.h`. Debian's libclang looks for them beside
 /// the library, not where `libclang-common-*-dev` puts them; host builds
 /// never notice (the host's gcc headers serve), cross builds do.
 fn clang_resource_include() -> Option<PathBuf> {
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(find_clang_resource_include).clone()
+}
+
+fn find_clang_resource_include() -> Option<PathBuf> {
     let version = bindgen::clang_version();
     let (major, _) = version.parsed?;
     let patterns = [format!("/usr/lib/llvm-{major}/lib/clang/*/include"), format!("/usr/lib/clang/{major}*/include")];

@@ -273,6 +273,8 @@ impl Builder {
 
     fn build_inner(self) -> Result<Output> {
         directive::rerun_if_changed(&self.archive)?;
+        // Not joined: bindgen waits for the library itself if it is still loading.
+        std::thread::spawn(bindings::preload);
         let out_dir = env::out_dir()?;
         let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
@@ -325,25 +327,33 @@ impl Builder {
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
         let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
 
-        let key = cache::key(&[
-            tree.digest().as_slice(),
-            env!("CARGO_PKG_VERSION").as_bytes(),
-            support::digest().as_bytes(),
-            &config.fingerprint(!model.cxx_sources.is_empty()),
-            &generated_c,
-            &extra.fingerprint()?,
-        ]);
-        let stamp = cache::Stamp { path: work.join("stamp"), key };
+        let extra_fingerprint = extra.fingerprint()?;
+        let key = || {
+            cache::key(&[
+                tree.digest().as_slice(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+                support::digest().as_bytes(),
+                &config.fingerprint(!model.cxx_sources.is_empty()),
+                &generated_c,
+                &extra_fingerprint,
+            ])
+        };
+        let stamp = |key| cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
-        let cached = stamp.is_current() && model.is_built() && plan.modules.iter().all(|m| bindings_file(m).is_file());
+        // Without a stamp nothing is cached, and hashing a new tree waits until the C compiles.
+        let cached = work.join("stamp").is_file()
+            && stamp(key()).is_current()
+            && model.is_built()
+            && plan.modules.iter().all(|m| bindings_file(m).is_file());
         // The support library, bindgen (which reads only headers) and the
         // model's C build side by side.
         let (support, built) = std::thread::scope(|scope| {
             let support = scope.spawn(|| support_library(&out_dir, &support_dir, &config));
             let built = if cached {
-                Ok(Vec::new())
+                Ok(None)
             } else {
-                stamp.invalidate()?;
+                stamp(String::new()).invalidate()?;
+                let key = scope.spawn(key);
                 let bindgen = scope.spawn(|| {
                     plan.modules
                         .iter()
@@ -354,18 +364,22 @@ impl Builder {
                         .collect::<Result<Vec<_>>>()
                 });
                 match model.compile(base) {
-                    Ok(()) => bindgen.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Ok(()) => {
+                        let bound = bindgen.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        bound.map(|bound| Some((bound, key.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))))
+                    }
                     Err(error) => Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error)),
                 }
             };
             Ok::<_, Error>((support.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), built))
         })?;
         let support = support?;
-        if !cached {
-            for (path, text) in built? {
+        if let Some((bound, key)) = built? {
+            for (path, text) in bound {
                 write_if_changed(&path, text.as_bytes())?;
             }
-            stamp.record()?;
+            tree.record_digest(&tree_dir)?;
+            stamp(key).record()?;
         }
         model.link()?;
         support.link()?;
