@@ -40,6 +40,8 @@ pub(crate) struct Tree {
     /// Computed when first asked for, or taken from the record of an
     /// identical tree written before ([`Tree::write_to`]).
     digest: OnceLock<[u8; 32]>,
+    /// Where the files' bytes are once [`Tree::release`] let them go.
+    released_to: Option<PathBuf>,
 }
 
 impl Tree {
@@ -77,7 +79,7 @@ impl Tree {
                 return Err(unsafe_entry(key, format!("is a file, but `{child}` needs it to be a directory")));
             }
         }
-Ok(Tree { files, digest: OnceLock::new() })
+Ok(Tree { files, digest: OnceLock::new(), released_to: None })
     }
 
     /// The files, for building a changed tree with [`Tree::from_files`].
@@ -86,6 +88,9 @@ Ok(Tree { files, digest: OnceLock::new() })
     }
 
     pub fn get(&self, path: &str) -> Option<&[u8]> {
+        if self.released_to.is_some() {
+            return None;
+        }
         self.files.get(&normalize(path).ok()?).map(Vec::as_slice)
     }
 
@@ -112,22 +117,50 @@ Ok(Tree { files, digest: OnceLock::new() })
     /// SHA-256 over the sorted (path, length, bytes) of every file: the same
     /// content gives the same digest whether it came from a tar (in any member
     /// order, with or without "./") or a directory.
-    pub fn digest(&self) -> [u8; 32] {
-        *self.digest.get_or_init(|| {
-            let mut hasher = Sha256::new();
-            for (path, bytes) in &self.files {
-                // Paths cannot contain NUL, so it delimits them unambiguously.
-                hasher.update(path.as_bytes());
-                hasher.update([0]);
-                hasher.update((bytes.len() as u64).to_le_bytes());
-                hasher.update(bytes);
+    pub fn digest(&self) -> Result<[u8; 32]> {
+        if let Some(digest) = self.digest.get() {
+            return Ok(*digest);
+        }
+        let mut hasher = Sha256::new();
+        for (path, bytes) in &self.files {
+            // Paths cannot contain NUL, so it delimits them unambiguously.
+            hasher.update(path.as_bytes());
+            hasher.update([0]);
+            match &self.released_to {
+                None => {
+                    hasher.update((bytes.len() as u64).to_le_bytes());
+                    hasher.update(bytes);
+                }
+                Some(dir) => {
+                    let file = key_path(dir, path);
+                    let read_error = |e| Error::io("read", &file, e);
+                    let mut reader = fs::File::open(&file).map_err(read_error)?;
+                    hasher.update(reader.metadata().map_err(read_error)?.len().to_le_bytes());
+                    let mut buffer = vec![0; 64 << 10];
+                    loop {
+                        match reader.read(&mut buffer).map_err(read_error)? {
+                            0 => break,
+                            read => hasher.update(&buffer[..read]),
+                        }
+                    }
+                }
             }
-            hasher.finalize().into()
-        })
+        }
+        Ok(*self.digest.get_or_init(|| hasher.finalize().into()))
     }
 
-    pub fn digest_hex(&self) -> String {
-        self.digest().iter().map(|byte| format!("{byte:02x}")).collect()
+    /// Lets the files' bytes go once [`Tree::write_to`] wrote them to `dir`:
+    /// the build reads them from there, and a large archive is not held in
+    /// memory beside the compiler and libclang. [`Tree::get`] finds nothing after.
+    pub fn release(&mut self, dir: &Path) {
+        for bytes in self.files.values_mut() {
+            *bytes = Vec::new();
+        }
+        self.released_to = Some(dir.to_path_buf());
+    }
+
+    pub fn digest_hex(&self) -> Result<String> {
+        Ok(self.digest()?.iter().map(|byte| format!("{byte:02x}")).collect())
     }
 
     /// Writes every file below `dir`, each only if its bytes differ from what
@@ -152,7 +185,7 @@ Ok(Tree { files, digest: OnceLock::new() })
         let removed = self.remove_stale(dir, "")?;
         let mut written = 0;
         for (key, bytes) in &self.files {
-            let path = key.split('/').fold(dir.to_path_buf(), |path, part| path.join(part));
+            let path = key_path(dir, key);
             if write_if_changed(&path, bytes)? {
                 written += 1;
             }
@@ -169,7 +202,7 @@ Ok(Tree { files, digest: OnceLock::new() })
     /// (hashing it if that is not done yet).
     pub fn record_digest(&self, dir: &Path) -> Result<()> {
         let record = digest_record(dir);
-        fs::write(&record, self.digest_hex()).map_err(|e| Error::io("write", &record, e))
+        fs::write(&record, self.digest_hex()?).map_err(|e| Error::io("write", &record, e))
     }
 
     /// Removes everything below `dir` (whose key is `prefix`) that is not a
@@ -232,6 +265,73 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
+/// Like [`write_if_changed`] for text too large to hold: `fill` writes it
+/// piece by piece, each piece compared with the file's bytes at that offset;
+/// the file is written from the first difference on, and left untouched
+/// (its mtime too) when there is none. Returns whether it wrote.
+pub(crate) fn write_streamed_if_changed(path: &Path, fill: impl FnOnce(&mut dyn io::Write) -> io::Result<()>) -> Result<bool> {
+    if fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        fs::remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+    }
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+    }
+    let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| Error::io("open", path, e))?;
+    let mut writer = ChangeWriter { file, offset: 0, differs: false, scratch: Vec::new() };
+    let mut buffered = io::BufWriter::with_capacity(64 << 10, &mut writer);
+    fill(&mut buffered).and_then(|()| io::Write::flush(&mut buffered)).map_err(|e| Error::io("write", path, e))?;
+    drop(buffered);
+    writer.finish().map_err(|e| Error::io("write", path, e))
+}
+
+/// Compares what is written with the file until they differ, then writes.
+struct ChangeWriter {
+    file: fs::File,
+    /// Bytes compared or written so far.
+    offset: u64,
+    differs: bool,
+    scratch: Vec<u8>,
+}
+
+impl io::Write for ChangeWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if !self.differs {
+            self.scratch.resize(data.len(), 0);
+            let mut filled = 0;
+            while filled < data.len() {
+                match self.file.read(&mut self.scratch[filled..])? {
+                    0 => break,
+                    read => filled += read,
+                }
+            }
+            if self.scratch[..filled] == *data {
+                self.offset += data.len() as u64;
+                return Ok(data.len());
+            }
+            self.differs = true;
+            io::Seek::seek(&mut self.file, io::SeekFrom::Start(self.offset))?;
+        }
+        self.file.write_all(data)?;
+        self.offset += data.len() as u64;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl ChangeWriter {
+    /// Cuts off what the old file had beyond the new text; returns whether anything changed.
+    fn finish(self) -> io::Result<bool> {
+        let longer = self.file.metadata()?.len() != self.offset;
+        if longer {
+            self.file.set_len(self.offset)?;
+        }
+        Ok(self.differs || longer)
+    }
+}
+
 /// Whether the file at `path` holds exactly `bytes`, read a piece at a time
 /// so comparing a large file costs no second copy of it in memory.
 fn file_holds(path: &Path, bytes: &[u8]) -> io::Result<bool> {
@@ -248,6 +348,11 @@ fn file_holds(path: &Path, bytes: &[u8]) -> io::Result<bool> {
             None => return Ok(false),
         }
     }
+}
+
+/// Where the file `key` ("codegen/host/src/x.c") of a tree written to `dir` is.
+fn key_path(dir: &Path, key: &str) -> PathBuf {
+    key.split('/').fold(dir.to_path_buf(), |path, part| path.join(part))
 }
 
 /// `<dir>.digest`, beside the tree written to `dir`.
@@ -587,6 +692,7 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -675,15 +781,15 @@ mod tests {
         let a = load_members(&[("./a.c", EntryType::Regular, "int a;"), ("./b/c.h", EntryType::Regular, "")]).unwrap();
         let b = load_members(&[("b/c.h", EntryType::Regular, ""), ("a.c", EntryType::Regular, "int a;")]).unwrap();
         let from_files = Tree::from_files([file("b/c.h", ""), file("./a.c", "int a;")]).unwrap();
-        assert_eq!(a.digest(), b.digest());
-        assert_eq!(a.digest(), from_files.digest());
-        assert_eq!(a.digest_hex().len(), 64);
+        assert_eq!(a.digest().unwrap(), b.digest().unwrap());
+        assert_eq!(a.digest().unwrap(), from_files.digest().unwrap());
+        assert_eq!(a.digest_hex().unwrap().len(), 64);
 
         let changed = Tree::from_files([file("b/c.h", ""), file("a.c", "int b;")]).unwrap();
-        assert_ne!(a.digest(), changed.digest());
+        assert_ne!(a.digest().unwrap(), changed.digest().unwrap());
         // Moving bytes between path and content must change the digest too.
         let shifted = Tree::from_files([file("ab", "c")]).unwrap();
-        assert_ne!(Tree::from_files([file("a", "bc")]).unwrap().digest(), shifted.digest());
+        assert_ne!(Tree::from_files([file("a", "bc")]).unwrap().digest().unwrap(), shifted.digest().unwrap());
     }
 
     #[test]
@@ -801,31 +907,63 @@ mod tests {
         let dir = scratch("digest-record");
         let out = dir.join("tree");
         let tree = || Tree::from_files([file("a.c", "a"), file("sub/b.c", "b")]).unwrap();
-        let hashed = tree().digest();
+        let hashed = tree().digest().unwrap();
         let first = tree();
         first.write_to(&out).unwrap();
         assert!(!dir.join("tree.digest").exists(), "recorded only once known");
         first.record_digest(&out).unwrap();
-        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), tree().digest_hex());
+        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), tree().digest_hex().unwrap());
 
         // A record is taken, not recomputed, when the bytes on disk stay the same.
         let planted = "ab".repeat(32);
         fs::write(dir.join("tree.digest"), &planted).unwrap();
         let same = tree();
         same.write_to(&out).unwrap();
-        assert_eq!(same.digest_hex(), planted);
+        assert_eq!(same.digest_hex().unwrap(), planted);
         assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), planted, "kept for the next run");
 
         // Any change (a byte, a removed file) means hashing the new tree.
         fs::write(dir.join("tree.digest"), &planted).unwrap();
         let changed = Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap();
         changed.write_to(&out).unwrap();
-        assert_ne!(changed.digest(), hashed);
-        assert_eq!(changed.digest(), Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap().digest());
+        assert_ne!(changed.digest().unwrap(), hashed);
+        assert_eq!(changed.digest().unwrap(), Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap().digest().unwrap());
         fs::write(dir.join("tree.digest"), &planted).unwrap();
         let fewer = Tree::from_files([file("a.c", "A")]).unwrap();
         fewer.write_to(&out).unwrap();
-        assert_ne!(fewer.digest_hex(), planted);
+        assert_ne!(fewer.digest_hex().unwrap(), planted);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_released_tree_hashes_what_it_wrote() {
+        let dir = scratch("released");
+        let out = dir.join("tree");
+        let files = || [file("a.c", "a"), file("sub/b.c", "bb")];
+        let mut tree = Tree::from_files(files()).unwrap();
+        tree.write_to(&out).unwrap();
+        tree.release(&out);
+        assert_eq!(tree.get("a.c"), None, "the bytes are gone from memory");
+        assert_eq!(tree.digest().unwrap(), Tree::from_files(files()).unwrap().digest().unwrap());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn streamed_writes_change_only_what_differs() {
+        let dir = scratch("streamed");
+        let path = dir.join("gen/weights.c");
+        let write = |text: &'static str| {
+            write_streamed_if_changed(&path, |out| text.as_bytes().chunks(3).try_for_each(|piece| out.write_all(piece))).unwrap()
+        };
+        assert!(write("abcdefgh"), "a new file");
+        assert!(!write("abcdefgh"), "the same bytes");
+        assert!(write("abcXefgh"));
+        assert_eq!(fs::read(&path).unwrap(), b"abcXefgh");
+        assert!(write("abcXe"), "shorter");
+        assert_eq!(fs::read(&path).unwrap(), b"abcXe");
+        assert!(write("abcXefghij"), "longer");
+        assert_eq!(fs::read(&path).unwrap(), b"abcXefghij");
+        assert!(!write("abcXefghij"));
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -921,7 +1059,7 @@ mod tests {
         let dir = scratch("extract");
         assert_eq!(from_tar.write_to(&dir).unwrap(), from_tar.paths().count());
         let from_dir = Tree::load(&dir, Limits::default()).unwrap();
-        assert_eq!(from_tar.digest(), from_dir.digest());
+        assert_eq!(from_tar.digest().unwrap(), from_dir.digest().unwrap());
         assert_eq!(from_tar.write_to(&dir).unwrap(), 0);
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -273,8 +273,13 @@ impl Builder {
 
     fn build_inner(self) -> Result<Output> {
         directive::rerun_if_changed(&self.archive)?;
-        // Not joined: bindgen waits for the library itself if it is still loading.
-        std::thread::spawn(bindings::preload);
+        // libclang (~80 MB resident) loads while the toolchain is probed, unless
+        // the archive is large: then only once its files are out of memory.
+        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
+        if small {
+            // Not joined: bindgen waits for the library itself if it is still loading.
+            std::thread::spawn(bindings::preload);
+        }
         let out_dir = env::out_dir()?;
         let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
@@ -304,7 +309,7 @@ impl Builder {
         };
         // Before planning: an object for another architecture is the clearest thing to report.
         check_objects(&tree, &target)?;
-        let tree = rename::apply(tree, &mut metadata, &self.renames)?;
+        let mut tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
         names::check_plan(&plan)?;
         limits::check_plan(&plan)?;
@@ -319,6 +324,10 @@ impl Builder {
         let tree_dir = work.join("tree");
         let gen_dir = work.join("gen");
         tree.write_to(&tree_dir)?;
+        tree.release(&tree_dir);
+        if !small {
+            std::thread::spawn(bindings::preload);
+        }
         let support_dir = support::write(&out_dir.join("mlf").join("build-support"))?;
 
         let config = CompileConfig { base, show_warnings, target: &target };
@@ -328,21 +337,21 @@ impl Builder {
         let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
 
         let extra_fingerprint = extra.fingerprint()?;
-        let key = || {
-            cache::key(&[
-                tree.digest().as_slice(),
+        let key = || -> Result<String> {
+            Ok(cache::key(&[
+                tree.digest()?.as_slice(),
                 env!("CARGO_PKG_VERSION").as_bytes(),
                 support::digest().as_bytes(),
                 &config.fingerprint(!model.cxx_sources.is_empty()),
                 &generated_c,
                 &extra_fingerprint,
-            ])
+            ]))
         };
         let stamp = |key| cache::Stamp { path: work.join("stamp"), key };
         let bindings_file = |module: &ModulePlan| gen_dir.join(format!("{}_bindings.rs", module.name));
         // Without a stamp nothing is cached, and hashing a new tree waits until the C compiles.
         let cached = work.join("stamp").is_file()
-            && stamp(key()).is_current()
+            && stamp(key()?).is_current()
             && model.is_built()
             && plan.modules.iter().all(|m| bindings_file(m).is_file());
         // The support library, bindgen (which reads only headers) and the
@@ -366,9 +375,10 @@ impl Builder {
                 match model.compile(base) {
                     Ok(()) => {
                         let bound = bindgen.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        bound.map(|bound| Some((bound, key.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))))
+                        let key = key.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        Ok(Some((bound?, key?)))
                     }
-                    Err(error) => Err(missing_header(&plan, &tree, &tree_dir, &model, base).unwrap_or(error)),
+                    Err(error) => Err(missing_header(&plan, &tree_dir, &model, base).unwrap_or(error)),
                 }
             };
             Ok::<_, Error>((support.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), built))
@@ -386,7 +396,7 @@ impl Builder {
         toolchain.link()?;
 
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
-        let digest_hex = tree.digest_hex();
+        let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &package };
         let mut modules = Vec::new();
         for module in &plan.modules {
@@ -537,10 +547,10 @@ fn model_library(
         write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
         generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
         c_sources.push(gen_dir.join(&glue.source_name));
-        if let Some((name, text)) = &glue.params {
+        if let Some(name) = &glue.params {
             // Not part of the key: it follows from the `.params` bytes (in the
             // tree's digest) and the layout the glue above states.
-            write_if_changed(&gen_dir.join(name), text.as_bytes())?;
+            archive::write_streamed_if_changed(&gen_dir.join(name), |out| glue::write_params_source(module, out))?;
             c_sources.push(gen_dir.join(name));
         }
     }
@@ -582,6 +592,11 @@ fn model_library(
     };
     Ok((library, generated))
 }
+
+/// The largest archive file whose bytes may be in memory beside libclang
+/// (see `build_inner`): a graph archive's weights are held up to three times
+/// (read, parsed, laid out), so this keeps the growth under 16 MB.
+const PRELOAD_MAX_ARCHIVE_BYTES: u64 = 4 << 20;
 
 /// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.
 const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's defaults. */
@@ -753,12 +768,13 @@ fn remove_stale_modules(out_dir: &Path, archive: &Path, renames: &[(String, Stri
 /// After a failed compile: every header the archive's sources include that
 /// neither the archive, mlf-build, the Builder's include directories nor the
 /// compiler has, each named with the files that want it, and the options that help.
-fn missing_header(plan: &Plan, tree: &Tree, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
+fn missing_header(plan: &Plan, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
     let mut found: BTreeMap<String, bool> = BTreeMap::new();
     let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &plan.modules {
         for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
-            let text = String::from_utf8_lossy(tree.get(path)?);
+            let bytes = std::fs::read(tree_dir.join(path)).ok()?;
+            let text = String::from_utf8_lossy(&bytes);
             let own_dir = tree_dir.join(path).parent().map(Path::to_path_buf).unwrap_or_default();
             for header in inspect::included_headers(&text) {
                 let in_own_dir = own_dir.join(header).is_file();
