@@ -360,11 +360,28 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
         }
     }
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
-    let compiled_isa = if target.is_bare_metal() { Some(check_float_abi(&path, compiler.args(), target, float_abi)?) } else { None };
+    let args = compiler.args();
+    // Debian's rv32 libm.a is a placeholder; picolibc keeps the maths in libc.a,
+    // built with -msave-restore, whose helpers (`__riscv_save_*`) are in libgcc.a.
+    let lib_names: &[&str] = match (target.is_bare_metal(), target.is_arm32()) {
+        (false, _) => &[],
+        (true, true) => &["libm.a", "libc.a"],
+        (true, false) => &["libc.a", "libgcc.a"],
+    };
+    // The probes ask the compiler independent questions: they run side by side.
+    let (compiled_isa, include_dirs, printed_libs) = std::thread::scope(|scope| {
+        let isa = scope.spawn(|| target.is_bare_metal().then(|| check_float_abi(&path, args, target, float_abi)).transpose());
+        let dirs = scope.spawn(|| if target.is_cross() { system_include_dirs(&path, args, target) } else { Ok(Vec::new()) });
+        let libs: Vec<_> = lib_names.iter().map(|name| scope.spawn(|| print_file_name(&path, args, name, target))).collect();
+        fn joined<T>(probe: std::thread::ScopedJoinHandle<'_, T>) -> T {
+            probe.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }
+        (joined(isa), joined(dirs), libs.into_iter().map(joined).collect::<Vec<_>>())
+    });
+    let compiled_isa = compiled_isa?;
+    let include_dirs = include_dirs?;
     let mut clang_args = Vec::new();
-    let mut include_dirs = Vec::new();
     if target.is_cross() {
-        include_dirs = system_include_dirs(&path, compiler.args(), target)?;
         if !include_dirs.iter().any(|dir| dir.join("math.h").is_file() && dir.join("string.h").is_file()) {
             return Err(Error::new(
                 ErrorKind::Toolchain,
@@ -381,13 +398,8 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
         }
     }
     let mut system_libs = Vec::new();
-    if target.is_bare_metal() {
-        // Debian's rv32 libm.a is a placeholder; picolibc keeps the maths in libc.a,
-        // built with -msave-restore, whose helpers (`__riscv_save_*`) are in libgcc.a.
-        let names: &[&str] = if target.is_arm32() { &["libm.a", "libc.a"] } else { &["libc.a", "libgcc.a"] };
-        for name in names {
-            system_libs.push(multilib_file(&path, compiler.args(), name, target, &include_dirs)?);
-        }
+    for (name, printed) in lib_names.iter().zip(printed_libs) {
+        system_libs.push(multilib_file(&path, args, name, printed?, target, &include_dirs)?);
     }
     Ok(Toolchain { build, clang_args, system_libs, compiled_isa })
 }
@@ -530,8 +542,10 @@ fn print_file_name(compiler: &Path, args: &[std::ffi::OsString], name: &str, tar
 /// The multilib variant of `name` gcc links for these flags (FPU, Thumb level):
 /// gcc's own answer, else `<include dir>/../lib/<multilib dir>/<name>` as
 /// picolibc lays it out (its specs add that directory only at link time).
-fn multilib_file(compiler: &Path, args: &[std::ffi::OsString], name: &str, target: &Target, include_dirs: &[PathBuf]) -> Result<PathBuf> {
-    if let Some(found) = print_file_name(compiler, args, name, target)? {
+/// `name` (a C library archive) where the compiler printed it (`printed`),
+/// else in the multilib directory beside the system include directories.
+fn multilib_file(compiler: &Path, args: &[std::ffi::OsString], name: &str, printed: Option<PathBuf>, target: &Target, include_dirs: &[PathBuf]) -> Result<PathBuf> {
+    if let Some(found) = printed {
         return Ok(found);
     }
     let output = Command::new(compiler).args(args).arg("-print-multi-directory").stderr(Stdio::null()).output();
