@@ -692,7 +692,6 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

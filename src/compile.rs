@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::directive;
 use crate::error::{Error, ErrorKind, Result};
+use crate::static_lib;
 
 /// `sources`, largest first: `cc` starts compiles in this order, so the
 /// longest one does not start last and leave the other jobs idle.
@@ -32,15 +33,29 @@ impl Library {
     /// Compiles the library from `base` (the user's `cc::Build`, if any).
     pub fn compile(&self, base: &cc::Build) -> Result<()> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
-        let mut build = self.configured(base);
-        build.files(largest_first(&self.c_sources)).objects(&self.objects);
         if !self.cxx_sources.is_empty() {
-            // cc compiles one language per library: C++ goes in a sibling archive.
+            // cc compiles one language per build: C++ goes in a sibling library.
             let mut cxx = self.configured(base);
             cxx.cpp(true).files(largest_first(&self.cxx_sources));
-            cxx.try_compile(&format!("{}_cxx", self.name)).map_err(|e| self.compile_error(base, e))?;
+            let objects = cxx.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
+            self.archive(base, &format!("{}_cxx", self.name), &objects)?;
         }
-        build.try_compile(&self.name).map_err(|e| self.compile_error(base, e))
+        let mut build = self.configured(base);
+        build.files(largest_first(&self.c_sources));
+        let mut objects = build.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
+        objects.extend(self.objects.iter().cloned());
+        self.archive(base, &self.name, &objects)
+    }
+
+    /// `lib<name>.a` of `objects`: written here when they are ELF, else by the
+    /// toolchain's archiver through `cc`.
+    fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf]) -> Result<()> {
+        if static_lib::write_elf_library(&self.out_dir.join(format!("lib{name}.a")), objects)? {
+            return Ok(());
+        }
+        let mut build = self.configured(base);
+        build.objects(objects);
+        build.try_compile(name).map_err(|e| self.compile_error(base, e))
     }
 
     /// The error for a failed compilation, with the compiler's first error lines:

@@ -14,6 +14,7 @@ mod cache;
 mod compile;
 mod directive;
 mod dtype;
+mod elf;
 mod emit;
 mod env;
 mod error;
@@ -32,6 +33,7 @@ mod plan;
 mod rename;
 mod report;
 mod schedule;
+mod static_lib;
 mod support;
 mod target;
 
@@ -271,21 +273,9 @@ impl Builder {
         self.build_inner().map_err(|error| error.in_archive(&archive))
     }
 
-    fn build_inner(self) -> Result<Output> {
-        directive::rerun_if_changed(&self.archive)?;
-        // libclang (~80 MB resident) loads while the toolchain is probed, unless
-        // the archive is large: then only once its files are out of memory.
-        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
-        if small {
-            // Not joined: bindgen waits for the library itself if it is still loading.
-            std::thread::spawn(bindings::preload);
-        }
-        let out_dir = env::out_dir()?;
-        let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
-        let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
-        let toolchain = target::toolchain(&self.cc.clone().unwrap_or_default(), &target)?;
-        let base = &toolchain.build;
-
+    /// The archive's files, its normalized metadata (read, or inferred from the
+    /// headers) and the plan, checked against everything but the toolchain.
+    fn read_and_plan(&self, target: &Target) -> Result<(Tree, metadata::Metadata, Plan)> {
         let tree = Tree::load(&self.archive, self.limits)?;
         let mut metadata = match tree.get("metadata.json") {
             Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
@@ -308,33 +298,66 @@ impl Builder {
             }
         };
         // Before planning: an object for another architecture is the clearest thing to report.
-        check_objects(&tree, &target)?;
-        let mut tree = rename::apply(tree, &mut metadata, &self.renames)?;
+        check_objects(&tree, target)?;
+        let tree = rename::apply(tree, &mut metadata, &self.renames)?;
         let plan = plan::plan(&tree, &metadata)?;
         names::check_plan(&plan)?;
         limits::check_plan(&plan)?;
-        check_target(&plan, &target, &metadata)?;
-        check_core(&plan, &target, &metadata, toolchain.compiled_isa)?;
-        claim_symbols(&out_dir, &self.archive, &plan)?;
+        check_target(&plan, target, &metadata)?;
+        Ok((tree, metadata, plan))
+    }
 
+    /// Everything the compile needs that the toolchain does not decide: the
+    /// archive read, planned and written under `OUT_DIR`, mlf-build's own C
+    /// and the generated glue.
+    fn prepare(&self, target: &Target, out_dir: &Path, extra: &ExtraCode<'_>, package: &str, show_warnings: bool, small: bool) -> Result<Prepared> {
+        let (mut tree, metadata, plan) = self.read_and_plan(target)?;
+        claim_symbols(out_dir, &self.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
         // first names this archive's work directory and library.
         let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.clone());
         let work = out_dir.join("mlf").join("build").join(&stem);
         let tree_dir = work.join("tree");
-        let gen_dir = work.join("gen");
         tree.write_to(&tree_dir)?;
         tree.release(&tree_dir);
         if !small {
             std::thread::spawn(bindings::preload);
         }
-        let support_dir = support::write(&out_dir.join("mlf").join("build-support"))?;
+        support::write(extra.support_dir)?;
+        let (model, generated_c) = model_library(&plan, &stem, &work, package, show_warnings, extra)?;
+        Ok(Prepared { tree, metadata, plan, stem, work, model, generated_c })
+    }
 
-        let config = CompileConfig { base, show_warnings, target: &target };
+    fn build_inner(self) -> Result<Output> {
+        directive::rerun_if_changed(&self.archive)?;
+        // libclang (~80 MB resident) loads while the toolchain is probed, unless
+        // the archive is large: then only once its files are out of memory.
+        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
+        if small {
+            // Not joined: bindgen waits for the library itself if it is still loading.
+            std::thread::spawn(bindings::preload);
+        }
+        let out_dir = env::out_dir()?;
+        let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
+        let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
+        let support_dir = out_dir.join("mlf").join("build-support");
         let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
         // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
-        let (model, generated_c) = model_library(&plan, &stem, &work, &package, show_warnings, &extra)?;
+        // The toolchain probes (compiler runs) and preparing the archive's C
+        // need nothing from each other: they run side by side.
+        let user_build = self.cc.clone().unwrap_or_default();
+        let (toolchain, prepared) = std::thread::scope(|scope| {
+            let toolchain = scope.spawn(|| target::toolchain(&user_build, &target));
+            let prepared = self.prepare(&target, &out_dir, &extra, &package, show_warnings, small);
+            (joined(toolchain), prepared)
+        });
+        let toolchain = toolchain?;
+        let Prepared { tree, metadata, plan, stem, work, model, generated_c } = prepared?;
+        check_core(&plan, &target, &metadata, toolchain.compiled_isa)?;
+        let base = &toolchain.build;
+        let config = CompileConfig { base, show_warnings, target: &target };
+        let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
 
         let extra_fingerprint = extra.fingerprint()?;
         let key = || -> Result<String> {
@@ -374,14 +397,14 @@ impl Builder {
                 });
                 match model.compile(base) {
                     Ok(()) => {
-                        let bound = bindgen.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                        let key = key.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        let bound = joined(bindgen);
+                        let key = joined(key);
                         Ok(Some((bound?, key?)))
                     }
                     Err(error) => Err(missing_header(&plan, &tree_dir, &model, base).unwrap_or(error)),
                 }
             };
-            Ok::<_, Error>((support.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), built))
+            Ok::<_, Error>((joined(support), built))
         })?;
         let support = support?;
         if let Some((bound, key)) = built? {
@@ -426,6 +449,25 @@ impl Builder {
         write_module_index(&out_dir, &plan, self.mlf_rt)?;
         Ok(Output { modules })
     }
+}
+
+/// What [`Builder::prepare`] made ready for the compile.
+struct Prepared {
+    tree: Tree,
+    metadata: metadata::Metadata,
+    plan: Plan,
+    /// Names the work directory and the model's library.
+    stem: String,
+    /// `$OUT_DIR/mlf/build/<stem>`: the tree, the generated C and the library.
+    work: PathBuf,
+    model: Library,
+    /// The text of everything generated, part of the cache key.
+    generated_c: Vec<u8>,
+}
+
+/// A scoped thread's result, its panic passed on.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
@@ -890,7 +932,7 @@ fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
     let Some(expected) = target.elf_machine() else { return Ok(()) };
     for path in tree.files_under(inspect::LIB_DIR).filter(|path| path.ends_with(".o")) {
         let bytes = tree.get(path).unwrap_or_default();
-        let machine = (bytes.len() > 20 && bytes.starts_with(b"\x7fELF")).then(|| u16::from_le_bytes([bytes[18], bytes[19]]));
+        let machine = elf::Header::parse(bytes).map(|header| header.machine);
         match machine {
             Some(found) if found == expected => {}
             found => {

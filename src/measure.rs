@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::elf;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes of one compiled library by kind of section (allocated sections only).
@@ -120,46 +121,28 @@ fn ar_members(bytes: &[u8]) -> Option<Vec<&[u8]>> {
 
 /// Section sizes of one relocatable ELF object; `None` for anything else.
 fn elf_sizes(object: &[u8]) -> Option<Sizes> {
-    if !object.starts_with(b"\x7fELF") {
-        return None;
-    }
-    let is_64 = *object.get(4)? == 2;
-    let little = *object.get(5)? == 1;
-    let read = |at: usize, width: usize| -> Option<u64> {
-        let field = object.get(at..at.checked_add(width)?)?;
-        let mut value = 0u64;
-        for (i, byte) in field.iter().enumerate() {
-            let shift = if little { i } else { width - 1 - i } * 8;
-            value |= u64::from(*byte) << shift;
-        }
-        Some(value)
-    };
-    let word = if is_64 { 8 } else { 4 };
-    let (shoff, shentsize, shnum) = if is_64 { (read(0x28, 8)?, read(0x3a, 2)?, read(0x3c, 2)?) } else { (read(0x20, 4)?, read(0x2e, 2)?, read(0x30, 2)?) };
-    const SHT_NOBITS: u64 = 8;
+    let header = elf::Header::parse(object)?;
+    let table = object.get(usize::try_from(header.section_table).ok()?..)?;
+    let count = header.section_count_in(table)?;
     const SHF_WRITE: u64 = 1;
     const SHF_ALLOC: u64 = 2;
     const SHF_EXECINSTR: u64 = 4;
     let mut sizes = Sizes::default();
-    for index in 0..shnum {
-        let header = usize::try_from(shoff.checked_add(index.checked_mul(shentsize)?)?).ok()?;
-        let kind = read(header.checked_add(4)?, 4)?;
-        let flags = read(header.checked_add(8)?, word)?;
-        let size_at = if is_64 { 0x20 } else { 0x14 };
-        let size = read(header.checked_add(size_at)?, word)?;
-        if flags & SHF_ALLOC == 0 {
+    for index in 0..count {
+        let section = header.section(table, index)?;
+        if section.flags & SHF_ALLOC == 0 {
             continue;
         }
-        let slot = if kind == SHT_NOBITS {
+        let slot = if section.kind == elf::SHT_NOBITS {
             &mut sizes.bss
-        } else if flags & SHF_EXECINSTR != 0 {
+        } else if section.flags & SHF_EXECINSTR != 0 {
             &mut sizes.text
-        } else if flags & SHF_WRITE != 0 {
+        } else if section.flags & SHF_WRITE != 0 {
             &mut sizes.data
         } else {
             &mut sizes.rodata
         };
-        *slot = slot.saturating_add(size);
+        *slot = slot.saturating_add(section.size);
     }
     Some(sizes)
 }

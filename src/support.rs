@@ -2,7 +2,7 @@
 //! in the library as cxx-build embeds `cxx.h`: a build reads no file from the
 //! crate's source directory, and editing one rebuilds mlf-build itself.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::archive::write_if_changed;
 use crate::error::Result;
@@ -40,12 +40,12 @@ pub(crate) const LIBRARY_SOURCE: &str = "src/mlf_support.c";
 /// `TVMBackendAllocWorkspace` on the static arena, for archives without a runtime of their own.
 pub(crate) const BACKEND_SOURCE: &str = "src/backend.c";
 
-/// Writes the files below `dir` (only those whose bytes changed) and returns `dir`.
-pub(crate) fn write(dir: &Path) -> Result<PathBuf> {
+/// Writes the files below `dir` (only those whose bytes changed).
+pub(crate) fn write(dir: &Path) -> Result<()> {
     for (path, bytes) in FILES {
         write_if_changed(&dir.join(path), bytes)?;
     }
-    Ok(dir.to_path_buf())
+    Ok(())
 }
 
 /// A hash of every embedded file and its path, for the cache keys of what is compiled with them.

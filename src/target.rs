@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::env;
+use crate::joined;
 use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Debug, Clone)]
@@ -316,12 +317,19 @@ impl Toolchain {
 /// Completes `base` for `target` and checks that the toolchain is there and
 /// compiles for the Rust target's float ABI.
 pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
+    std::thread::scope(|scope| {
+        // rustc starts as slowly as a compiler probe: it is asked beside them.
+        let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target) } else { Ok(()) });
+        let toolchain = probe_toolchain(base, target);
+        joined(rust_target)?;
+        toolchain
+    })
+}
+
+fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     let mut build = base.clone();
     // mlf-build prints the rerun lines for the variables cc reads itself, once each (see `env`).
     build.target(&target.triple).host(&target.host).cargo_metadata(false).emit_rerun_if_env_changed(false);
-    if target.is_cross() {
-        check_rust_target(target)?;
-    }
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
     let user_args: Vec<String> = compiler.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let float_abi = target.float_abi();
@@ -373,9 +381,6 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
         let isa = scope.spawn(|| target.is_bare_metal().then(|| check_float_abi(&path, args, target, float_abi)).transpose());
         let dirs = scope.spawn(|| if target.is_cross() { system_include_dirs(&path, args, target) } else { Ok(Vec::new()) });
         let libs: Vec<_> = lib_names.iter().map(|name| scope.spawn(|| print_file_name(&path, args, name, target))).collect();
-        fn joined<T>(probe: std::thread::ScopedJoinHandle<'_, T>) -> T {
-            probe.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        }
         (joined(isa), joined(dirs), libs.into_iter().map(joined).collect::<Vec<_>>())
     });
     let compiled_isa = compiled_isa?;

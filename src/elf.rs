@@ -1,0 +1,149 @@
+//! Just enough ELF to find a relocatable object's sections and symbols. Every
+//! reader takes bytes the caller read from the file, so a large object is
+//! never read whole to learn its header; every offset is checked.
+
+/// `SHT_SYMTAB`: the object's symbol table.
+pub(crate) const SHT_SYMTAB: u32 = 2;
+/// `SHT_NOBITS`: a section that occupies no file bytes (`.bss`).
+pub(crate) const SHT_NOBITS: u32 = 8;
+
+/// The ELF file header's fields that say how to read the rest.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header {
+    pub is_64: bool,
+    little_endian: bool,
+    /// `e_machine`: the architecture.
+    pub machine: u16,
+    /// Where the section header table starts, its entry size and count (`e_shnum`).
+    pub section_table: u64,
+    pub section_entry: u64,
+    pub section_count: u64,
+}
+
+/// One section header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Section {
+    pub kind: u32,
+    pub flags: u64,
+    pub offset: u64,
+    pub size: u64,
+    /// The linked section: a symbol table's string table.
+    pub link: u32,
+}
+
+/// One symbol table entry, as much as an archive index needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Symbol {
+    /// Offset of the name in the linked string table.
+    pub name: u32,
+    /// `STB_*`.
+    pub binding: u8,
+    /// `st_shndx`: 0 (`SHN_UNDEF`) for a symbol the object only uses.
+    pub section: u16,
+}
+
+impl Header {
+    /// The bytes [`Header::parse`] needs at most: the 64-bit header's size.
+    pub const LEN: usize = 64;
+
+    /// The header at the start of `bytes`; `None` when they are not ELF.
+    pub fn parse(bytes: &[u8]) -> Option<Header> {
+        if !bytes.starts_with(b"\x7fELF") {
+            return None;
+        }
+        let is_64 = match bytes.get(4)? {
+            1 => false,
+            2 => true,
+            _ => return None,
+        };
+        let little_endian = match bytes.get(5)? {
+            1 => true,
+            2 => false,
+            _ => return None,
+        };
+        let mut header = Header { is_64, little_endian, machine: 0, section_table: 0, section_entry: 0, section_count: 0 };
+        header.machine = u16::try_from(header.read(bytes, 18, 2)?).ok()?;
+        let (table, entry, count) = if is_64 { (0x28, 0x3a, 0x3c) } else { (0x20, 0x2e, 0x30) };
+        header.section_table = header.read(bytes, table, header.word())?;
+        header.section_entry = header.read(bytes, entry, 2)?;
+        header.section_count = header.read(bytes, count, 2)?;
+        Some(header)
+    }
+
+    /// Bytes of an address-sized field.
+    fn word(&self) -> usize {
+        if self.is_64 { 8 } else { 4 }
+    }
+
+    /// The unsigned `width`-byte field at `at` in `bytes`, in the file's byte order.
+    fn read(&self, bytes: &[u8], at: usize, width: usize) -> Option<u64> {
+        let field = bytes.get(at..at.checked_add(width)?)?;
+        Some(field.iter().enumerate().fold(0u64, |value, (i, byte)| {
+            let shift = if self.little_endian { i } else { width - 1 - i } * 8;
+            value | (u64::from(*byte) << shift)
+        }))
+    }
+
+    /// The section table's length in bytes: `e_shnum` entries (an object with
+    /// more sections than `e_shnum` holds stores the count in entry 0's size,
+    /// which [`Header::section_count_in`] reads).
+    pub fn section_table_len(&self, count: u64) -> Option<u64> {
+        count.checked_mul(self.section_entry)
+    }
+
+    /// The number of sections, given the section table's first entry.
+    pub fn section_count_in(&self, first_entry: &[u8]) -> Option<u64> {
+        match self.section_count {
+            0 if self.section_table != 0 => Some(self.section(first_entry, 0)?.size),
+            count => Some(count),
+        }
+    }
+
+    /// Section `index` of the section table `table` (its bytes from its start).
+    pub fn section(&self, table: &[u8], index: u64) -> Option<Section> {
+        let at = usize::try_from(index.checked_mul(self.section_entry)?).ok()?;
+        let word = self.word();
+        let (flags, offset, size, link) = if self.is_64 { (8, 24, 32, 40) } else { (8, 16, 20, 24) };
+        Some(Section {
+            kind: u32::try_from(self.read(table, at.checked_add(4)?, 4)?).ok()?,
+            flags: self.read(table, at.checked_add(flags)?, word)?,
+            offset: self.read(table, at.checked_add(offset)?, word)?,
+            size: self.read(table, at.checked_add(size)?, word)?,
+            link: u32::try_from(self.read(table, at.checked_add(link)?, 4)?).ok()?,
+        })
+    }
+
+    /// The symbols of a symbol table section's bytes (entry 0, the null symbol, included).
+    pub fn symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = Symbol> + 'a {
+        let entry = if self.is_64 { 24 } else { 16 };
+        let (info, section) = if self.is_64 { (4, 6) } else { (12, 14) };
+        table.chunks_exact(entry).filter_map(move |bytes| {
+            Some(Symbol {
+                name: u32::try_from(self.read(bytes, 0, 4)?).ok()?,
+                binding: bytes[info] >> 4,
+                section: u16::try_from(self.read(bytes, section, 2)?).ok()?,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 32-bit big-endian header is read in its own byte order.
+    #[test]
+    fn reads_either_byte_order() {
+        let mut header = vec![0u8; Header::LEN];
+        header[..6].copy_from_slice(b"\x7fELF\x01\x02");
+        header[18..20].copy_from_slice(&0x28u16.to_be_bytes());
+        header[0x20..0x24].copy_from_slice(&0x1234u32.to_be_bytes());
+        header[0x2e..0x30].copy_from_slice(&40u16.to_be_bytes());
+        header[0x30..0x32].copy_from_slice(&7u16.to_be_bytes());
+        let parsed = Header::parse(&header).unwrap();
+        assert!(!parsed.is_64);
+        assert_eq!((parsed.machine, parsed.section_table, parsed.section_entry, parsed.section_count), (0x28, 0x1234, 40, 7));
+        assert!(Header::parse(b"\x7fELF\x03\x01").is_none());
+        assert!(Header::parse(b"!<arch>\n").is_none());
+    }
+}
