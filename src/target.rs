@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::env;
-use crate::joined;
 use crate::error::{Error, ErrorKind, Result};
+use crate::joined;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
