@@ -30,6 +30,8 @@ def target_for(path):
         return "inspect"
     if name.endswith(".relay") or name == "relay.txt":
         return "relay"
+    if path.startswith("codegen/host/lib/") and name.endswith(".o"):
+        return "object"
     return None
 
 

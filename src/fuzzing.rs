@@ -9,7 +9,7 @@ use crate::archive::{Limits, Tree};
 use crate::error::{Error, Result};
 use crate::inspect::{self, InterfaceHeader};
 use crate::schedule::{self, Inputs};
-use crate::{graph, metadata, params, plan};
+use crate::{graph, measure, metadata, params, plan, static_lib};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
 const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
@@ -92,6 +92,19 @@ pub fn inspect(bytes: &[u8]) -> Result<()> {
 /// `bytes` as Relay text (`src/<module>.relay`).
 pub fn relay(bytes: &[u8]) -> Result<()> {
     inspect::relay_signature(&String::from_utf8_lossy(bytes));
+    Ok(())
+}
+
+/// `bytes` as a prebuilt object (`codegen/host/lib/*.o`): indexed into a
+/// static library, whose sections are then measured as the footprint reads them.
+pub fn object(bytes: &[u8]) -> Result<()> {
+    let scratch = Scratch::new()?;
+    let object = scratch.path.join("default_lib0.o");
+    std::fs::write(&object, bytes).map_err(|e| Error::io("write", &object, e))?;
+    let library = scratch.path.join("libmlf_default.a");
+    if static_lib::write_elf_library(&library, &[object])? {
+        measure::library_sizes(&[library])?;
+    }
     Ok(())
 }
 

@@ -82,7 +82,7 @@ fn libraries(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
+pub(crate) fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
     let mut total = Sizes::default();
     for path in paths {
         let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;

@@ -21,6 +21,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("params", fuzzing::params),
     ("inspect", fuzzing::inspect),
     ("relay", fuzzing::relay),
+    ("object", fuzzing::object),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -304,4 +305,64 @@ fn enlarge_relay_shapes(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A 64-bit little-endian relocatable ELF with a symbol table (section 1,
+/// linked to section `strtab_link`) of one global symbol defined in section 1
+/// whose name is at `name_at` in the string table `names`; `shoff`/`shnum`
+/// override the header's section table (`None`: the real one).
+fn elf_object(names: &[u8], name_at: u32, strtab_link: u32, symtab_at: Option<u64>, table: Option<(u64, u16)>) -> Vec<u8> {
+    let mut symbols = vec![0u8; 24]; // the null symbol
+    let mut symbol = vec![0u8; 24];
+    symbol[..4].copy_from_slice(&name_at.to_le_bytes());
+    symbol[4] = 1 << 4; // STB_GLOBAL
+    symbol[6..8].copy_from_slice(&1u16.to_le_bytes());
+    symbols.extend(symbol);
+    let symtab_offset = 64u64;
+    let strtab_offset = symtab_offset + symbols.len() as u64;
+    let shoff = strtab_offset + names.len() as u64;
+    let section = |kind: u32, offset: u64, size: u64, link: u32| {
+        let mut entry = vec![0u8; 64];
+        entry[4..8].copy_from_slice(&kind.to_le_bytes());
+        entry[24..32].copy_from_slice(&offset.to_le_bytes());
+        entry[32..40].copy_from_slice(&size.to_le_bytes());
+        entry[40..44].copy_from_slice(&link.to_le_bytes());
+        entry
+    };
+    let (table_at, count) = table.unwrap_or((shoff, 3));
+    let mut bytes = vec![0u8; 64];
+    bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
+    bytes[0x28..0x30].copy_from_slice(&table_at.to_le_bytes());
+    bytes[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+    bytes[0x3c..0x3e].copy_from_slice(&count.to_le_bytes());
+    bytes.extend(&symbols);
+    bytes.extend(names);
+    bytes.extend(section(0, 0, 0, 0));
+    bytes.extend(section(2, symtab_at.unwrap_or(symtab_offset), symbols.len() as u64, strtab_link));
+    bytes.extend(section(3, strtab_offset, names.len() as u64, 0));
+    bytes
+}
+
+#[test]
+fn damaged_objects_are_an_error() {
+    let names = b"\0weights\0";
+    let valid = elf_object(names, 1, 2, None, None);
+    assert!(run(fuzzing::object, &valid).unwrap().is_ok());
+    let mut count_in_entry_zero = elf_object(names, 1, 2, None, Some((64 + 48 + 9, 0)));
+    count_in_entry_zero[64 + 48 + 9 + 32..64 + 48 + 9 + 40].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_refused(
+        fuzzing::object,
+        &[
+            ("section table past the end", elf_object(names, 1, 2, None, Some((1 << 40, 3)))),
+            ("section table overflowing", elf_object(names, 1, 2, None, Some((u64::MAX - 8, 3)))),
+            ("symbol table past the end", elf_object(names, 1, 2, Some(1 << 20), None)),
+            ("string table index out of range", elf_object(names, 1, 9, None, None)),
+            ("name past the string table", elf_object(names, 1000, 2, None, None)),
+            ("name without its NUL", elf_object(b"\0weights", 1, 2, None, None)),
+            ("section count in entry 0, huge", count_in_entry_zero),
+        ],
+    );
+    // Not ELF: left to the toolchain's archiver, nothing to refuse here.
+    assert_no_panic(fuzzing::object, &[("empty", Vec::new()), ("ar", b"!<arch>\n".to_vec()), ("ELF magic only", b"\x7fELF".to_vec())]);
 }
