@@ -25,12 +25,20 @@ struct Member {
     symbols: Vec<Vec<u8>>,
 }
 
+/// The symbol GCC puts in an object that holds only LTO bytecode (`-flto`
+/// without `-ffat-lto-objects`): its real symbols are known to `ar` only
+/// through GCC's linker plugin.
+const GCC_SLIM_LTO: &[u8] = b"__gnu_lto_slim";
+
 /// Writes `objects` into the library at `path`. `Ok(false)`, writing nothing,
-/// when one of them is not ELF.
+/// when one of them is not ELF, or is ELF whose symbols only a linker plugin knows.
 pub(crate) fn write_elf_library(path: &Path, objects: &[PathBuf]) -> Result<bool> {
     let mut members = Vec::with_capacity(objects.len());
     for object in objects {
         let Some(member) = read_member(object)? else { return Ok(false) };
+        if member.symbols.iter().any(|symbol| symbol == GCC_SLIM_LTO) {
+            return Ok(false);
+        }
         members.push(member);
     }
     write_library(path, &members)?;
@@ -221,8 +229,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A file that is not ELF is left to the archiver; one whose tables lie
-    /// outside it is refused, not read past its end.
+    /// A file that is not ELF, or GCC's LTO bytecode, is left to the
+    /// archiver; one whose tables lie outside it is refused, not read past its end.
     #[test]
     fn other_formats_and_truncated_objects() {
         let dir = std::env::temp_dir().join(format!("mlf-static-lib-bad-{}", std::process::id()));
@@ -231,6 +239,12 @@ mod tests {
         std::fs::write(&macho, [0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]).unwrap();
         let library = dir.join("libx.a");
         assert!(!write_elf_library(&library, &[macho]).unwrap());
+        assert!(!library.exists());
+        let source = dir.join("lto.c");
+        std::fs::write(&source, "int visible_only_to_the_plugin(int x) { return x + 1; }\n").unwrap();
+        let slim = dir.join("lto.o");
+        run(Command::new("cc").arg("-flto").arg("-c").arg(&source).arg("-o").arg(&slim));
+        assert!(!write_elf_library(&library, &[slim]).unwrap());
         assert!(!library.exists());
         let truncated = dir.join("truncated.o");
         let mut header = vec![0u8; 64];
