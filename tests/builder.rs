@@ -199,6 +199,22 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
     assert!(attributes.contains("Tag_ABI_VFP_args: VFP registers"), "{attributes}");
 }
 
+/// GCC's slim LTO objects carry their symbols only for its linker plugin:
+/// the library is then made by the toolchain's `ar`, whose index has them.
+#[test]
+fn lto_objects_are_indexed_by_the_toolchains_archiver() {
+    let out = scratch("gcc-lto");
+    let host = common::host_triple();
+    let cflags = format!("CFLAGS_{}", host.replace('-', "_"));
+    in_build_script_for(&out, &host, &[(cflags.as_str(), "-flto")], || Builder::new(demo_archive()).build()).unwrap();
+    let library = out.join("mlf/build/default/lib/libmlf_default.a");
+    let listing = std::process::Command::new("nm").arg("--print-armap").arg(&library).output().unwrap();
+    let armap = String::from_utf8_lossy(&listing.stdout);
+    let bytes = std::fs::read(&library).unwrap();
+    assert!(bytes.windows(9).any(|window| window == b".gnu.lto_"), "not built as LTO objects");
+    assert!(armap.contains("tvmgen_default___tvm_main__ in") && armap.contains("mlf_default_invoke in"), "{armap}");
+}
+
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
     let out = scratch("soft-float-wrapper");
