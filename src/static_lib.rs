@@ -3,8 +3,8 @@
 //! linker plugin (LLVM's among them) on each run, about 16 ms, twice per
 //! library. Objects are copied into the library as they are read, so memory
 //! stays flat however large the weights; only their symbol tables are read
-//! whole. Other object formats (Mach-O, COFF) go through `cc` and the
-//! toolchain's archiver.
+//! whole. Other object formats (Mach-O, COFF, LLVM bitcode) and GCC's slim
+//! LTO objects go through `cc` and the toolchain's archiver.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -90,10 +90,13 @@ fn read_member(path: &Path) -> Result<Option<Member>> {
     Ok(Some(Member { path: path.to_path_buf(), name, size, symbols }))
 }
 
-/// The 60-byte header of an object member, deterministic as `ar D` writes it
-/// (zero date, owner and group).
-fn member_header(name: &str, size: u64) -> String {
-    format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{size:<10}`\n", 0, 0, 0, 644)
+/// A 60-byte member header, deterministic as `ar D` writes it: zero date,
+/// owner and group, and `mode`; without one (the long-name table), only a size.
+fn header(name: &str, mode: Option<&str>, size: u64) -> String {
+    match mode {
+        Some(mode) => format!("{name:<16}{:<12}{:<6}{:<6}{mode:<8}{size:<10}`\n", 0, 0, 0),
+        None => format!("{name:<48}{size:<10}`\n"),
+    }
 }
 
 /// Members are 2-byte aligned.
@@ -134,7 +137,6 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
         offsets.push(u32::try_from(offset).map_err(|_| too_large())?);
         offset = padded(member.size).and_then(|len| offset.checked_add(60 + len)).ok_or_else(too_large)?;
     }
-
     // The last member ends within reach of the index too: every size fits the header's 10 digits.
     u32::try_from(offset).map_err(|_| too_large())?;
 
@@ -156,18 +158,18 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
         index.push(0);
     }
     out.write_all(b"!<arch>\n").map_err(io)?;
-    out.write_all(format!("{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n", "/", 0, 0, 0, 0, index.len()).as_bytes()).map_err(io)?;
+    out.write_all(header("/", Some("0"), index.len() as u64).as_bytes()).map_err(io)?;
     out.write_all(&index).map_err(io)?;
     if !long_names.is_empty() {
-        // Its header has only a size.
-        out.write_all(format!("{:<48}{:<10}`\n", "//", long_names.len()).as_bytes()).map_err(io)?;
+        out.write_all(header("//", None, long_names.len() as u64).as_bytes()).map_err(io)?;
         out.write_all(&long_names).map_err(io)?;
     }
     for (member, name) in members.iter().zip(&header_names) {
-        out.write_all(member_header(name, member.size).as_bytes()).map_err(io)?;
+        out.write_all(header(name, Some("644"), member.size).as_bytes()).map_err(io)?;
         let copied = std::io::copy(&mut File::open(&member.path).map_err(|e| Error::io("read", &member.path, e))?.take(member.size), &mut out).map_err(io)?;
         if copied != member.size {
-            return Err(Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display())));
+            return Err(Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display()))
+                .help("something else writes this build's OUT_DIR at the same time: build again"));
         }
         if member.size % 2 == 1 {
             out.write_all(b"\n").map_err(io)?;
