@@ -346,9 +346,11 @@ impl Builder {
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
         // The toolchain probes (compiler runs) and preparing the archive's C
         // need nothing from each other: they run side by side.
-        let user_build = self.cc.clone().unwrap_or_default();
         let (toolchain, prepared) = std::thread::scope(|scope| {
-            let toolchain = scope.spawn(|| target::toolchain(&user_build, &target));
+            let toolchain = scope.spawn(|| match &self.cc {
+                Some(user_build) => target::toolchain(user_build, &target),
+                None => target::default_toolchain(&target, &compiler_environment(&target)),
+            });
             let prepared = self.prepare(&target, &out_dir, &extra, &package, show_warnings, small);
             (joined(toolchain), prepared)
         });
@@ -496,6 +498,22 @@ struct CompileConfig<'a> {
 /// `TARGET_<NAME>` (`HOST_<NAME>` when not cross-compiling).
 const CC_VARIABLES: &[&str] = &["CC", "CFLAGS", "CXX", "CXXFLAGS", "AR", "ARFLAGS"];
 
+/// `NAME=value` of every variable that changes the compilers `cc` and bindgen
+/// use for `target` or their arguments.
+fn compiler_environment(target: &Target) -> Vec<String> {
+    let triple = &target.triple;
+    let underscored = triple.replace('-', "_");
+    let kind = if target.triple == target.host { "HOST" } else { "TARGET" };
+    let mut variables = vec!["CRATE_CC_NO_DEFAULTS".to_string()];
+    for name in CC_VARIABLES {
+        variables.extend([name.to_string(), format!("{name}_{triple}"), format!("{name}_{underscored}"), format!("{kind}_{name}")]);
+    }
+    // bindgen's extra clang arguments, by its own naming of the per-target variants.
+    let bindgen = "BINDGEN_EXTRA_CLANG_ARGS";
+    variables.extend([bindgen.to_string(), format!("{bindgen}_{triple}"), format!("{bindgen}_{underscored}")]);
+    variables.iter().map(|name| format!("{name}={:?}", env::var(name))).collect()
+}
+
 /// Variables Cargo sets and tracks itself that change what `cc` passes the compiler.
 const CARGO_VARIABLES: &[&str] = &["OPT_LEVEL", "DEBUG", "PROFILE"];
 
@@ -506,17 +524,8 @@ impl CompileConfig<'_> {
     /// compiler only when there is C++ to compile: resolving it runs probes.
     fn fingerprint(&self, with_cxx: bool) -> Vec<u8> {
         let triple = &self.target.triple;
-        let underscored = triple.replace('-', "_");
-        let kind = if self.target.triple == self.target.host { "HOST" } else { "TARGET" };
-        let mut variables = vec!["CRATE_CC_NO_DEFAULTS".to_string()];
-        for name in CC_VARIABLES {
-            variables.extend([name.to_string(), format!("{name}_{triple}"), format!("{name}_{underscored}"), format!("{kind}_{name}")]);
-        }
-        // bindgen's extra clang arguments, by its own naming of the per-target variants.
-        let bindgen = "BINDGEN_EXTRA_CLANG_ARGS";
-        variables.extend([bindgen.to_string(), format!("{bindgen}_{triple}"), format!("{bindgen}_{underscored}")]);
         let mut lines = vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
-        lines.extend(variables.iter().map(|name| format!("{name}={:?}", env::var(name))));
+        lines.extend(compiler_environment(self.target));
         for name in CARGO_VARIABLES {
             lines.push(format!("{name}={:?}", env::cargo_provided(name)));
         }

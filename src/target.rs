@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 use crate::env;
 use crate::error::{Error, ErrorKind, Result};
@@ -291,6 +292,7 @@ pub(crate) fn elf_machine_name(machine: u16) -> String {
 }
 
 /// The C compiler setup for one target, shared by every library of a build.
+#[derive(Clone)]
 pub(crate) struct Toolchain {
     /// The user's `cc::Build` (or a new one) with the target's flags added.
     pub build: cc::Build,
@@ -312,6 +314,22 @@ impl Toolchain {
         }
         Ok(())
     }
+}
+
+/// [`toolchain`] from a default `cc::Build`, probed once per process for each
+/// target and compiler `environment` (what `cc` reads): a build script that
+/// builds several archives asks the compiler once.
+pub(crate) fn default_toolchain(target: &Target, environment: &[String]) -> Result<Toolchain> {
+    static PROBED: Mutex<Vec<(String, Toolchain)>> = Mutex::new(Vec::new());
+    let key = format!("{target:?}\n{}", environment.join("\n"));
+    let probed = |list: &Vec<(String, Toolchain)>| list.iter().find(|(probed_for, _)| *probed_for == key).map(|(_, toolchain)| toolchain.clone());
+    if let Some(toolchain) = probed(&PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())) {
+        return Ok(toolchain);
+    }
+    // Not held while probing: another archive's build may probe another target meanwhile.
+    let toolchain = toolchain(&cc::Build::new(), target)?;
+    PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((key, toolchain.clone()));
+    Ok(toolchain)
 }
 
 /// Completes `base` for `target` and checks that the toolchain is there and

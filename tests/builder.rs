@@ -215,6 +215,27 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
     assert!(armap.contains("tvmgen_default___tvm_main__ in") && armap.contains("mlf_default_invoke in"), "{armap}");
 }
 
+/// A build script that builds two archives for one target asks the compiler
+/// its questions (here: the predefined macros) once, and changing the
+/// compiler's environment asks again.
+#[test]
+fn the_toolchain_is_probed_once_per_target_and_environment() {
+    let out = scratch("probed-once");
+    let log = out.join("compiler.log");
+    let wrapper = out.join("logging-gcc");
+    std::fs::write(&wrapper, format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec arm-none-eabi-gcc \"$@\"\n", log.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let probes = || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|line| line.contains("-dM -E")).count();
+    let target = "thumbv7em-none-eabihf";
+    let cc = [("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())];
+    in_build_script_for(&out, target, &cc, || Builder::new(demo_archive()).build()).unwrap();
+    in_build_script_for(&out, target, &cc, || Builder::new(demo_archive()).rename_module("default", "second").build()).unwrap();
+    assert_eq!(probes(), 1);
+    let cflags = [cc[0], ("CFLAGS_thumbv7em_none_eabihf", "-DMLF_TEST_PROBE=1")];
+    in_build_script_for(&out, target, &cflags, || Builder::new(demo_archive()).rename_module("default", "third").build()).unwrap();
+    assert_eq!(probes(), 2);
+}
+
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
     let out = scratch("soft-float-wrapper");
