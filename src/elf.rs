@@ -10,7 +10,7 @@ pub(crate) const SHT_NOBITS: u32 = 8;
 /// The ELF file header's fields that say how to read the rest.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Header {
-    pub is_64: bool,
+    is_64: bool,
     little_endian: bool,
     /// `e_machine`: the architecture.
     pub machine: u16,
@@ -84,14 +84,13 @@ impl Header {
         }))
     }
 
-    /// The section table's length in bytes: `e_shnum` entries (an object with
-    /// more sections than `e_shnum` holds stores the count in entry 0's size,
-    /// which [`Header::section_count_in`] reads).
+    /// Bytes of `count` section table entries.
     pub fn section_table_len(&self, count: u64) -> Option<u64> {
         count.checked_mul(self.section_entry)
     }
 
-    /// The number of sections, given the section table's first entry.
+    /// The number of sections, given the section table's first entry: an
+    /// object with more than `e_shnum` can hold stores the count in its size.
     pub fn section_count_in(&self, first_entry: &[u8]) -> Option<u64> {
         match self.section_count {
             0 if self.section_table != 0 => Some(self.section(first_entry, 0)?.size),

@@ -322,8 +322,8 @@ impl Toolchain {
 pub(crate) fn default_toolchain(target: &Target, environment: &[String]) -> Result<Toolchain> {
     static PROBED: Mutex<Vec<(String, Toolchain)>> = Mutex::new(Vec::new());
     let key = format!("{target:?}\n{}", environment.join("\n"));
-    let probed = |list: &Vec<(String, Toolchain)>| list.iter().find(|(probed_for, _)| *probed_for == key).map(|(_, toolchain)| toolchain.clone());
-    if let Some(toolchain) = probed(&PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())) {
+    let probed = PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().find(|(probed_for, _)| *probed_for == key).map(|(_, toolchain)| toolchain.clone());
+    if let Some(toolchain) = probed {
         return Ok(toolchain);
     }
     // Not held while probing: another archive's build may probe another target meanwhile.
