@@ -79,7 +79,7 @@ impl Tree {
                 return Err(unsafe_entry(key, format!("is a file, but `{child}` needs it to be a directory")));
             }
         }
-Ok(Tree { files, digest: OnceLock::new(), released_to: None })
+        Ok(Tree { files, digest: OnceLock::new(), released_to: None })
     }
 
     /// The files, for building a changed tree with [`Tree::from_files`].
@@ -276,7 +276,8 @@ pub(crate) fn write_streamed_if_changed(path: &Path, fill: impl FnOnce(&mut dyn 
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
     }
-    let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| Error::io("open", path, e))?;
+    let file =
+        fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| Error::io("open", path, e))?;
     let mut writer = ChangeWriter { file, offset: 0, differs: false, scratch: Vec::new() };
     let mut buffered = io::BufWriter::with_capacity(64 << 10, &mut writer);
     fill(&mut buffered).and_then(|()| io::Write::flush(&mut buffered)).map_err(|e| Error::io("write", path, e))?;

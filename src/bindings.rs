@@ -37,13 +37,11 @@ pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
     }
     builder = builder.clang_args(&spec.clang_args);
     let header = spec.header.display().to_string();
-    let bindings = generate_catching_panics(builder)
-        .map_err(|message| libclang_error(&header, &message))?
-        .map_err(|error| {
-            Error::new(ErrorKind::Bindings, format!("bindgen could not parse the header: {error}"))
-                .in_file(&header)
-                .help("the interface header must be valid C; run with Builder::show_warnings(true) to see clang's diagnostics")
-        })?;
+    let bindings = generate_catching_panics(builder).map_err(|message| libclang_error(&header, &message))?.map_err(|error| {
+        Error::new(ErrorKind::Bindings, format!("bindgen could not parse the header: {error}"))
+            .in_file(&header)
+            .help("the interface header must be valid C; run with Builder::show_warnings(true) to see clang's diagnostics")
+    })?;
     Ok(bindings.to_string())
 }
 
@@ -99,11 +97,7 @@ fn find_clang_resource_include() -> Option<PathBuf> {
 
 fn libclang_error(header: &str, message: &str) -> Error {
     let libclang = message.contains("libclang") || message.contains("clang");
-    let text = if libclang {
-        format!("bindgen could not load libclang: {message}")
-    } else {
-        format!("bindgen failed: {message}")
-    };
+    let text = if libclang { format!("bindgen could not load libclang: {message}") } else { format!("bindgen failed: {message}") };
     Error::new(if libclang { ErrorKind::Toolchain } else { ErrorKind::Bindings }, text)
         .in_file(header)
         .help("install libclang (Debian/Ubuntu: `apt-get install --no-install-recommends libclang1-14 libclang-common-14-dev`), or point LIBCLANG_PATH at the directory holding libclang.so")

@@ -90,7 +90,8 @@ impl Library {
                 continue;
             }
             let stderr = String::from_utf8_lossy(&output.stderr);
-            let lines: Vec<String> = stderr.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(crate::error::printable).collect();
+            let lines: Vec<String> =
+                stderr.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(crate::error::printable).collect();
             return Some((source.clone(), lines.join("\n")));
         }
         None
@@ -146,4 +147,3 @@ impl Library {
         self.out_dir.join(format!("lib{}.a", self.name)).is_file()
     }
 }
-

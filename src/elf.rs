@@ -72,7 +72,11 @@ impl Header {
 
     /// Bytes of an address-sized field.
     fn word(&self) -> usize {
-        if self.is_64 { 8 } else { 4 }
+        if self.is_64 {
+            8
+        } else {
+            4
+        }
     }
 
     /// The unsigned `width`-byte field at `at` in `bytes`, in the file's byte order.

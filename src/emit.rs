@@ -25,7 +25,8 @@ pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Prov
 /// includes the module privately and calls only `run` must still build under
 /// `#![deny(warnings)]`, and an included file cannot carry an inner attribute.
 fn allow_unused_items(text: &str) -> String {
-    const ITEM_STARTS: &[&str] = &["pub ", "fn ", "impl", "unsafe impl ", "const ", "static ", "struct ", "enum ", "mod ", "type ", "unsafe fn ", "union "];
+    const ITEM_STARTS: &[&str] =
+        &["pub ", "fn ", "impl", "unsafe impl ", "const ", "static ", "struct ", "enum ", "mod ", "type ", "unsafe fn ", "union "];
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         if ITEM_STARTS.iter().any(|start| line.starts_with(start)) {
@@ -46,10 +47,10 @@ struct Emitter<'a, 'b> {
 /// Rust's reserved words that `r#` cannot escape.
 const UNRAWABLE: &[&str] = &["self", "Self", "super", "crate", "_"];
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false", "fn", "for", "gen", "if",
-    "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true",
-    "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "try",
-    "typeof", "unsized", "virtual", "yield",
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false", "fn", "for", "gen", "if", "impl", "in",
+    "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type", "unsafe", "use",
+    "where", "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual",
+    "yield",
 ];
 
 /// A snake_case Rust identifier for a tensor or pool name (`PartitionedCall_0` → `partitioned_call_0`).
@@ -146,11 +147,7 @@ impl Emitter<'_, '_> {
     fn descriptor(&mut self) {
         let m = self.module;
         self.line("");
-        self.line(format!(
-            "/// Module `{}` as a `tvm_model_t` descriptor ({}): `run_func` takes a `DLTensor*`",
-            m.name,
-            m.entry.kind()
-        ));
+        self.line(format!("/// Module `{}` as a `tvm_model_t` descriptor ({}): `run_func` takes a `DLTensor*`", m.name, m.entry.kind()));
         self.line("/// (type code `kTVMDLTensorHandle`) per input then output and runs the model like [`run`].");
         if let Entry::LegacyDescriptor { symbol, .. } = &m.entry {
             self.line(format!("/// It calls the archive's own descriptor `{symbol}` under mlf-build's abort guard and arena."));
@@ -271,12 +268,10 @@ impl Emitter<'_, '_> {
                 ),
             ]),
         }
-        consts.extend([
-            (
-                "/// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.".to_string(),
-                "pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;".to_string(),
-            ),
-        ]);
+        consts.extend([(
+            "/// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.".to_string(),
+            "pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;".to_string(),
+        )]);
         for (doc, item) in consts {
             self.line(doc);
             self.line(item);
@@ -328,7 +323,10 @@ impl Emitter<'_, '_> {
                     self.line(format!("        pub const BYTES: usize = {};", pool.size_bytes));
                 }
                 Some(_) => {
-                    self.line(format!("    /// Constant pool `{}`: `{upper}_CONSTANT_POOL_SIZE`/`_DATA` in the interface header.", pool.name));
+                    self.line(format!(
+                        "    /// Constant pool `{}`: `{upper}_CONSTANT_POOL_SIZE`/`_DATA` in the interface header.",
+                        pool.name
+                    ));
                     self.line(format!("    pub mod {ident} {{"));
                     self.line("        /// Size in bytes.");
                     self.line(format!("        pub const BYTES: usize = {};", pool.size_bytes));
@@ -387,7 +385,13 @@ impl Emitter<'_, '_> {
         self.line("#[repr(C)]");
         self.line(format!("pub struct {name} {{"));
         for (tensor, ident) in tensors.iter().zip(&idents) {
-            self.line(format!("    /// {} `{}`: {} × {}.", capitalize(kind), names::rust_doc(&tensor.name), tensor.elements(), tensor.dtype));
+            self.line(format!(
+                "    /// {} `{}`: {} × {}.",
+                capitalize(kind),
+                names::rust_doc(&tensor.name),
+                tensor.elements(),
+                tensor.dtype
+            ));
             self.line(format!("    pub {ident}: [{module}::{ident}::Element; {module}::{ident}::LEN],"));
         }
         self.line("}");
@@ -395,7 +399,8 @@ impl Emitter<'_, '_> {
         self.line(format!("impl {name} {{"));
         self.line("    /// All elements zero.");
         self.line("    pub const fn zeroed() -> Self {");
-        let fields: Vec<String> = idents.iter().map(|ident| format!("{ident}: [0 as {module}::{ident}::Element; {module}::{ident}::LEN]")).collect();
+        let fields: Vec<String> =
+            idents.iter().map(|ident| format!("{ident}: [0 as {module}::{ident}::Element; {module}::{ident}::LEN]")).collect();
         self.line(format!("        Self {{ {} }}", fields.join(", ")));
         self.line("    }");
         self.line("");
@@ -588,9 +593,8 @@ pub(crate) fn module_index(modules: &std::collections::BTreeMap<String, bool>) -
 
 /// `pub struct Model` implementing `mlf_rt::Model` over the module's own items.
 pub(crate) fn mlf_rt_impl(module: &ModulePlan) -> String {
-    let infos = |list: &str, count: usize| -> String {
-        (0..count).map(|i| format!("rt_info(&{list}[{i}])")).collect::<Vec<_>>().join(", ")
-    };
+    let infos =
+        |list: &str, count: usize| -> String { (0..count).map(|i| format!("rt_info(&{list}[{i}])")).collect::<Vec<_>>().join(", ") };
     format!(
         r#"
 /// Module `{name}` as an `mlf_rt::Model`, for code generic over models.

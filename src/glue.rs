@@ -125,11 +125,15 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "  struct call* call = (struct call*)context;");
     source.push_str(&match &module.entry {
         Entry::CInterface(interface) => c_interface_call(module, interface),
-        Entry::Packed { function, .. } => packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out)),
+        Entry::Packed { function, .. } => {
+            packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
+        }
         Entry::LegacyDescriptor { symbol, .. } => {
             packed_call(module, &format!("{symbol}.run_func(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
         }
-        Entry::Operator { function, .. } => packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out)),
+        Entry::Operator { function, .. } => {
+            packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
+        }
         Entry::Graph(schedule) => graph_call(schedule),
     });
     let _ = writeln!(source, "}}\n");
@@ -147,7 +151,10 @@ fn storage(source: &mut String, module: &ModulePlan) {
     let align = module.alignment;
     if let Some(schedule) = module.schedule() {
         if schedule.storage_bytes > 0 {
-            let _ = writeln!(source, "/* The graph's storage: intermediate tensors and operator workspaces, sharing bytes when not live together. */");
+            let _ = writeln!(
+                source,
+                "/* The graph's storage: intermediate tensors and operator workspaces, sharing bytes when not live together. */"
+            );
             let _ = writeln!(source, "static _Alignas({align}) uint8_t storage[{}];\n", schedule.storage_bytes);
         }
         if !schedule.params.is_empty() {
@@ -260,7 +267,8 @@ fn graph_tables(m: &str, schedule: &Schedule) -> String {
     let _ = writeln!(c, "struct mlf_tensor {{\n  uint8_t place;\n  uint8_t ndim;\n  uint8_t code;\n  uint8_t bits;\n  uint32_t index;\n  const int64_t* shape;\n}};\n");
     for (i, tensor) in schedule.tensors.iter().enumerate() {
         // A zero-length array is not C: scalars get one unused element.
-        let dims: Vec<String> = if tensor.shape.is_empty() { vec!["1".to_string()] } else { tensor.shape.iter().map(|d| format!("{d}")).collect() };
+        let dims: Vec<String> =
+            if tensor.shape.is_empty() { vec!["1".to_string()] } else { tensor.shape.iter().map(|d| format!("{d}")).collect() };
         let _ = writeln!(c, "static const int64_t mlf_shape_{i}[{}] = {{{}}};", dims.len(), dims.join(", "));
     }
     let _ = writeln!(c, "\nstatic const struct mlf_tensor mlf_tensors[{}] = {{", schedule.tensors.len().max(1));
@@ -400,7 +408,12 @@ fn packed_call(module: &ModulePlan, call: &str) -> String {
     let _ = writeln!(source, "  int type_codes[{}];\n  TVMValue ret;\n  int ret_code = 0;\n  int i;", n + SPARE_TYPE_CODES);
     for (index, (tensor, _)) in tensors.iter().enumerate() {
         let dims: Vec<String> = tensor.shape.iter().map(|d| format!("{d}")).collect();
-        let _ = writeln!(source, "  int64_t shape{index}[{}] = {{{}}};", dims.len().max(1), if dims.is_empty() { "1".to_string() } else { dims.join(", ") });
+        let _ = writeln!(
+            source,
+            "  int64_t shape{index}[{}] = {{{}}};",
+            dims.len().max(1),
+            if dims.is_empty() { "1".to_string() } else { dims.join(", ") }
+        );
     }
     let _ = writeln!(source, "  for (i = 0; i < {}; ++i) type_codes[i] = kTVMDLTensorHandle;", n + SPARE_TYPE_CODES);
     for (index, (tensor, pointer)) in tensors.iter().enumerate() {
@@ -413,7 +426,10 @@ fn packed_call(module: &ModulePlan, call: &str) -> String {
             tensor.dtype.code.dl_code(),
             tensor.dtype.bits
         );
-        let _ = writeln!(source, "  tensors[{index}].shape = shape{index};\n  tensors[{index}].strides = NULL;\n  tensors[{index}].byte_offset = 0;");
+        let _ = writeln!(
+            source,
+            "  tensors[{index}].shape = shape{index};\n  tensors[{index}].strides = NULL;\n  tensors[{index}].byte_offset = 0;"
+        );
         let _ = writeln!(source, "  values[{index}].v_handle = &tensors[{index}];");
     }
     let _ = writeln!(source, "  ret.v_int64 = 0;");
@@ -427,7 +443,12 @@ fn descriptor_source(source: &mut String, module: &ModulePlan) {
     let m = &module.name;
     let (n_in, n_out) = (module.inputs.len(), module.outputs.len());
     let _ = writeln!(source, "static int32_t model_run{PACKED_PARAMS} {{");
-    let _ = writeln!(source, "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t code = 0;\n  mlf_status_t status;\n  int i;", n_in.max(1), n_out.max(1));
+    let _ = writeln!(
+        source,
+        "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t code = 0;\n  mlf_status_t status;\n  int i;",
+        n_in.max(1),
+        n_out.max(1)
+    );
     let _ = writeln!(source, "  (void)ret;\n  (void)ret_code;\n  (void)resource_handle;");
     let _ = writeln!(source, "  if (num_args != {}) return -1;", n_in + n_out);
     let _ = writeln!(source, "  for (i = 0; i < num_args; ++i) {{");

@@ -99,9 +99,8 @@ impl Graph {
 
 /// Parses and validates graph executor JSON; `file` names it in errors.
 pub(crate) fn parse(bytes: &[u8], file: &str) -> Result<Graph> {
-    let invalid = |message: String| {
-        Error::new(ErrorKind::Metadata, message).in_file(file).help("re-export the archive; the graph JSON is damaged")
-    };
+    let invalid =
+        |message: String| Error::new(ErrorKind::Metadata, message).in_file(file).help("re-export the archive; the graph JSON is damaged");
     let root: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format!("not valid JSON: {e}")).with_source(e))?;
     from_json(&root).map_err(invalid)
 }
@@ -111,8 +110,7 @@ type Check<T> = std::result::Result<T, String>;
 
 fn from_json(root: &Value) -> Check<Graph> {
     let root = as_object(root).map_err(|m| format!("the graph: {m}"))?;
-    let nodes =
-        get(root, "nodes", as_array)?.iter().enumerate().map(|(i, node)| parse_node(i, node)).collect::<Check<Vec<_>>>()?;
+    let nodes = get(root, "nodes", as_array)?.iter().enumerate().map(|(i, node)| parse_node(i, node)).collect::<Check<Vec<_>>>()?;
 
     for (i, node) in nodes.iter().enumerate() {
         for (k, &input) in node.inputs.iter().enumerate() {
@@ -218,12 +216,7 @@ fn check_ref(r: EntryRef, nodes: &[Node], before: usize) -> Check<()> {
         return Err(format!("refers to {}, which does not come before it", describe(r.node, nodes)));
     }
     if r.index >= node.num_outputs() {
-        return Err(format!(
-            "refers to output {} of {}, which has {} outputs",
-            r.index,
-            describe(r.node, nodes),
-            node.num_outputs()
-        ));
+        return Err(format!("refers to output {} of {}, which has {} outputs", r.index, describe(r.node, nodes), node.num_outputs()));
     }
     Ok(())
 }
@@ -581,10 +574,7 @@ pub(crate) mod tests {
     #[test]
     fn corrupt_graphs_name_what_is_wrong() {
         let cases: &[(Edit, &str)] = &[
-            (
-                |v| v["nodes"][3]["inputs"][0] = json!([7, 0, 0]),
-                "node 3 `add`: input 0: refers to node 7, but the graph has 4 nodes",
-            ),
+            (|v| v["nodes"][3]["inputs"][0] = json!([7, 0, 0]), "node 3 `add`: input 0: refers to node 7, but the graph has 4 nodes"),
             (
                 |v| v["nodes"][3]["inputs"][1] = json!([2, 2, 0]),
                 "node 3 `add`: input 1: refers to output 2 of node 2 `split`, which has 2 outputs",
@@ -593,24 +583,12 @@ pub(crate) mod tests {
                 |v| v["nodes"][2]["inputs"][0] = json!([3, 0, 0]),
                 "node 2 `split`: input 0: refers to node 3 `add`, which does not come before it",
             ),
-            (
-                |v| v["nodes"][3]["inputs"][0] = json!([-1, 0, 0]),
-                "node 3 `add`: input 0: expected a non-negative integer, found -1",
-            ),
-            (
-                |v| v["nodes"][3]["inputs"][0] = json!([2]),
-                "node 3 `add`: input 0: expected [node, index, version], found 1 items",
-            ),
+            (|v| v["nodes"][3]["inputs"][0] = json!([-1, 0, 0]), "node 3 `add`: input 0: expected a non-negative integer, found -1"),
+            (|v| v["nodes"][3]["inputs"][0] = json!([2]), "node 3 `add`: input 0: expected [node, index, version], found 1 items"),
             (|v| remove(&mut v["nodes"][3], "attrs"), "node 3 `add`: `attrs` is missing"),
             (|v| remove(&mut v["nodes"][3]["attrs"], "func_name"), "node 3 `add`: attrs: `func_name` is missing"),
-            (
-                |v| v["nodes"][3]["attrs"]["num_inputs"] = json!("two"),
-                "node 3 `add`: attrs: `num_inputs`: expected a count, found \"two\"",
-            ),
-            (
-                |v| v["nodes"][3]["attrs"]["num_inputs"] = json!("3"),
-                "node 3 `add`: attrs say num_inputs is 3, but it lists 2 inputs",
-            ),
+            (|v| v["nodes"][3]["attrs"]["num_inputs"] = json!("two"), "node 3 `add`: attrs: `num_inputs`: expected a count, found \"two\""),
+            (|v| v["nodes"][3]["attrs"]["num_inputs"] = json!("3"), "node 3 `add`: attrs say num_inputs is 3, but it lists 2 inputs"),
             (
                 |v| v["nodes"][3]["attrs"]["flatten_data"] = json!("2"),
                 "node 3 `add`: attrs: `flatten_data`: expected \"0\" or \"1\", found \"2\"",
@@ -634,10 +612,7 @@ pub(crate) mod tests {
                 |v| v["attrs"]["storage_id"] = json!(["list_str", [0, 1, 2, 3, 0]]),
                 "attrs: `storage_id`: expected a \"list_int\" list, found \"list_str\"",
             ),
-            (
-                |v| v["attrs"]["storage_id"][1][3] = json!(99),
-                "entry 3 (output 1 of node 2 `split`): storage_id 99 is out of range",
-            ),
+            (|v| v["attrs"]["storage_id"][1][3] = json!(99), "entry 3 (output 1 of node 2 `split`): storage_id 99 is out of range"),
             (
                 |v| v["attrs"]["shape"][1][4] = json!([2, -3]),
                 "entry 4 (output 0 of node 3 `add`): shape: expected a non-negative dimension, found -3",
@@ -646,10 +621,7 @@ pub(crate) mod tests {
                 |v| v["attrs"]["shape"][1][0] = json!([i64::MAX, 4]),
                 "entry 0 (output 0 of node 0 `x`): shape [9223372036854775807, 4] of float32 is too large",
             ),
-            (
-                |v| v["attrs"]["dltype"][1][1] = json!("complex64"),
-                "entry 1 (output 0 of node 1 `p0`): unknown dtype \"complex64\"",
-            ),
+            (|v| v["attrs"]["dltype"][1][1] = json!("complex64"), "entry 1 (output 0 of node 1 `p0`): unknown dtype \"complex64\""),
             (
                 |v| v["attrs"]["device_index"][1][2] = json!("cpu"),
                 "entry 2 (output 0 of node 2 `split`): device_index: expected a 32-bit integer, found \"cpu\"",

@@ -49,11 +49,7 @@ pub(crate) struct Codegen {
 /// `m` it starts with followed by `_`, so `kws_mlp_lib0.c` is `kws_mlp`'s even
 /// beside a module `kws`. `None` when no module's name prefixes it.
 pub(crate) fn owner<'a>(file: &str, modules: &[&'a str]) -> Option<&'a str> {
-    modules
-        .iter()
-        .copied()
-        .filter(|m| file.strip_prefix(m).is_some_and(|rest| rest.starts_with('_')))
-        .max_by_key(|m| m.len())
+    modules.iter().copied().filter(|m| file.strip_prefix(m).is_some_and(|rest| rest.starts_with('_'))).max_by_key(|m| m.len())
 }
 
 /// Splits `codegen/host/{src,lib}` among `modules`: each file goes to its [`owner`];
@@ -250,7 +246,8 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
         if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
             continue;
         }
-        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v)).unwrap_or(0);
+        let workspace =
+            macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v)).unwrap_or(0);
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
         modules.push(ModuleMeta {
             name: name.to_string(),
@@ -496,7 +493,13 @@ fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
 /// request rounded up to `alignment` as the allocator does, with those of the
 /// module's functions it calls: an upper bound, as all may be live at once.
 /// `None` when the function is not found, a size is not a constant, or calls recurse.
-pub(crate) fn workspace_bytes(sources: &Sources<'_>, codegen: &Codegen, definitions: &Definitions, function: &str, alignment: u64) -> Option<u64> {
+pub(crate) fn workspace_bytes(
+    sources: &Sources<'_>,
+    codegen: &Codegen,
+    definitions: &Definitions,
+    function: &str,
+    alignment: u64,
+) -> Option<u64> {
     workspace_bytes_within(sources, codegen, definitions, function, alignment, &mut Vec::new())
 }
 
@@ -610,10 +613,45 @@ pub(crate) struct CodeNeeds {
 /// ACLE / CMSIS intrinsics of the Arm DSP extension (lowercase; CMSIS spells them in capitals):
 /// code calling them runs only on cores with the extension (Cortex-M4, M7, M33, M55 ...).
 const DSP_INTRINSICS: &[&str] = &[
-    "__smlad", "__smladx", "__smlsd", "__smlsdx", "__smlald", "__smlaldx", "__smlsld", "__smlsldx", "__smuad", "__smuadx",
-    "__smusd", "__smusdx", "__sxtb16", "__sxtab16", "__uxtb16", "__uxtab16", "__pkhbt", "__pkhtb", "__qadd8", "__qadd16",
-    "__qsub8", "__qsub16", "__qasx", "__qsax", "__sadd8", "__sadd16", "__ssub8", "__ssub16", "__uadd8", "__uadd16",
-    "__usub8", "__usub16", "__shadd8", "__shadd16", "__ssat16", "__usat16", "__sel", "__usad8", "__usada8",
+    "__smlad",
+    "__smladx",
+    "__smlsd",
+    "__smlsdx",
+    "__smlald",
+    "__smlaldx",
+    "__smlsld",
+    "__smlsldx",
+    "__smuad",
+    "__smuadx",
+    "__smusd",
+    "__smusdx",
+    "__sxtb16",
+    "__sxtab16",
+    "__uxtb16",
+    "__uxtab16",
+    "__pkhbt",
+    "__pkhtb",
+    "__qadd8",
+    "__qadd16",
+    "__qsub8",
+    "__qsub16",
+    "__qasx",
+    "__qsax",
+    "__sadd8",
+    "__sadd16",
+    "__ssub8",
+    "__ssub16",
+    "__uadd8",
+    "__uadd16",
+    "__usub8",
+    "__usub16",
+    "__shadd8",
+    "__shadd16",
+    "__ssat16",
+    "__usat16",
+    "__sel",
+    "__usad8",
+    "__usada8",
 ];
 
 /// The first DSP intrinsic named in `text`, as written.
@@ -628,9 +666,8 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         let text = sources.text(path);
         needs.workspace_allocator |= text.contains("TVMBackendAllocWorkspace");
         if needs.arm_only.is_none() {
-            needs.arm_only = included_headers(&text)
-                .find(|header| ARM_ONLY_HEADERS.contains(header))
-                .map(|header| (path.clone(), header.to_string()));
+            needs.arm_only =
+                included_headers(&text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
         }
         if needs.dsp.is_none() {
             needs.dsp = dsp_intrinsic(&text).map(|name| (path.clone(), name.to_string()));
@@ -725,10 +762,7 @@ pub(crate) fn relay_signature(text: &str) -> RelaySignature {
         .collect();
     let tail = &after[close + 1..];
     let body_start = tail.find('{').unwrap_or(tail.len());
-    let mut results = tail[..body_start]
-        .find("->")
-        .map(|arrow| parse_tensor_types(&tail[arrow + 2..body_start]))
-        .unwrap_or_default();
+    let mut results = tail[..body_start].find("->").map(|arrow| parse_tensor_types(&tail[arrow + 2..body_start])).unwrap_or_default();
     let mut result_dtype = None;
     if results.is_empty() {
         results = final_expression_type(&tail[body_start..]);
@@ -774,12 +808,7 @@ fn parse_tensor_type(text: &str) -> Option<RelayTensor> {
     let inner = &inner[..inner.rfind(']')?];
     let (shape, dtype) = inner.rsplit_once(',')?;
     let shape = shape.trim().strip_prefix('(')?.strip_suffix(')')?;
-    let shape = shape
-        .split(',')
-        .map(str::trim)
-        .filter(|dim| !dim.is_empty())
-        .map(|dim| dim.parse().ok())
-        .collect::<Option<Vec<u64>>>()?;
+    let shape = shape.split(',').map(str::trim).filter(|dim| !dim.is_empty()).map(|dim| dim.parse().ok()).collect::<Option<Vec<u64>>>()?;
     Some(RelayTensor { shape, dtype: DType::parse(dtype.trim()).ok()? })
 }
 
@@ -835,8 +864,7 @@ pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, mod
 /// from the last, each read from that operator's typed parameter or from the
 /// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
 pub(crate) fn entry_argument_types(sources: &Sources<'_>, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
-    let sources: Vec<String> =
-        codegen.c_sources.iter().map(|path| strip_comments(&sources.text(path))).collect();
+    let sources: Vec<String> = codegen.c_sources.iter().map(|path| strip_comments(&sources.text(path))).collect();
     let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
     let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
     let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
@@ -1036,7 +1064,8 @@ mod tests {
             \x20 (void)f_in(input, sid_1);\n  (void)f_out(sid_1, output);\n  return 0;\n}\n";
         let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
         let codegen = codegen_for(&tree, "default", &["default"]);
-        let types: Vec<String> = entry_argument_types(&Sources::new(&tree), &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
+        let types: Vec<String> =
+            entry_argument_types(&Sources::new(&tree), &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
         assert_eq!(types, [format!("{:?}", DType::parse("int8").ok()), format!("{:?}", DType::parse("int8").ok())]);
         let definitions = Definitions::of(&Sources::new(&tree), &codegen);
         assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));

@@ -37,8 +37,8 @@ mod static_lib;
 mod support;
 mod target;
 
-use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use dtype::{DType, TypeCode};
@@ -310,7 +310,15 @@ impl Builder {
     /// Everything the compile needs that the toolchain does not decide: the
     /// archive read, planned and written under `OUT_DIR`, mlf-build's own C
     /// and the generated glue.
-    fn prepare(&self, target: &Target, out_dir: &Path, extra: &ExtraCode<'_>, package: &str, show_warnings: bool, small: bool) -> Result<Prepared> {
+    fn prepare(
+        &self,
+        target: &Target,
+        out_dir: &Path,
+        extra: &ExtraCode<'_>,
+        package: &str,
+        show_warnings: bool,
+        small: bool,
+    ) -> Result<Prepared> {
         let (mut tree, metadata, plan) = self.read_and_plan(target)?;
         claim_symbols(out_dir, &self.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
@@ -341,7 +349,8 @@ impl Builder {
         let target = Target::from_env(self.target.as_deref(), self.cpu.as_deref())?;
         let show_warnings = self.show_warnings.unwrap_or_else(|| env::var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
         let support_dir = out_dir.join("mlf").join("build-support");
-        let extra = ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
+        let extra =
+            ExtraCode { include_dirs: &self.include_dirs, sources: &self.sources, defines: &self.defines, support_dir: &support_dir };
         // Names this crate's glue symbol: deterministic, unlike OUT_DIR.
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
         // The toolchain probes (compiler runs) and preparing the archive's C
@@ -524,7 +533,8 @@ impl CompileConfig<'_> {
     /// compiler only when there is C++ to compile: resolving it runs probes.
     fn fingerprint(&self, with_cxx: bool) -> Vec<u8> {
         let triple = &self.target.triple;
-        let mut lines = vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
+        let mut lines =
+            vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
         lines.extend(compiler_environment(self.target));
         for name in CARGO_VARIABLES {
             lines.push(format!("{name}={:?}", env::cargo_provided(name)));
@@ -537,7 +547,8 @@ impl CompileConfig<'_> {
         if with_cxx {
             lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
         }
-        let archiver = self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
+        let archiver =
+            self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
         lines.push(format!("ar={}", archiver.unwrap_or_else(|error| format!("unavailable: {error}"))));
         lines.join("\n").into_bytes()
     }
@@ -723,9 +734,10 @@ impl ExtraCode<'_> {
     fn fingerprint(&self) -> Result<Vec<u8>> {
         let mut text = format!("{:?}|{:?}|{:?}", self.include_dirs, self.sources, self.defines).into_bytes();
         for source in self.sources {
-            text.extend(std::fs::read(source).map_err(|e| {
-                Error::io("read", source, e).help("Builder::source paths are relative to the package root")
-            })?);
+            text.extend(
+                std::fs::read(source)
+                    .map_err(|e| Error::io("read", source, e).help("Builder::source paths are relative to the package root"))?,
+            );
         }
         for dir in self.include_dirs {
             directive::rerun_if_changed(dir)?;
@@ -909,10 +921,18 @@ fn check_core(plan: &Plan, target: &Target, metadata: &metadata::Metadata, compi
             needs.push((format!("was compiled for `{mcpu}` (its target string says `-mcpu={mcpu}`)"), core.isa, None));
         }
         if let Some((file, intrinsic)) = &module.needs.dsp {
-            needs.push((format!("uses the DSP intrinsic `{intrinsic}`"), target::CoreIsa { thumb2: true, dsp: true, mve: false }, Some(file.as_str())));
+            needs.push((
+                format!("uses the DSP intrinsic `{intrinsic}`"),
+                target::CoreIsa { thumb2: true, dsp: true, mve: false },
+                Some(file.as_str()),
+            ));
         }
         if let Some((file, header)) = &module.needs.mve {
-            needs.push((format!("uses Helium (MVE) intrinsics from <{header}>"), target::CoreIsa { thumb2: true, dsp: true, mve: true }, Some(file.as_str())));
+            needs.push((
+                format!("uses Helium (MVE) intrinsics from <{header}>"),
+                target::CoreIsa { thumb2: true, dsp: true, mve: true },
+                Some(file.as_str()),
+            ));
         }
         for (why, needed, file) in needs {
             if build_isa.runs(needed) {

@@ -38,7 +38,13 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
             for tensor in tensors {
                 check_bytes(m, &format!("{kind} `{}`", tensor.name), tensor.size_bytes)?;
                 if tensor.shape.len() > MAX_NDIM {
-                    return Err(over(m, &format!("the number of dimensions of {kind} `{}`", tensor.name), tensor.shape.len(), MAX_NDIM, "MAX_NDIM"));
+                    return Err(over(
+                        m,
+                        &format!("the number of dimensions of {kind} `{}`", tensor.name),
+                        tensor.shape.len(),
+                        MAX_NDIM,
+                        "MAX_NDIM",
+                    ));
                 }
             }
         }
@@ -57,7 +63,13 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
             }
             for tensor in &schedule.tensors {
                 if tensor.shape.len() > MAX_NDIM {
-                    return Err(over(m, &format!("the number of dimensions of graph entry {}", tensor.entry), tensor.shape.len(), MAX_NDIM, "MAX_NDIM"));
+                    return Err(over(
+                        m,
+                        &format!("the number of dimensions of graph entry {}", tensor.entry),
+                        tensor.shape.len(),
+                        MAX_NDIM,
+                        "MAX_NDIM",
+                    ));
                 }
             }
         }

@@ -86,9 +86,8 @@ pub(crate) fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
     let mut total = Sizes::default();
     for path in paths {
         let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-        let members = ar_members(&bytes).ok_or_else(|| {
-            Error::new(ErrorKind::Compile, format!("`{}` is not an ar archive", path.display()))
-        })?;
+        let members =
+            ar_members(&bytes).ok_or_else(|| Error::new(ErrorKind::Compile, format!("`{}` is not an ar archive", path.display())))?;
         for member in members {
             if let Some(sizes) = elf_sizes(member) {
                 total.add(sizes);

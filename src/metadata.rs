@@ -186,10 +186,7 @@ fn parse_document(bytes: &[u8]) -> Result<Metadata> {
     })?;
     let root = At { node: &document, path: String::new() };
     if !matches!(document, Json::Object(_)) {
-        return Err(Error::new(
-            ErrorKind::Metadata,
-            format!("the top level should be an object, found {}", document.describe()),
-        ));
+        return Err(Error::new(ErrorKind::Metadata, format!("the top level should be an object, found {}", document.describe())));
     }
     let version = version(&root)?;
     let mut modules = match root.opt("modules")? {
@@ -210,10 +207,7 @@ fn parse_document(bytes: &[u8]) -> Result<Metadata> {
     };
     modules.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(pair) = modules.windows(2).find(|pair| pair[0].name == pair[1].name) {
-        return Err(Error::new(
-            ErrorKind::Metadata,
-            format!("module `{}` appears twice under `modules`", pair[0].name),
-        ));
+        return Err(Error::new(ErrorKind::Metadata, format!("module `{}` appears twice under `modules`", pair[0].name)));
     }
     Ok(Metadata { version, modules })
 }
@@ -320,15 +314,12 @@ fn targets(at: &At<'_>) -> Result<Vec<Target>> {
     let field = at.field("target", "a list of target strings")?;
     let target = |value: &At<'_>| value.as_str().map(|s| s.trim().to_string());
     match field.node {
-        Json::Array(_) => {
-            field.items()?.iter().map(|item| Ok(Target { device_type: None, target: target(item)? })).collect()
-        }
+        Json::Array(_) => field.items()?.iter().map(|item| Ok(Target { device_type: None, target: target(item)? })).collect(),
         Json::Object(_) => field
             .entries()?
             .iter()
             .map(|(key, value)| {
-                let device_type =
-                    key.trim().parse().map_err(|_| value.error("should be keyed by a DLPack device type number"))?;
+                let device_type = key.trim().parse().map_err(|_| value.error("should be keyed by a DLPack device type number"))?;
                 Ok(Target { device_type: Some(device_type), target: target(value)? })
             })
             .collect(),
@@ -748,10 +739,7 @@ mod tests {
         assert_eq!(m.graph_json_path.as_deref(), Some("runtime-config/graph/graph.json"));
         assert_eq!(m.relay_path.as_deref(), Some("relay.txt"));
         assert_eq!(m.sids.len(), 61);
-        assert_eq!(
-            m.sids[0],
-            Storage { storage_id: 0, size_bytes: 3072, input_binding: Some("input_1_int8".to_string()) }
-        );
+        assert_eq!(m.sids[0], Storage { storage_id: 0, size_bytes: 3072, input_binding: Some("input_1_int8".to_string()) });
         assert_eq!(m.sids[2], Storage { storage_id: 2, size_bytes: 6144, input_binding: None });
         assert_eq!(m.targets[0].device_type, Some(1));
         assert_eq!(m.targets[0].option("mcpu"), Some("cortex-m33"));
@@ -759,10 +747,7 @@ mod tests {
         assert_eq!(m.workspace_size_bytes(), 119108);
         assert!(m.main[0].inputs.is_empty());
         assert_eq!(m.operators.len(), 16);
-        assert_eq!(
-            m.operators[1],
-            OperatorWorkspace { function_name: "fused_nn_avg_pool2d_cast".to_string(), workspace: vec![(1, 256)] }
-        );
+        assert_eq!(m.operators[1], OperatorWorkspace { function_name: "fused_nn_avg_pool2d_cast".to_string(), workspace: vec![(1, 256)] });
         assert!(!m.has_runtime_dependency);
 
         let speech = corpus_case(&root, "arduino-microspeech-graph-v5-executorconfig");
@@ -798,12 +783,7 @@ mod tests {
         assert_eq!((m.name.as_str(), m.model_name.as_str()), ("default", "add"));
         assert!(m.is_operator());
         assert!(m.executors.is_empty() && m.main.is_empty() && m.sids.is_empty());
-        let param = OperatorParam {
-            size_bytes: 64,
-            shape: vec![16],
-            dtype: DType::parse("float32").unwrap(),
-            input_binding: None,
-        };
+        let param = OperatorParam { size_bytes: 64, shape: vec![16], dtype: DType::parse("float32").unwrap(), input_binding: None };
         assert_eq!(m.operator_functions, [OperatorFunction { name: "add".to_string(), params: vec![param; 3] }]);
         assert_eq!((m.relay_path.as_deref(), m.graph_json_path.as_deref()), (None, None));
         assert_eq!(m.workspace_size_bytes(), 0);
@@ -849,10 +829,7 @@ mod tests {
         assert_eq!((m.name.as_str(), m.model_name.as_str()), ("default", "sine"));
         assert_eq!(m.style, Style::FullModel);
         assert_eq!(m.executors, [Executor::Graph]);
-        assert_eq!(
-            m.targets,
-            [Target { device_type: Some(1), target: "c -keys=cpu -runtime=c -system-lib=1".to_string() }]
-        );
+        assert_eq!(m.targets, [Target { device_type: Some(1), target: "c -keys=cpu -runtime=c -system-lib=1".to_string() }]);
         assert!(m.main.is_empty() && m.operators.is_empty());
         assert_eq!(
             m.sids,
@@ -907,10 +884,7 @@ mod tests {
         )
         .unwrap();
         let m = only_module(&metadata);
-        assert_eq!(
-            m.targets[0],
-            Target { device_type: None, target: "c -keys=arm_cpu,cpu -mcpu=cortex-m55".to_string() }
-        );
+        assert_eq!(m.targets[0], Target { device_type: None, target: "c -keys=arm_cpu,cpu -mcpu=cortex-m55".to_string() });
         assert_eq!(m.targets[0].option("mcpu"), Some("cortex-m55"));
         assert_eq!(m.targets[0].option("keys"), Some("arm_cpu,cpu"));
         assert_eq!(m.targets[0].option("m"), None);
@@ -929,8 +903,7 @@ mod tests {
     fn version_7_modules_are_sorted() {
         let module = r#"{"model_name": "x", "executors": ["graph"], "target": ["c"],
             "memory": {"functions": {"main": []}, "sids": [{"storage_id": 0, "size_bytes": 8, "input_binding": null}]}}"#;
-        let metadata =
-            parse_str(&format!(r#"{{"version": 7, "modules": {{"zz": {module}, "aa": {module}}}}}"#)).unwrap();
+        let metadata = parse_str(&format!(r#"{{"version": 7, "modules": {{"zz": {module}, "aa": {module}}}}}"#)).unwrap();
         assert_eq!(module_names(&metadata), ["aa", "zz"]);
         assert_eq!(metadata.modules[1].graph_json_path.as_deref(), Some("executor-config/graph/zz.graph"));
         assert_eq!(metadata.modules[0].sids[0].input_binding, None);
@@ -960,8 +933,7 @@ mod tests {
         assert!(error.to_string().contains("line 2 column"), "{error}");
 
         assert!(error_text("[]").contains("top level should be an object"));
-        assert!(error_text(r#"{"version": "7"}"#)
-            .contains("`version` should be a non-negative integer, found the string \"7\""));
+        assert!(error_text(r#"{"version": "7"}"#).contains("`version` should be a non-negative integer, found the string \"7\""));
         assert!(error_text(r#"{"version": 7, "modules": {}}"#).contains("`modules` is empty"));
         assert!(error_text(r#"{"version": 7, "modules": {"../x": {}}}"#).contains("module named \"../x\""));
     }
@@ -977,15 +949,18 @@ mod tests {
         let error = parse_str(&v7(r#"{"device": 1, "constants_size_bytes": 0, "io_size_bytes": 0}"#)).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Metadata);
         assert!(
-            error.to_string().contains(
-                "`modules.default.memory.functions.main[0].workspace_size_bytes` is missing; expected a non-negative integer"
-            ),
+            error
+                .to_string()
+                .contains("`modules.default.memory.functions.main[0].workspace_size_bytes` is missing; expected a non-negative integer"),
             "{error}"
         );
-        let text = error_text(&v7(
-            r#"{"device": 1, "workspace_size_bytes": -1, "constants_size_bytes": 0, "io_size_bytes": 0}"#,
-        ));
-        assert!(text.contains("`modules.default.memory.functions.main[0].workspace_size_bytes` should be a non-negative integer, found the number -1"), "{text}");
+        let text = error_text(&v7(r#"{"device": 1, "workspace_size_bytes": -1, "constants_size_bytes": 0, "io_size_bytes": 0}"#));
+        assert!(
+            text.contains(
+                "`modules.default.memory.functions.main[0].workspace_size_bytes` should be a non-negative integer, found the number -1"
+            ),
+            "{text}"
+        );
         let text = error_text(&v7(
             r#"{"device": 1, "workspace_size_bytes": 0, "constants_size_bytes": 0, "io_size_bytes": 0, "inputs": {"x": {"dtype": "int7", "size": 1}}}"#,
         ));
@@ -1004,9 +979,8 @@ mod tests {
         assert!(text.contains("`target.cpu` should be keyed by a DLPack device type"), "{text}");
         let text = error_text(&flat(r#""memory": {"sids": []}, "executors": ["aot"], "target": ["c"]"#));
         assert!(text.contains("`memory.functions` is missing; expected an object"), "{text}");
-        let text = error_text(
-            r#"{"version": 7, "style": "operator", "target": ["c"], "memory": {"f": [{"size_bytes": 4, "dtype": "int8"}]}}"#,
-        );
+        let text =
+            error_text(r#"{"version": 7, "style": "operator", "target": ["c"], "memory": {"f": [{"size_bytes": 4, "dtype": "int8"}]}}"#);
         assert!(text.contains("`memory.f[0].shape` is missing; expected an array"), "{text}");
         let text = error_text(r#"{"version": 4, "style": "kernel", "target": ["c"], "memory": []}"#);
         assert!(text.contains("`style` is `kernel`"), "{text}");

@@ -65,7 +65,9 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
                     check_identifier(&format!("module `{m}`: operator of graph node {}", call.node), &call.func_name)?;
                 }
             }
-            Entry::Packed { function, .. } | Entry::Operator { function, .. } => check_identifier(&format!("module `{m}`: function"), function)?,
+            Entry::Packed { function, .. } | Entry::Operator { function, .. } => {
+                check_identifier(&format!("module `{m}`: function"), function)?
+            }
             Entry::LegacyDescriptor { symbol, .. } => check_identifier(&format!("module `{m}`: descriptor"), symbol)?,
         }
     }

@@ -108,8 +108,7 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let magic = self.u64(&format!("the array magic of `{name}`"))?;
         if magic != ARRAY_MAGIC {
-            return Err(self
-                .error_at(at, format!("expected array magic 0x{ARRAY_MAGIC:016X}, found 0x{magic:016X} (parameter `{name}`)")));
+            return Err(self.error_at(at, format!("expected array magic 0x{ARRAY_MAGIC:016X}, found 0x{magic:016X} (parameter `{name}`)")));
         }
         self.u64("the reserved word")?;
         let device_type = self.i32("the device type")?;
@@ -142,16 +141,13 @@ impl<'a> Reader<'a> {
 
         let at = self.pos;
         let nbytes = self.i64("the tensor byte count")?;
-        let expected = shape
-            .iter()
-            .try_fold(dtype.size_bytes() as u64, |acc, &dim| acc.checked_mul(dim as u64))
-            .and_then(|n| i64::try_from(n).ok());
+        let expected =
+            shape.iter().try_fold(dtype.size_bytes() as u64, |acc, &dim| acc.checked_mul(dim as u64)).and_then(|n| i64::try_from(n).ok());
         if expected != Some(nbytes) {
             let needs = expected.map_or_else(|| "more than fits in 64 bits".to_string(), |n| format!("{n} bytes"));
-            return Err(self.error_at(
-                at,
-                format!("parameter `{name}` stores {nbytes} bytes, but shape {shape:?} of {dtype} needs {needs}"),
-            ));
+            return Err(
+                self.error_at(at, format!("parameter `{name}` stores {nbytes} bytes, but shape {shape:?} of {dtype} needs {needs}"))
+            );
         }
         let data = self.take(nbytes as u64, &format!("the data of `{name}`"))?.to_vec();
         Ok(Param { name, dtype, shape, data, device_type })
@@ -259,10 +255,7 @@ mod tests {
         let nbytes_at = 24 + 10 + 8 + 32 + 16;
         let text = error_text(&bytes[..nbytes_at + 3]);
         assert!(
-            text.contains(&format!(
-                "truncated at byte {nbytes_at}: needed 8 bytes for the tensor byte count, file has {}",
-                nbytes_at + 3
-            )),
+            text.contains(&format!("truncated at byte {nbytes_at}: needed 8 bytes for the tensor byte count, file has {}", nbytes_at + 3)),
             "{text}"
         );
         let text = error_text(&bytes[..20]);
@@ -279,29 +272,21 @@ mod tests {
         bytes[0] ^= 0xFF;
         let text = error_text(&bytes);
         assert!(
-            text.contains(
-                "parameters/default.params: at byte 0: expected list magic 0xF7E58D4F05049CB7, found 0xF7E58D4F05049C48"
-            ),
+            text.contains("parameters/default.params: at byte 0: expected list magic 0xF7E58D4F05049CB7, found 0xF7E58D4F05049C48"),
             "{text}"
         );
 
         let mut bytes = build(&[Raw::f32("p0", &[1])]);
         bytes[42..50].copy_from_slice(&7u64.to_le_bytes());
         let text = error_text(&bytes);
-        assert!(
-            text.contains("at byte 42: expected array magic 0xDD5E40F096B4A13F, found 0x0000000000000007 (parameter `p0`)"),
-            "{text}"
-        );
+        assert!(text.contains("at byte 42: expected array magic 0xDD5E40F096B4A13F, found 0x0000000000000007 (parameter `p0`)"), "{text}");
     }
 
     #[test]
     fn rejects_nbytes_mismatch() {
         let bytes = build(&[Raw { nbytes: 12, ..Raw::f32("p0", &[2, 2]) }]);
         let text = error_text(&bytes);
-        assert!(
-            text.contains("at byte 90: parameter `p0` stores 12 bytes, but shape [2, 2] of float32 needs 16 bytes"),
-            "{text}"
-        );
+        assert!(text.contains("at byte 90: parameter `p0` stores 12 bytes, but shape [2, 2] of float32 needs 16 bytes"), "{text}");
 
         let huge = Raw { name: "huge".into(), code: 2, bits: 32, lanes: 1, shape: vec![i64::MAX, 4], nbytes: 0 };
         let bytes = build(&[huge]);

@@ -6,7 +6,7 @@ use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
-use crate::inspect::{self, Codegen, CodeNeeds, InterfaceHeader, RelaySignature, Sources};
+use crate::inspect::{self, CodeNeeds, Codegen, InterfaceHeader, RelaySignature, Sources};
 use crate::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::params;
 use crate::schedule::{self, Schedule};
@@ -231,7 +231,13 @@ fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Re
     }
 }
 
-fn plan_c_interface(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, header_path: &str, header_text: &[u8]) -> Result<ModulePlan> {
+fn plan_c_interface(
+    sources: &Sources<'_>,
+    meta: &ModuleMeta,
+    codegen: Codegen,
+    header_path: &str,
+    header_text: &[u8],
+) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
@@ -246,7 +252,8 @@ fn plan_c_interface(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, 
     }
     let relay = relay_of(tree, meta);
     let main_types = inspect::main_parameter_types(sources, &codegen, &name);
-    let code_types = if main_types.is_empty() { inspect::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
+    let code_types =
+        if main_types.is_empty() { inspect::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
     let resolver = TensorResolver {
         meta,
         main: main_memory(meta),
@@ -259,11 +266,7 @@ fn plan_c_interface(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, 
         code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
-    let pools = interface
-        .pools
-        .iter()
-        .map(|pool| plan_pool(&interface, &name, pool))
-        .collect::<Result<Vec<_>>>()?;
+    let pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
     Ok(finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
 }
 
@@ -633,9 +636,8 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool>
     let size = header.macro_u64(&format!("{prefix}_CONSTANT_POOL_SIZE")).ok_or_else(|| missing("size"))?;
     let data_macro = format!("{prefix}_CONSTANT_POOL_DATA");
     let data = header.macros.get(&data_macro).ok_or_else(|| missing("data"))?;
-    let mut data = inspect::parse_byte_list(data).ok_or_else(|| {
-        Error::new(ErrorKind::Metadata, format!("`{data_macro}` is not a list of byte values")).in_file(&header.path)
-    })?;
+    let mut data = inspect::parse_byte_list(data)
+        .ok_or_else(|| Error::new(ErrorKind::Metadata, format!("`{data_macro}` is not a list of byte values")).in_file(&header.path))?;
     if (data.len() as u64) < size {
         return Err(Error::new(ErrorKind::Metadata, format!("`{data_macro}` has {} bytes, the pool size says {size}", data.len()))
             .in_file(&header.path));
@@ -748,7 +750,8 @@ impl TensorResolver<'_> {
     fn reconcile(&self, kind: &str, name: &str, sizes: Vec<(u64, String)>) -> Result<Option<(u64, String)>> {
         // A size no target can hold is refused as such, before sources are compared.
         for (size, source) in &sizes {
-            crate::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size).map_err(|e| e.in_file(self.file))?;
+            crate::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size)
+                .map_err(|e| e.in_file(self.file))?;
         }
         let Some(first) = sizes.first().cloned() else { return Ok(None) };
         let agreeing = |value: u64| sizes.iter().filter(|(size, _)| *size == value).count();
@@ -796,11 +799,23 @@ impl TensorResolver<'_> {
             if let Some(header) = self.header {
                 read.push(format!("the _SIZE macros of {}", header.path));
             }
-            read.push(self.meta.relay_path.as_ref().map_or_else(|| "no Relay text (none in the archive)".to_string(), |p| format!("the Relay @main of {p}")));
+            read.push(
+                self.meta
+                    .relay_path
+                    .as_ref()
+                    .map_or_else(|| "no Relay text (none in the archive)".to_string(), |p| format!("the Relay @main of {p}")),
+            );
             read.push(format!("the parameters of `tvmgen_{m}___tvm_main__` / `tvmgen_{m}_run_model` and of the operators they call"));
-            Error::new(ErrorKind::Metadata, format!("cannot tell the {what} of tensor `{}` of module `{m}`: no source in the archive states it (read: {})", partial.name, read.join("; ")))
-                .in_file(self.file)
-                .help("re-export the model with TVM >= 0.11, whose metadata.json states every tensor's type and size")
+            Error::new(
+                ErrorKind::Metadata,
+                format!(
+                    "cannot tell the {what} of tensor `{}` of module `{m}`: no source in the archive states it (read: {})",
+                    partial.name,
+                    read.join("; ")
+                ),
+            )
+            .in_file(self.file)
+            .help("re-export the model with TVM >= 0.11, whose metadata.json states every tensor's type and size")
         };
         let (dtype, dtype_source) = partial.dtype.clone().ok_or_else(|| missing("element type"))?;
         let (size_bytes, size_source) = partial.size.clone().ok_or_else(|| missing("size"))?;
@@ -816,11 +831,8 @@ impl TensorResolver<'_> {
             .shape
             .filter(|shape| shape.iter().try_fold(1u64, |acc, &dim| acc.checked_mul(dim)) == Some(elements))
             .unwrap_or_else(|| vec![elements]);
-        let source = if size_source == dtype_source {
-            size_source
-        } else {
-            format!("size from {size_source}; element type from {dtype_source}")
-        };
+        let source =
+            if size_source == dtype_source { size_source } else { format!("size from {size_source}; element type from {dtype_source}") };
         Ok(Tensor { name: partial.name, dtype, size_bytes, shape, source })
     }
 }

@@ -25,7 +25,10 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
                 .help("use letters, digits and `_`, not starting with a digit"));
         }
         if names.contains(&to.as_str()) && from != to {
-            return Err(Error::new(ErrorKind::Config, format!("rename_module(\"{from}\", \"{to}\"): the archive already has a module `{to}`")));
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("rename_module(\"{from}\", \"{to}\"): the archive already has a module `{to}`"),
+            ));
         }
         let single = names.len() == 1;
         let owned = |file: &str| single || inspect::owner(file, &names) == Some(from.as_str());
@@ -38,7 +41,9 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
             if dir == inspect::LIB_DIR && owned(file) {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
-                    format!("rename_module(\"{from}\", \"{to}\"): module `{from}` comes with prebuilt objects, whose symbols cannot be renamed"),
+                    format!(
+                        "rename_module(\"{from}\", \"{to}\"): module `{from}` comes with prebuilt objects, whose symbols cannot be renamed"
+                    ),
                 )
                 .in_file(path.clone())
                 .help(format!("re-export the model with mod_name=\"{to}\" instead")));
@@ -100,6 +105,9 @@ mod tests {
     fn renames_whole_prefixes_only() {
         let text = "#include \"tvmgen_default.h\"\nint32_t tvmgen_default_run(void);\n#define TVMGEN_DEFAULT_X_SIZE 4\nmy_tvmgen_default_x tvmgen_defaults_y";
         let renamed = rename_symbols(text, "default", "kws");
-        assert_eq!(renamed, "#include \"tvmgen_kws.h\"\nint32_t tvmgen_kws_run(void);\n#define TVMGEN_KWS_X_SIZE 4\nmy_tvmgen_default_x tvmgen_defaults_y");
+        assert_eq!(
+            renamed,
+            "#include \"tvmgen_kws.h\"\nint32_t tvmgen_kws_run(void);\n#define TVMGEN_KWS_X_SIZE 4\nmy_tvmgen_default_x tvmgen_defaults_y"
+        );
     }
 }

@@ -327,8 +327,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
             copies.push(CopyOut { output: index, from, bytes: outputs[index].size_bytes });
         }
     }
-    let schedule =
-        Schedule { tensors, calls, copies, slots, storage_bytes, tvm_plan_bytes, params: blob, linked_params, lookup_symbol };
+    let schedule = Schedule { tensors, calls, copies, slots, storage_bytes, tvm_plan_bytes, params: blob, linked_params, lookup_symbol };
     Ok((schedule, inputs, outputs))
 }
 
@@ -467,8 +466,8 @@ fn sids_disagreements(graph: &Graph, with: &Inputs<'_>) -> Vec<String> {
             found.push(format!("`{binding}` has storage id {} in the graph, {} in the metadata", attr.storage_id, sid.storage_id));
             continue;
         }
-        let is_weight = with.params.iter().any(|p| p.name == binding)
-            || with.linked.as_ref().is_some_and(|(_, sids)| sids.contains(&attr.storage_id));
+        let is_weight =
+            with.params.iter().any(|p| p.name == binding) || with.linked.as_ref().is_some_and(|(_, sids)| sids.contains(&attr.storage_id));
         let bytes = byte_size(&attr.shape, attr.dtype);
         if !is_weight && bytes != sid.size_bytes {
             found.push(format!("input `{binding}` is {bytes} bytes in the graph, {} in the metadata", sid.size_bytes));
@@ -491,9 +490,7 @@ fn check_inputs(inputs: &[Tensor], with: &Inputs<'_>) -> Result<()> {
     }
     Err(Error::new(
         ErrorKind::Metadata,
-        format!(
-            "the graph's inputs that are not weights are {graph_names:?}, but metadata.json lists the model inputs {metadata_names:?}"
-        ),
+        format!("the graph's inputs that are not weights are {graph_names:?}, but metadata.json lists the model inputs {metadata_names:?}"),
     )
     .in_file(with.params_path)
     .help("every weight of the graph must be in the .params file or linked into the C code; re-export the archive"))
@@ -606,10 +603,10 @@ mod tests {
             [(0, Place::Input(0)), (1, Place::Param(0)), (2, Place::Storage(0)), (3, Place::Storage(0)), (4, Place::Output(0))]
         );
         // The `__nop` is not called; `b` flattens its arguments.
-        assert_eq!(schedule.calls.iter().map(|c| (c.func_name.as_str(), c.args.clone())).collect::<Vec<_>>(), [
-            ("tvmgen_default_a", vec![0, 1, 2]),
-            ("tvmgen_default_b", vec![3, 4])
-        ]);
+        assert_eq!(
+            schedule.calls.iter().map(|c| (c.func_name.as_str(), c.args.clone())).collect::<Vec<_>>(),
+            [("tvmgen_default_a", vec![0, 1, 2]), ("tvmgen_default_b", vec![3, 4])]
+        );
         assert_eq!(schedule.tensors[3].shape, [6]);
         assert!(schedule.copies.is_empty());
     }
@@ -643,7 +640,10 @@ mod tests {
             (&[sid(0, 24, Some("x"))], "it lists 1 storage ids, the graph uses 3"),
             (&[sid(0, 24, None), sid(1, 12, None), sid(2, 24, Some("x"))], "`x` has storage id 0 in the graph, 2 in the metadata"),
             (&[sid(0, 20, Some("x")), sid(1, 12, None), sid(2, 24, None)], "input `x` is 24 bytes in the graph, 20 in the metadata"),
-            (&[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)], "storage id 0 is bound to `y`, which is not an input of the graph"),
+            (
+                &[sid(0, 24, Some("y")), sid(1, 12, None), sid(2, 24, None)],
+                "storage id 0 is bound to `y`, which is not an input of the graph",
+            ),
         ];
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         for (sids, expected) in cases {
@@ -744,7 +744,11 @@ mod tests {
                 assert!(region.end <= bytes.len(), "workspace of call {step} outside the storage");
                 for arg in reads.iter().chain(&writes) {
                     if let Some(range) = range(arg) {
-                        assert!(range.end <= region.start || region.end <= range.start, "workspace of call {step} overlaps entry {}", arg.entry);
+                        assert!(
+                            range.end <= region.start || region.end <= range.start,
+                            "workspace of call {step} overlaps entry {}",
+                            arg.entry
+                        );
                     }
                 }
                 bytes[region].fill(Tag::Workspace(step));
@@ -879,7 +883,11 @@ mod tests {
         let value = sample();
         let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
         let params = [p0()];
-        let with = Inputs { workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(), default_workspace: 100, ..plain_inputs(&params) };
+        let with = Inputs {
+            workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(),
+            default_workspace: 100,
+            ..plain_inputs(&params)
+        };
         let (schedule, _, _) = schedule(&graph, &with).unwrap();
         // a's workspace (unlisted: the default, 100 -> 112 + 16) comes first, a's result (read by b) after
         // it; b's (8, as its code requests) takes the bytes of a's workspace.

@@ -166,7 +166,9 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
     }
     for (member, name) in members.iter().zip(&header_names) {
         out.write_all(header(name, Some("644"), member.size).as_bytes()).map_err(io)?;
-        let copied = std::io::copy(&mut File::open(&member.path).map_err(|e| Error::io("read", &member.path, e))?.take(member.size), &mut out).map_err(io)?;
+        let copied =
+            std::io::copy(&mut File::open(&member.path).map_err(|e| Error::io("read", &member.path, e))?.take(member.size), &mut out)
+                .map_err(io)?;
         if copied != member.size {
             return Err(Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display()))
                 .help("something else writes this build's OUT_DIR at the same time: build again"));

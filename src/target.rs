@@ -89,7 +89,11 @@ impl Target {
     fn float_abi(&self) -> FloatAbi {
         let has = |feature: &str| self.features.iter().any(|f| f == feature);
         if self.is_arm32() {
-            if self.abi == "eabihf" { FloatAbi::Hard } else { FloatAbi::Soft }
+            if self.abi == "eabihf" {
+                FloatAbi::Hard
+            } else {
+                FloatAbi::Soft
+            }
         } else if self.is_riscv() && self.is_bare_metal() {
             if has("d") {
                 FloatAbi::Double
@@ -322,7 +326,12 @@ impl Toolchain {
 pub(crate) fn default_toolchain(target: &Target, environment: &[String]) -> Result<Toolchain> {
     static PROBED: Mutex<Vec<(String, Toolchain)>> = Mutex::new(Vec::new());
     let key = format!("{target:?}\n{}", environment.join("\n"));
-    let probed = PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().find(|(probed_for, _)| *probed_for == key).map(|(_, toolchain)| toolchain.clone());
+    let probed = PROBED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .iter()
+        .find(|(probed_for, _)| *probed_for == key)
+        .map(|(_, toolchain)| toolchain.clone());
     if let Some(toolchain) = probed {
         return Ok(toolchain);
     }
@@ -408,12 +417,21 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
         if !include_dirs.iter().any(|dir| dir.join("math.h").is_file() && dir.join("string.h").is_file()) {
             return Err(Error::new(
                 ErrorKind::Toolchain,
-                format!("the C library headers for `{}` (math.h, string.h) are missing: `{}` searches {}", target.triple, path.display(), list(&include_dirs)),
+                format!(
+                    "the C library headers for `{}` (math.h, string.h) are missing: `{}` searches {}",
+                    target.triple,
+                    path.display(),
+                    list(&include_dirs)
+                ),
             )
             .help(format!("install them: `apt-get install --no-install-recommends {}`", target.toolchain_packages())));
         }
         // clang knows RISC-V triples by their base architecture only (`riscv32-unknown-none-elf`).
-        let clang_triple = if target.is_riscv() { target.triple.replacen(&target.triple[..target.triple.find('-').unwrap_or(0)], &target.arch, 1) } else { target.triple.clone() };
+        let clang_triple = if target.is_riscv() {
+            target.triple.replacen(&target.triple[..target.triple.find('-').unwrap_or(0)], &target.arch, 1)
+        } else {
+            target.triple.clone()
+        };
         clang_args.push(format!("--target={clang_triple}"));
         for dir in &include_dirs {
             clang_args.push("-isystem".to_string());
@@ -514,14 +532,15 @@ fn check_float_abi(compiler: &Path, args: &[std::ffi::OsString], target: &Target
         .help("check the core (Builder::cpu, -C target-cpu) and CFLAGS / the cc::Build flags against what the compiler supports"));
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    let macros: Vec<(&str, &str)> = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("#define "))
-        .map(|line| line.split_once(' ').unwrap_or((line, "")))
-        .collect();
+    let macros: Vec<(&str, &str)> =
+        text.lines().filter_map(|line| line.strip_prefix("#define ")).map(|line| line.split_once(' ').unwrap_or((line, ""))).collect();
     let defined = |name: &str| macros.iter().any(|(macro_name, _)| *macro_name == name);
     let compiled = if target.is_arm32() {
-        if defined("__ARM_PCS_VFP") { FloatAbi::Hard } else { FloatAbi::Soft }
+        if defined("__ARM_PCS_VFP") {
+            FloatAbi::Hard
+        } else {
+            FloatAbi::Soft
+        }
     } else if defined("__riscv_float_abi_double") {
         FloatAbi::Double
     } else if defined("__riscv_float_abi_single") {
@@ -567,7 +586,14 @@ fn print_file_name(compiler: &Path, args: &[std::ffi::OsString], name: &str, tar
 /// picolibc lays it out (its specs add that directory only at link time).
 /// `name` (a C library archive) where the compiler printed it (`printed`),
 /// else in the multilib directory beside the system include directories.
-fn multilib_file(compiler: &Path, args: &[std::ffi::OsString], name: &str, printed: Option<PathBuf>, target: &Target, include_dirs: &[PathBuf]) -> Result<PathBuf> {
+fn multilib_file(
+    compiler: &Path,
+    args: &[std::ffi::OsString],
+    name: &str,
+    printed: Option<PathBuf>,
+    target: &Target,
+    include_dirs: &[PathBuf],
+) -> Result<PathBuf> {
     if let Some(found) = printed {
         return Ok(found);
     }
@@ -580,7 +606,12 @@ fn multilib_file(compiler: &Path, args: &[std::ffi::OsString], name: &str, print
     }
     Err(Error::new(
         ErrorKind::Toolchain,
-        format!("the C library for `{}` ({name}) is missing: `{}` does not find it, nor is it in {}", target.triple, compiler.display(), list(&candidates)),
+        format!(
+            "the C library for `{}` ({name}) is missing: `{}` does not find it, nor is it in {}",
+            target.triple,
+            compiler.display(),
+            list(&candidates)
+        ),
     )
     .help(format!("install it: `apt-get install --no-install-recommends {}`", target.toolchain_packages())))
 }
@@ -671,7 +702,10 @@ mod tests {
     #[test]
     fn the_target_cpu_is_the_last_one_in_the_rust_flags() {
         assert_eq!(rustc_target_cpu("-C\x1ftarget-cpu=cortex-m7"), Some("cortex-m7".to_string()));
-        assert_eq!(rustc_target_cpu("-Ctarget-cpu=cortex-m4\x1f-Copt-level=s\x1f--codegen=target-cpu=cortex-m55"), Some("cortex-m55".to_string()));
+        assert_eq!(
+            rustc_target_cpu("-Ctarget-cpu=cortex-m4\x1f-Copt-level=s\x1f--codegen=target-cpu=cortex-m55"),
+            Some("cortex-m55".to_string())
+        );
         assert_eq!(rustc_target_cpu("-Clink-arg=-Tlink.x"), None);
         assert_eq!(rustc_target_cpu("-Ctarget-cpu=generic"), None);
     }

@@ -31,7 +31,9 @@ fn in_build_script<T>(out_dir: &Path, f: impl FnOnce() -> T) -> T {
 fn in_build_script_for<T>(out_dir: &Path, target: &str, extra: &[(&str, &str)], f: impl FnOnce() -> T) -> T {
     let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let host = common::host_triple();
-    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", target), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
+    for (key, value) in
+        [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", target), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")]
+    {
         std::env::set_var(key, value);
     }
     for (key, value) in extra {
@@ -293,7 +295,9 @@ fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
 /// A copy of the demo archive under `dir`, with `extra` source files added.
 fn demo_copy(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
     let root = dir.join("model");
-    for path in ["metadata.json", "codegen/host/include/tvmgen_default.h", "codegen/host/src/default_lib0.c", "codegen/host/src/default_lib1.c"] {
+    for path in
+        ["metadata.json", "codegen/host/include/tvmgen_default.h", "codegen/host/src/default_lib0.c", "codegen/host/src/default_lib1.c"]
+    {
         let to = root.join(path);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(demo_archive().join(path), to).unwrap();
@@ -331,7 +335,9 @@ fn a_missing_external_header_names_itself_the_file_and_the_option() {
     let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
     let text = error.to_string();
     assert!(
-        text.contains("codegen/host/src/default_lib2.c") && text.contains("<mlf_test_byoc_kernels.h>") && text.contains("Builder::include_dir"),
+        text.contains("codegen/host/src/default_lib2.c")
+            && text.contains("<mlf_test_byoc_kernels.h>")
+            && text.contains("Builder::include_dir"),
         "{text}"
     );
     let include = out.join("external/include");
@@ -339,11 +345,7 @@ fn a_missing_external_header_names_itself_the_file_and_the_option() {
     std::fs::write(include.join("mlf_test_byoc_kernels.h"), "int mlf_test_byoc_kernel(int x);\n").unwrap();
     std::fs::write(out.join("external/kernels.c"), "int mlf_test_byoc_kernel(int x) { return x; }\n").unwrap();
     in_build_script(&out.join("out2"), || {
-        Builder::new(&archive)
-            .include_dir(&include)
-            .source(out.join("external/kernels.c"))
-            .define("MLF_TEST_BYOC_VALUE", Some("3"))
-            .build()
+        Builder::new(&archive).include_dir(&include).source(out.join("external/kernels.c")).define("MLF_TEST_BYOC_VALUE", Some("3")).build()
     })
     .unwrap();
 }

@@ -6,11 +6,7 @@ mod common;
 /// Runs the fixture crate `tests/fixtures/<name>` and returns its stdout; panics when it fails.
 fn run_fixture(name: &str) -> String {
     let manifest = common::repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
-    let output = common::cargo(name)
-        .args(["run", "--release", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .output()
-        .expect("cargo runs");
+    let output = common::cargo(name).args(["run", "--release", "--quiet", "--manifest-path"]).arg(&manifest).output().expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{name} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     stdout
@@ -36,7 +32,11 @@ fn a_second_build_reruns_no_build_script() {
     };
     // A fresh build.rs makes the first build run the build script even in a warm target directory.
     let build_rs = common::repo_root().join("tests/fixtures/typed-consumer/build.rs");
-    std::fs::File::options().write(true).open(&build_rs).and_then(|f| f.set_modified(std::time::SystemTime::now())).expect("touch build.rs");
+    std::fs::File::options()
+        .write(true)
+        .open(&build_rs)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .expect("touch build.rs");
     let first = build();
     assert!(first.contains("build-script-build"), "the first build runs the build script:\n{first}");
     let second = build();
@@ -54,10 +54,18 @@ fn a_second_build_reruns_no_build_script() {
     build();
     let compiled = compiled_files(&common::repo_root().join("target/typed-consumer-noop/release/build"));
     assert!(compiled.len() >= 2, "the support and model libraries are built: {compiled:?}");
-    std::fs::File::options().write(true).open(&build_rs).and_then(|f| f.set_modified(std::time::SystemTime::now())).expect("touch build.rs");
+    std::fs::File::options()
+        .write(true)
+        .open(&build_rs)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .expect("touch build.rs");
     let rerun = build();
     assert!(rerun.contains("build-script-build"), "the build script reruns:\n{rerun}");
-    assert_eq!(compiled_files(&common::repo_root().join("target/typed-consumer-noop/release/build")), compiled, "a rerun with identical inputs compiled again");
+    assert_eq!(
+        compiled_files(&common::repo_root().join("target/typed-consumer-noop/release/build")),
+        compiled,
+        "a rerun with identical inputs compiled again"
+    );
 }
 
 /// Every object and static library below the build scripts' `OUT_DIR`s, with its modification time.
@@ -85,5 +93,10 @@ fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
         return;
     }
     let stdout = run_fixture("multi-archive");
-    assert!(stdout.contains("speech: `yes` -> class 2") && stdout.contains("generic: demo_copy and mlp") && stdout.contains("multi-archive: ok"), "{stdout}");
+    assert!(
+        stdout.contains("speech: `yes` -> class 2")
+            && stdout.contains("generic: demo_copy and mlp")
+            && stdout.contains("multi-archive: ok"),
+        "{stdout}"
+    );
 }

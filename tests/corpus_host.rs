@@ -75,9 +75,7 @@ fn host_verdict(case: &Case) -> Verdict {
         (false, Some(words)) if stderr.contains(words) => return Verdict::Pass(format!("refused: {}", mlf_message(&stderr))),
         (false, Some(words)) => return Verdict::Fail(format!("expected a refusal saying `{words}`, got: {}", mlf_message(&stderr))),
         (true, Some(_)) => return Verdict::Fail("built, but the host must refuse this archive".to_string()),
-        (false, None) if stderr.contains("mlf-build:") && stderr.contains("not supported") => {
-            return Verdict::Skip(mlf_message(&stderr))
-        }
+        (false, None) if stderr.contains("mlf-build:") && stderr.contains("not supported") => return Verdict::Skip(mlf_message(&stderr)),
         (false, None) => return Verdict::Fail(format!("build failed: {}", mlf_message(&stderr))),
         (true, None) => {}
     }
@@ -187,7 +185,9 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
     let modules = document["modules"].as_array().ok_or("no modules")?;
     for module in modules {
         let name = module["name"].as_str().ok_or("a module has no name")?;
-        let read = |ext: &str| std::fs::read_to_string(out_dir.join("mlf").join(format!("{name}.{ext}"))).map_err(|e| format!("{name}.{ext}: {e}"));
+        let read = |ext: &str| {
+            std::fs::read_to_string(out_dir.join("mlf").join(format!("{name}.{ext}"))).map_err(|e| format!("{name}.{ext}: {e}"))
+        };
         let written: serde_json::Value = serde_json::from_str(&read("json")?).map_err(|e| format!("{name}.json: {e}"))?;
         if &written != module {
             return Err(format!("module `{name}`: the Builder's {name}.json differs from inspect's JSON"));
@@ -218,7 +218,8 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             }
         }
         // Each tensor module states DTYPE, INDEX, BYTES, LEN and SHAPE, in order: inputs, then outputs.
-        let tensor_bytes: Vec<&String> = constants.iter().filter(|(indent, n, _)| *indent == 8 && n == "BYTES").map(|(_, _, v)| v).collect();
+        let tensor_bytes: Vec<&String> =
+            constants.iter().filter(|(indent, n, _)| *indent == 8 && n == "BYTES").map(|(_, _, v)| v).collect();
         let tensor_shapes: Vec<String> =
             constants.iter().filter(|(indent, n, _)| *indent == 8 && n.starts_with("SHAPE")).map(|(_, _, v)| v.replace(' ', "")).collect();
         let tensors: Vec<&serde_json::Value> =
@@ -229,7 +230,10 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
         for ((tensor, bytes), shape) in tensors.iter().zip(tensor_bytes).zip(tensor_shapes) {
             let generated_shape: Option<serde_json::Value> = serde_json::from_str(&shape).ok();
             if tensor["bytes"].as_u64() != bytes.parse().ok() || generated_shape.as_ref() != Some(&tensor["shape"]) {
-                return Err(format!("module `{name}`: tensor {} is {} bytes {} by inspect, {bytes} bytes {shape} generated", tensor["name"], tensor["bytes"], tensor["shape"]));
+                return Err(format!(
+                    "module `{name}`: tensor {} is {} bytes {} by inspect, {bytes} bytes {shape} generated",
+                    tensor["name"], tensor["bytes"], tensor["shape"]
+                ));
             }
         }
     }

@@ -35,9 +35,16 @@ const fn on(triple: &'static str) -> Build {
 const V7EM_HF: Build = on("thumbv7em-none-eabihf");
 const V7M: Build = on("thumbv7m-none-eabi");
 const V6M: Build = on("thumbv6m-none-eabi");
-const M7: Build = Build { triple: "thumbv7em-none-eabihf", target_cpu: Some("cortex-m7"), board: Some("mps2-an500"), core_label: Some("cortex-m7") };
-const M33: Build = Build { triple: "thumbv8m.main-none-eabihf", target_cpu: None, board: Some("mps2-an505"), core_label: Some("cortex-m33") };
-const M55: Build = Build { triple: "thumbv8m.main-none-eabihf", target_cpu: Some("cortex-m55"), board: Some("mps3-an547"), core_label: Some("cortex-m55") };
+const M7: Build =
+    Build { triple: "thumbv7em-none-eabihf", target_cpu: Some("cortex-m7"), board: Some("mps2-an500"), core_label: Some("cortex-m7") };
+const M33: Build =
+    Build { triple: "thumbv8m.main-none-eabihf", target_cpu: None, board: Some("mps2-an505"), core_label: Some("cortex-m33") };
+const M55: Build = Build {
+    triple: "thumbv8m.main-none-eabihf",
+    target_cpu: Some("cortex-m55"),
+    board: Some("mps3-an547"),
+    core_label: Some("cortex-m55"),
+};
 const RV32: Build = Build { triple: "riscv32imac-unknown-none-elf", target_cpu: None, board: Some("virt"), core_label: None };
 
 /// Each case and the builds it must pass on. Builds are grouped by core (in
@@ -91,7 +98,11 @@ fn corpus_cases_on_emulated_cortex_m_boards() {
             }
         }
     }
-    let _ = writeln!(std::io::stdout().lock(), "corpus-qemu: the QEMU cases took {} s (a timing note, not a conformance line)", started.elapsed().as_secs());
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "corpus-qemu: the QEMU cases took {} s (a timing note, not a conformance line)",
+        started.elapsed().as_secs()
+    );
     assert!(failed.is_empty(), "corpus cases failed under QEMU: {failed:?}");
 }
 
@@ -190,8 +201,5 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     if digits.len() % 2 != 0 {
         return None;
     }
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
-        .collect()
+    digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
 }

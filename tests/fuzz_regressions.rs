@@ -27,11 +27,7 @@ const TARGETS: &[(&str, Entry)] = &[
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
 fn run(entry: Entry, input: &[u8]) -> Result<mlf_build::Result<()>, String> {
     catch_unwind(AssertUnwindSafe(|| entry(input))).map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default()
+        panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
     })
 }
 
@@ -196,7 +192,10 @@ fn hostile_relay_text_does_not_panic() {
         &[
             text("empty", ""),
             text("unclosed main", "def @main("),
-            text("huge shape", "def @main(%x: Tensor[(18446744073709551615, 18446744073709551615), float32]) -> Tensor[(99999999999999999999), int8] {"),
+            text(
+                "huge shape",
+                "def @main(%x: Tensor[(18446744073709551615, 18446744073709551615), float32]) -> Tensor[(99999999999999999999), int8] {",
+            ),
             text("unknown dtype", "def @main(%x: Tensor[(1), quaternion]) {\n  %x\n}"),
             text("out_dtype unclosed", "def @main(%x) {\n  f(%x, out_dtype=\"\n}"),
             text("multibyte", "def @main(%é: Tensor[(1,), ü]) -> (\u{10FFFF}"),

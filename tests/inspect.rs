@@ -29,11 +29,7 @@ fn documented_keys() -> Vec<String> {
     let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README.md");
     let section = readme.split("### JSON schema").nth(1).expect("README has a JSON schema section");
     let section = section.split("\n## ").next().unwrap_or_default();
-    section
-        .lines()
-        .filter(|line| line.starts_with("| `"))
-        .filter_map(|line| line.split('`').nth(1).map(str::to_string))
-        .collect()
+    section.lines().filter(|line| line.starts_with("| `")).filter_map(|line| line.split('`').nth(1).map(str::to_string)).collect()
 }
 
 /// Every key path of a JSON value (`modules[].memory.arena`), arrays as `[]`.
@@ -115,14 +111,18 @@ fn svg_is_well_formed_and_labels_match_the_numbers() {
         })
         .collect();
     for (memory, label, bytes) in expected {
-        assert!(labels.contains(&(memory.to_string(), label.to_string(), bytes)), "no {memory} segment `{label}: {bytes} bytes` in {labels:?}");
+        assert!(
+            labels.contains(&(memory.to_string(), label.to_string(), bytes)),
+            "no {memory} segment `{label}: {bytes} bytes` in {labels:?}"
+        );
     }
     for total in tree.descendants().filter(|n| n.attribute("class") == Some("memory")) {
         let memory = total.text().unwrap().split(':').next().unwrap();
         let sum: u64 = labels.iter().filter(|(m, _, _)| m == memory).map(|(_, _, b)| b).sum();
         assert_eq!(total.attribute("data-bytes").unwrap().parse::<u64>().unwrap(), sum, "{memory} total is the sum of its segments");
     }
-    let in_readme = std::fs::read_to_string(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg")).expect("docs/kws_int8-aot_c_usmp.svg");
+    let in_readme =
+        std::fs::read_to_string(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg")).expect("docs/kws_int8-aot_c_usmp.svg");
     assert_eq!(in_readme, svg, "README's picture is out of date: regenerate it with the command in README.md");
 }
 
@@ -141,7 +141,13 @@ fn errors_are_one_block_and_fail() {
     let output = inspect(&[not_mlf.as_os_str()]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.starts_with("mlf-build: ") && stderr.contains("not-mlf.tar") && stderr.contains("no metadata.json") && stderr.contains("help:"), "{stderr}");
+    assert!(
+        stderr.starts_with("mlf-build: ")
+            && stderr.contains("not-mlf.tar")
+            && stderr.contains("no metadata.json")
+            && stderr.contains("help:"),
+        "{stderr}"
+    );
     assert!(output.stdout.is_empty());
     let usage = inspect(&[]);
     assert!(!usage.status.success() && String::from_utf8_lossy(&usage.stderr).contains("usage: mlf-build inspect"));

@@ -23,7 +23,10 @@ fn readme_snippets() -> (String, String) {
     });
     let build_rs = blocks.next().expect("a build.rs snippet");
     let main_rs = blocks.next().expect("a src/main.rs snippet");
-    assert!(build_rs.starts_with("// build.rs") && main_rs.starts_with("// src/main.rs"), "README's snippets moved:\n{build_rs}\n{main_rs}");
+    assert!(
+        build_rs.starts_with("// build.rs") && main_rs.starts_with("// src/main.rs"),
+        "README's snippets moved:\n{build_rs}\n{main_rs}"
+    );
     (build_rs, main_rs)
 }
 

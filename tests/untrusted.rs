@@ -151,7 +151,9 @@ fn modules_whose_names_prefix_each_other_get_their_own_files() {
     ] {
         std::fs::rename(archive.join(from), archive.join(to)).unwrap();
     }
-    for file in ["metadata.json", "codegen/host/src/kws_mlp_lib0.c", "codegen/host/src/kws_mlp_lib1.c", "codegen/host/include/tvmgen_kws_mlp.h"] {
+    for file in
+        ["metadata.json", "codegen/host/src/kws_mlp_lib0.c", "codegen/host/src/kws_mlp_lib1.c", "codegen/host/include/tvmgen_kws_mlp.h"]
+    {
         replace_in(&archive.join(file), &renames);
     }
     let kws = build_and_run(&archive, Some("kws"), &[case.join("inputs/kws/input_1.bin")], 1, &dir.join("out-kws"));
@@ -177,7 +179,11 @@ fn a_module_that_disappears_leaves_no_generated_file() {
     extract(&single, &archive);
     build_and_run(&archive, None, &[single.join("inputs/input.bin")], 1, &dir.join("out-single"));
     assert!(mlf.join("default.rs").is_file());
-    assert!(!mlf.join("kws.rs").exists() && !mlf.join("kws.json").exists() && !mlf.join("mlp.rs").exists() && !mlf.join("build/kws").exists(), "stale files in {}", mlf.display());
+    assert!(
+        !mlf.join("kws.rs").exists() && !mlf.join("kws.json").exists() && !mlf.join("mlp.rs").exists() && !mlf.join("build/kws").exists(),
+        "stale files in {}",
+        mlf.display()
+    );
 }
 
 /// Item 9: with warnings silenced, a C error is shown with the compiler's own words and the file.

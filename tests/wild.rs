@@ -114,7 +114,8 @@ fn build_in_process(archive: &Path) -> mlf_build::Result<mlf_build::Output> {
     let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let out_dir = archive.with_file_name("out");
     let host = common::host_triple();
-    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")] {
+    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")]
+    {
         std::env::set_var(key, value);
     }
     Builder::new(archive).build()
@@ -126,7 +127,11 @@ fn kernel_library_headers_are_external_code_named_all_at_once() {
     let Some(case) = corpus("mlp_f32-aot_c") else { return };
     let archive = unpack(&case, "kernel-headers");
     let src = archive.join("codegen/host/src");
-    std::fs::write(src.join("default_lib8.c"), "#include <arm_nnfunctions.h>\n#include <arm_nn_types.h>\nint mlf_wild_a(void) { return 0; }\n").unwrap();
+    std::fs::write(
+        src.join("default_lib8.c"),
+        "#include <arm_nnfunctions.h>\n#include <arm_nn_types.h>\nint mlf_wild_a(void) { return 0; }\n",
+    )
+    .unwrap();
     std::fs::write(src.join("default_lib9.c"), "#include \"arm_nnfunctions.h\"\nint mlf_wild_b(void) { return 0; }\n").unwrap();
     let error = build_in_process(&archive).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Compile, "{error}");
@@ -192,7 +197,10 @@ fn graph_calling_an_undefined_operator_names_function_and_node() {
     assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
     assert!(error.file().is_some_and(|file| file.ends_with("graph.json")), "{error}");
     let text = error.to_string();
-    assert!(text.contains(&format!("`{function}`, which no source or object of module `default` defines")) && text.contains("node "), "{text}");
+    assert!(
+        text.contains(&format!("`{function}`, which no source or object of module `default` defines")) && text.contains("node "),
+        "{text}"
+    );
 }
 
 // Issue 9.6: an archive shipping TVM's runtime that allocates its workspace links on bare metal.
@@ -243,7 +251,8 @@ fn header_entry_without_definition_calls_the_defined_model_function() {
     delete_run_definition(&archive);
     let run = assert_matches_tvm(&case, &archive);
     assert!(
-        run.build_stderr.contains("declares `tvmgen_default_run`, which no source defines; calling the defined `tvmgen_default___tvm_main__`"),
+        run.build_stderr
+            .contains("declares `tvmgen_default_run`, which no source defines; calling the defined `tvmgen_default___tvm_main__`"),
         "{}",
         run.build_stderr
     );
@@ -258,7 +267,10 @@ fn header_entry_without_definition_or_replacement_is_refused_naming_it() {
     let error = build_in_process(&archive).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
     assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
-    assert!(error.to_string().contains("the header declares `tvmgen_default_run`, but no source or object of module `default` defines it"), "{error}");
+    assert!(
+        error.to_string().contains("the header declares `tvmgen_default_run`, but no source or object of module `default` defines it"),
+        "{error}"
+    );
 }
 
 /// Renames every tensor of `main` in a TVM >= 0.11 metadata.json, keeping the order.
@@ -330,9 +342,8 @@ fn archive_without_metadata_runs_from_its_interface_header() {
     std::fs::remove_dir_all(archive.join("src")).unwrap();
     let run = assert_matches_tvm(&case, &archive);
     assert!(
-        run.build_stderr.contains(
-            "the archive has no metadata.json: module `default` is inferred from codegen/host/include/tvmgen_default.h"
-        ),
+        run.build_stderr
+            .contains("the archive has no metadata.json: module `default` is inferred from codegen/host/include/tvmgen_default.h"),
         "{}",
         run.build_stderr
     );

@@ -45,7 +45,8 @@ fn memory_x(board: &Board, riscv: bool) -> String {
         board.code.0, board.code.1, board.data.0, board.data.1
     );
     if riscv {
-        for (region, memory) in [("TEXT", "FLASH"), ("RODATA", "FLASH"), ("DATA", "RAM"), ("BSS", "RAM"), ("HEAP", "RAM"), ("STACK", "RAM")] {
+        for (region, memory) in [("TEXT", "FLASH"), ("RODATA", "FLASH"), ("DATA", "RAM"), ("BSS", "RAM"), ("HEAP", "RAM"), ("STACK", "RAM")]
+        {
             writeln!(text, "REGION_ALIAS(\"REGION_{region}\", {memory});").unwrap();
         }
     }
@@ -103,8 +104,7 @@ fn main() {
     for (index, path) in inputs.iter().enumerate() {
         println!("cargo:rerun-if-changed={}", path.display());
         let len = std::fs::metadata(path).unwrap_or_else(|e| panic!("MLF_INPUTS: {}: {e}", path.display())).len();
-        writeln!(firmware, "static INPUT_{index}: Aligned<{len}> = Aligned(*include_bytes!({:?}));", path.display().to_string())
-            .unwrap();
+        writeln!(firmware, "static INPUT_{index}: Aligned<{len}> = Aligned(*include_bytes!({:?}));", path.display().to_string()).unwrap();
         writeln!(
             firmware,
             "const _: () = assert!({index} >= model::INPUTS.len() || {len} == model::INPUTS[{index}].bytes, \"MLF_INPUTS: file {index} is not the size of the model's input {index}\");"

@@ -224,8 +224,8 @@ pub mod log {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use std::sync::Mutex;
     use std::string::String;
+    use std::sync::Mutex;
 
     static SEEN: Mutex<String> = Mutex::new(String::new());
 

@@ -71,7 +71,12 @@ fn inspect(args: &Args) -> Result<(), String> {
         let svg = pictures.next().ok_or("the archive has no module")?;
         std::fs::write(path, svg).map_err(|e| format!("mlf-build: cannot write {}: {e}", path.display()))?;
         if inspection.modules.len() > 1 {
-            eprintln!("mlf-build: {} shows module `{}`; the archive has {}", path.display(), inspection.modules[0].name, inspection.modules.len());
+            eprintln!(
+                "mlf-build: {} shows module `{}`; the archive has {}",
+                path.display(),
+                inspection.modules[0].name,
+                inspection.modules.len()
+            );
         }
     }
     Ok(())
@@ -104,7 +109,9 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
     if let (Some(footprint), Some(triple)) = (footprint, &args.target) {
         let names: Vec<&str> = inspection.modules.iter().map(|m| m.name.as_str()).collect();
         out += &format!("compiled for {triple} (objects, before the linker drops unused code):\n");
-        for (what, sizes) in [(format!("model ({})", names.join(", ")), &footprint.model), ("mlf-build support".to_string(), &footprint.support)] {
+        for (what, sizes) in
+            [(format!("model ({})", names.join(", ")), &footprint.model), ("mlf-build support".to_string(), &footprint.support)]
+        {
             out += &format!(
                 "  {what}: flash {} (text {} + rodata {} + data {}), static RAM {} (data {} + bss {})\n",
                 sizes.flash(),
@@ -130,7 +137,13 @@ fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Resul
         let exe = std::env::current_exe().map_err(|e| format!("mlf-build: cannot find this program: {e}"))?;
         let mut command = Command::new(exe);
         command.arg(BUILD_CHILD).arg(archive).arg(triple).args(cpu);
-        command.env("OUT_DIR", &out_dir).env("TARGET", triple).env("HOST", host_triple()).env("OPT_LEVEL", "3").env("DEBUG", "false").env("PROFILE", "release");
+        command
+            .env("OUT_DIR", &out_dir)
+            .env("TARGET", triple)
+            .env("HOST", host_triple())
+            .env("OPT_LEVEL", "3")
+            .env("DEBUG", "false")
+            .env("PROFILE", "release");
         let output = command.stdin(Stdio::null()).output().map_err(|e| format!("mlf-build: cannot run the build: {e}"))?;
         if !output.status.success() {
             return Err(String::from_utf8_lossy(&output.stderr).trim_end().to_string());

@@ -91,7 +91,10 @@ fn load_case(dir: &Path, real_world: bool) -> Case {
         modules: Vec::new(),
         rtol: tolerance["rtol"].as_f64().unwrap_or(1e-4),
         atol: tolerance["atol"].as_f64().unwrap_or(1e-5),
-        reference_top1: json["reference_top1"].as_array().map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as usize).collect()).unwrap_or_default(),
+        reference_top1: json["reference_top1"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as usize).collect())
+            .unwrap_or_default(),
     };
     if real_world {
         let dtype = str_field(&json["output"], "dtype").to_string();
@@ -111,12 +114,16 @@ fn load_case(dir: &Path, real_world: bool) -> Case {
         let modules = json["modules"].as_array().cloned().unwrap_or_default();
         let several = modules.len() > 1;
         for module in &modules {
-            let inputs = module["inputs"].as_array().map(|l| l.iter().map(|i| dir.join(str_field(i, "file"))).collect()).unwrap_or_default();
+            let inputs =
+                module["inputs"].as_array().map(|l| l.iter().map(|i| dir.join(str_field(i, "file"))).collect()).unwrap_or_default();
             let expected = module["outputs"]
                 .as_array()
-                .map(|l| l.iter().map(|o| Expected { file: dir.join(str_field(o, "file")), dtype: str_field(o, "dtype").to_string() }).collect())
+                .map(|l| {
+                    l.iter().map(|o| Expected { file: dir.join(str_field(o, "file")), dtype: str_field(o, "dtype").to_string() }).collect()
+                })
                 .unwrap_or_default();
-            let vectors = if module["outputs"].as_array().is_some_and(|l| !l.is_empty()) { vec![Vector { inputs, expected }] } else { Vec::new() };
+            let vectors =
+                if module["outputs"].as_array().is_some_and(|l| !l.is_empty()) { vec![Vector { inputs, expected }] } else { Vec::new() };
             case.modules.push(ModuleCase { module: several.then(|| str_field(module, "module").to_string()), vectors });
         }
     }
@@ -216,7 +223,10 @@ pub fn failure_text(output: &std::process::Output) -> String {
         .lines()
         .filter(|line| {
             let trimmed = line.trim_start();
-            !(trimmed.starts_with("Compiling") || trimmed.starts_with("Finished") || trimmed.starts_with("Running") || trimmed.starts_with("warning: build failed"))
+            !(trimmed.starts_with("Compiling")
+                || trimmed.starts_with("Finished")
+                || trimmed.starts_with("Running")
+                || trimmed.starts_with("warning: build failed"))
         })
         .collect();
     interesting.join("\n")

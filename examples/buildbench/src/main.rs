@@ -153,7 +153,12 @@ fn plain_gcc(unpacked: &Path, root: &Path, target: Option<&str>, opt: &str) -> R
     let (compiler, flags) = plain_compiler(target);
     let mut command = Command::new(compiler);
     command.current_dir(&objects).arg(format!("-O{opt}")).args(flags).args(["-w", "-c"]);
-    for include in [unpacked.join("codegen/host/include"), unpacked.join("runtime/include"), root.join("build-support/include"), root.join("build-support/runtime-include")] {
+    for include in [
+        unpacked.join("codegen/host/include"),
+        unpacked.join("runtime/include"),
+        root.join("build-support/include"),
+        root.join("build-support/runtime-include"),
+    ] {
         command.arg("-I").arg(include);
     }
     command.args(sources);
@@ -248,7 +253,10 @@ fn bench() -> Result<(), String> {
         (Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]));
     for _ in 0..args.runs {
         let mut clean = cargo();
-        clean.current_dir(&consumer).args(["clean", "--release", "--offline", "-p", "buildbench-consumer"]).env("CARGO_TARGET_DIR", work.join("target"));
+        clean
+            .current_dir(&consumer)
+            .args(["clean", "--release", "--offline", "-p", "buildbench-consumer"])
+            .env("CARGO_TARGET_DIR", work.join("target"));
         if let Some(target) = &args.target {
             clean.args(["--target", target]);
         }
@@ -265,8 +273,13 @@ fn bench() -> Result<(), String> {
         gcc.0.push(timed(&mut plain_gcc(&unpacked, &root, args.target.as_deref(), gcc_opt)?)?);
     }
 
-    println!("buildbench: {}, target {}, {} runs, release profile{}", args.archive.display(), args.target.as_deref().unwrap_or("host"), args.runs,
-        args.opt_level.as_deref().map(|l| format!(", opt-level {l}")).unwrap_or_default());
+    println!(
+        "buildbench: {}, target {}, {} runs, release profile{}",
+        args.archive.display(),
+        args.target.as_deref().unwrap_or("host"),
+        args.runs,
+        args.opt_level.as_deref().map(|l| format!(", opt-level {l}")).unwrap_or_default()
+    );
     println!("{:<46} {:>10} {:>10}", "measure", "min", "median");
     let gcc_row = format!("plain `gcc -O{gcc_opt} -c` of the same sources (s)");
     let rows = [

@@ -79,7 +79,11 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
 
 /// binutils for the target: `arm-none-eabi-*` or `riscv64-unknown-elf-*`.
 fn tool(target: &str, name: &str, args: &[&Path]) -> Result<String, String> {
-    let (prefix, package) = if target.starts_with("riscv") { ("riscv64-unknown-elf", "gcc-riscv64-unknown-elf") } else { ("arm-none-eabi", "gcc-arm-none-eabi") };
+    let (prefix, package) = if target.starts_with("riscv") {
+        ("riscv64-unknown-elf", "gcc-riscv64-unknown-elf")
+    } else {
+        ("arm-none-eabi", "gcc-arm-none-eabi")
+    };
     let name = format!("{prefix}-{name}");
     let output = Command::new(&name).args(args).output().map_err(|e| format!("{name}: {e} (install {package})"))?;
     if !output.status.success() {
@@ -141,7 +145,9 @@ fn footprint() -> Result<(), String> {
 
     let prefix = format!("tvmgen_{module}_");
     let model_code = code_bytes(&args.target, &firmware.elf, |name| name.starts_with(&prefix))?;
-    let support_code = code_bytes(&args.target, &firmware.elf, |name| name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp"))?;
+    let support_code = code_bytes(&args.target, &firmware.elf, |name| {
+        name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp")
+    })?;
     let model_flash = model_code + need("constants") + need("constant_pools");
     let model_ram = need("workspace") + need("io") + need("pools");
 
