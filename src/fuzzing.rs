@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::archive::{Limits, Tree};
 use crate::error::{Error, Result};
-use crate::inspect::{self, InterfaceHeader};
-use crate::schedule::{self, Inputs};
-use crate::{graph, measure, metadata, params, plan, static_lib};
+use crate::input::archive::{Limits, Tree};
+use crate::input::sources::{self, InterfaceHeader};
+use crate::plan::schedule::{self, Inputs};
+use crate::{input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::static_lib};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
 const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
@@ -27,12 +27,10 @@ pub fn archive(bytes: &[u8]) -> Result<()> {
 }
 
 /// `bytes` as a `.tar` file, through everything the build does before compiling:
-/// metadata of any version, interface header, sources, Relay text, graph, params and the plan.
+/// metadata of any version (or none), interface header, sources, Relay text, graph, params, the plan and its checks.
 pub fn front_end(bytes: &[u8]) -> Result<()> {
     let scratch = Scratch::new()?;
-    let tree = Tree::load(&scratch.tar(bytes)?, LIMITS)?;
-    let metadata = metadata::parse(tree.get("metadata.json").unwrap_or_default())?;
-    plan::plan(&tree, &metadata).map(drop)
+    plan::read_and_plan(&scratch.tar(bytes)?, &plan::PlanOptions { limits: LIMITS, ..Default::default() }).map(drop)
 }
 
 /// `bytes` as `metadata.json` (any MLF version).
@@ -69,29 +67,29 @@ pub fn inspect(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
     if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
         for value in header.macros.values() {
-            inspect::parse_c_integer(value);
-            inspect::parse_byte_list(value);
+            sources::parse_c_integer(value);
+            sources::parse_byte_list(value);
         }
     }
-    inspect::included_headers(&text).for_each(drop);
+    sources::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
-    let codegen = inspect::codegen_for(&tree, MODULE, &[MODULE]);
-    let sources = inspect::Sources::new(&tree);
-    inspect::headerless_entry(&sources, &codegen, MODULE);
-    inspect::code_needs(&sources, &codegen);
-    inspect::linked_params(&sources, &codegen);
-    inspect::main_parameter_types(&sources, &codegen, MODULE);
+    let codegen = sources::codegen_for(&tree, MODULE, &[MODULE]);
+    let sources = sources::Sources::new(&tree);
+    sources::headerless_entry(&sources, &codegen, MODULE);
+    sources::code_needs(&sources, &codegen);
+    sources::linked_params(&sources, &codegen);
+    sources::main_parameter_types(&sources, &codegen, MODULE);
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
         let name: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        inspect::operator_args(&sources, &codegen, &name);
+        sources::operator_args(&sources, &codegen, &name);
     }
     Ok(())
 }
 
 /// `bytes` as Relay text (`src/<module>.relay`).
 pub fn relay(bytes: &[u8]) -> Result<()> {
-    inspect::relay_signature(&String::from_utf8_lossy(bytes));
+    sources::relay_signature(&String::from_utf8_lossy(bytes));
     Ok(())
 }
 

@@ -144,7 +144,7 @@ fn errors_are_one_block_and_fail() {
     assert!(
         stderr.starts_with("mlf-build: ")
             && stderr.contains("not-mlf.tar")
-            && stderr.contains("no metadata.json")
+            && stderr.contains("neither metadata.json nor an interface header")
             && stderr.contains("help:"),
         "{stderr}"
     );

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::elf;
 use crate::error::{Error, ErrorKind, Result};
+use crate::toolchain::elf;
 
 /// Bytes of one compiled library by kind of section (allocated sections only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -370,7 +370,7 @@ fn main_memory(at: &At<'_>) -> Result<MainMemory> {
 }
 
 fn tensor_meta(name: &str, at: &At<'_>) -> Result<TensorMeta> {
-    crate::names::check_text("tensor name", name)?;
+    crate::ident::check_text("tensor name", name)?;
     Ok(TensorMeta { name: name.to_string(), dtype: at.dtype("dtype")?, size_bytes: at.u64("size")? })
 }
 

@@ -10,8 +10,8 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::elf::{self, Header};
 use crate::error::{Error, ErrorKind, Result};
+use crate::toolchain::elf::{self, Header};
 
 /// `STB_GLOBAL`, `STB_WEAK` and `STB_GNU_UNIQUE`: the bindings `ar` indexes.
 const INDEXED_BINDINGS: [u8; 3] = [1, 2, 10];

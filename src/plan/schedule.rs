@@ -14,104 +14,15 @@ use std::collections::BTreeMap;
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{EntryRef, Graph, NodeOp};
-use crate::metadata::Storage;
-use crate::params::Param;
-use crate::plan::{round_up, Tensor};
+use crate::input::graph::{EntryRef, Graph, NodeOp};
+use crate::input::metadata::Storage;
+use crate::input::params::Param;
+use crate::plan::model::{round_up, Call, CopyOut, Holds, Place, Schedule, Slot, Tensor, TensorArg};
 
 /// The function name TVM's graph runtime skips: its output aliases its input.
 const NOP: &str = "__nop";
 /// DLPack's `kDLCPU`: the only device the generated C code runs on.
 const CPU: i32 = 1;
-
-/// The fixed run of one graph module.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Schedule {
-    /// The distinct tensor descriptions operators are called with.
-    pub tensors: Vec<TensorArg>,
-    /// Operator calls in graph order.
-    pub calls: Vec<Call>,
-    /// Outputs whose data lives elsewhere, copied in after the last call.
-    pub copies: Vec<CopyOut>,
-    /// Regions of the static storage, by offset.
-    pub slots: Vec<Slot>,
-    /// Bytes of static storage: the end of the last region, aligned.
-    pub storage_bytes: u64,
-    /// Static RAM TVM's own plan takes: one aligned slot per storage id that
-    /// operators write plus an arena for the largest operator workspace.
-    pub tvm_plan_bytes: u64,
-    /// The weights from `.params`, each at an aligned offset.
-    pub params: Vec<u8>,
-    /// How many weights are linked into the C code (looked up by storage id).
-    pub linked_params: usize,
-    /// The C symbol that returns linked weights (`_lookup_linked_param`).
-    pub lookup_symbol: Option<String>,
-}
-
-/// One `DLTensor` an operator receives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TensorArg {
-    /// The entry it describes, for comments.
-    pub entry: usize,
-    pub place: Place,
-    pub dtype: DType,
-    /// As the graph gives it, or `[elements]` for operators with `flatten_data`.
-    pub shape: Vec<i64>,
-}
-
-/// Where a tensor's bytes are at run time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// The caller's input buffer `n`.
-    Input(usize),
-    /// The caller's output buffer `n`.
-    Output(usize),
-    /// Byte offset into the static storage.
-    Storage(u64),
-    /// Byte offset into the weights.
-    Param(u64),
-    /// A weight the C code links in, found by its storage id.
-    Linked(usize),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Call {
-    pub node: usize,
-    pub func_name: String,
-    /// Indices into `tensors`: inputs then outputs.
-    pub args: Vec<usize>,
-    /// The region of the storage `TVMBackendAllocWorkspace` serves during
-    /// this call, as (offset, bytes); `None` when the operator needs none.
-    pub workspace: Option<(u64, u64)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CopyOut {
-    pub output: usize,
-    /// Index into `tensors`.
-    pub from: usize,
-    pub bytes: u64,
-}
-
-/// One region of the static storage.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Slot {
-    pub holds: Holds,
-    pub offset: u64,
-    pub bytes: u64,
-    /// The first and last call (index into `calls`) it is live during; one
-    /// past the last call stands for the copies into outputs.
-    pub live: (usize, usize),
-}
-
-/// What a storage region holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Holds {
-    /// The tensor of this entry (and of the `__nop` outputs that alias it).
-    Tensor(usize),
-    /// The workspace of this call (index into `calls`).
-    Workspace(usize),
-}
 
 /// What the planner knows besides the graph.
 pub(crate) struct Inputs<'a> {
@@ -148,7 +59,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
     // The graph is what TVM's own executor runs; the metadata's table is only a report.
     for disagreement in sids_disagreements(graph, with) {
-        crate::directive::warning(&format!(
+        crate::cargo::directive::warning(&format!(
             "metadata.json's storage table disagrees with the graph `{}` ({disagreement}); the graph is used",
             with.graph_path
         ));
@@ -311,7 +222,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         if func_name == NOP {
             continue;
         }
-        if !crate::names::is_c_identifier(func_name) {
+        if !crate::ident::is_c_identifier(func_name) {
             return Err(graph_error(format!("node {node_id} `{}` calls `{func_name}`, which is not a C function name", node.name)));
         }
         let first = graph.node_row_ptr[node_id];
@@ -333,7 +244,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 
 /// Nodes that make a call, in graph order: operators other than `__nop`.
 fn operator_nodes(graph: &Graph) -> Vec<usize> {
-    let is_call = |node: &&crate::graph::Node| matches!(&node.op, NodeOp::TvmOp { func_name, .. } if func_name != NOP);
+    let is_call = |node: &&crate::input::graph::Node| matches!(&node.op, NodeOp::TvmOp { func_name, .. } if func_name != NOP);
     graph.nodes.iter().enumerate().filter(|(_, node)| is_call(node)).map(|(id, _)| id).collect()
 }
 
@@ -522,7 +433,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::graph;
+    use crate::input::graph;
 
     const GRAPH: &str = "executor-config/graph/default.graph";
     const PARAMS: &str = "parameters/default.params";
@@ -678,7 +589,7 @@ mod tests {
         let archive = "tvm-0.18/cnn_f32-graph";
         let Some(bytes) = graph::tests::corpus_member(archive, GRAPH) else { return };
         let graph = graph::parse(&bytes, GRAPH).unwrap();
-        let params = crate::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
+        let params = crate::input::params::parse(&graph::tests::corpus_member(archive, PARAMS).unwrap(), PARAMS).unwrap();
         // What the operators' code requests (TVMBackendAllocWorkspace in default_lib1.c).
         let workspaces = [("conv2d_nn_relu", 3888), ("conv2d_nn_relu_1", 3200)];
         let with = Inputs {

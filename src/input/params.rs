@@ -161,8 +161,8 @@ fn damaged(file: &str, message: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph;
-    use crate::graph::tests::{corpus_member, GRAPH_CASES};
+    use crate::input::graph;
+    use crate::input::graph::tests::{corpus_member, GRAPH_CASES};
 
     /// One hand-made array record.
     struct Raw {

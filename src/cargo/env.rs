@@ -14,7 +14,7 @@ pub(crate) fn var(name: &str) -> Option<String> {
     let mut tracked = TRACKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !tracked.contains(name) {
         // A name Cargo cannot track is not read at all, so no read goes untracked.
-        crate::directive::rerun_if_env_changed(name).ok()?;
+        crate::cargo::directive::rerun_if_env_changed(name).ok()?;
         tracked.insert(name.to_string());
     }
     cargo_provided(name)

@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use crate::archive::write_if_changed;
+use crate::cargo::write::write_if_changed;
 use crate::error::Result;
 
 macro_rules! embed {
     ($path:literal) => {
-        ($path, include_bytes!(concat!("../build-support/", $path)).as_slice())
+        ($path, include_bytes!(concat!("../../build-support/", $path)).as_slice())
     };
 }
 
@@ -51,7 +51,7 @@ pub(crate) fn write(dir: &Path) -> Result<()> {
 /// A hash of every embedded file and its path, for the cache keys of what is compiled with them.
 pub(crate) fn digest() -> String {
     let parts: Vec<&[u8]> = FILES.iter().flat_map(|(path, bytes)| [path.as_bytes(), bytes]).collect();
-    crate::cache::key(&parts)
+    crate::cargo::cache::key(&parts)
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use crate::env;
+use crate::cargo::env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::joined;
+use crate::toolchain::joined;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -314,7 +314,7 @@ impl Toolchain {
     pub fn link(&self) -> Result<()> {
         for lib in &self.system_libs {
             let (Some(dir), Some(name)) = (lib.parent(), lib.file_stem().and_then(|stem| stem.to_str())) else { continue };
-            crate::directive::link_static(dir, name.trim_start_matches("lib"))?;
+            crate::cargo::directive::link_static(dir, name.trim_start_matches("lib"))?;
         }
         Ok(())
     }

@@ -5,10 +5,9 @@
 
 use serde_json::{json, Value};
 
-use crate::archive::Tree;
-use crate::error::{Error, ErrorKind, Result};
-use crate::metadata;
-use crate::plan::{self, Entry, ModulePlan, Tensor};
+use crate::error::Result;
+use crate::plan::model::{Entry, ModulePlan, Tensor};
+use crate::plan::{read_and_plan, PlanOptions, Planned};
 use crate::MemoryNeeds;
 
 /// The `schema` value of every JSON document mlf-build writes about a module;
@@ -65,6 +64,8 @@ pub struct ModuleReport {
 pub struct Inspection {
     /// One report per module, sorted by name.
     pub modules: Vec<ModuleReport>,
+    /// What the Builder would print as `cargo:warning` lines (e.g. a module inferred without metadata.json).
+    pub warnings: Vec<String>,
 }
 
 /// Reads and plans an archive without compiling it: what [`crate::Builder::build`]
@@ -75,22 +76,10 @@ pub struct Inspection {
 pub fn inspect(path: impl AsRef<std::path::Path>) -> Result<Inspection> {
     let path = path.as_ref();
     let read = || -> Result<Inspection> {
-        let tree = Tree::load(path, Default::default())?;
-        let (metadata, plan) = plan_archive(&tree)?;
-        Ok(Inspection { modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version)).collect() })
+        let Planned { metadata, plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
+        Ok(Inspection { modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version)).collect(), warnings })
     };
     read().map_err(|error| error.in_archive(path))
-}
-
-/// Metadata and plan of an unpacked archive: the first stages of the Builder.
-pub(crate) fn plan_archive(tree: &Tree) -> Result<(metadata::Metadata, plan::Plan)> {
-    let bytes = tree.get("metadata.json").ok_or_else(|| {
-        Error::new(ErrorKind::NotMlf, "not a Model Library Format archive: it has no metadata.json")
-            .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
-    })?;
-    let metadata = metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?;
-    let plan = plan::plan(tree, &metadata)?;
-    Ok((metadata, plan))
 }
 
 impl TensorData {

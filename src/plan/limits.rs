@@ -3,7 +3,7 @@
 //! can overflow after this, and no generated array is larger than any target.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::plan::{Entry, Plan};
+use crate::plan::model::{Entry, Plan};
 
 /// Largest tensor, pool, arena, storage or weight blob in bytes (1 GiB): more
 /// than any microcontroller has, and far below a 32-bit address space.

@@ -387,7 +387,7 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::params;
+    use crate::input::params;
 
     /// Graph archives of the shared corpus and where each keeps its graph.
     pub(crate) const GRAPH_CASES: &[(&str, &str)] = &[

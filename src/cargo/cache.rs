@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-use crate::archive::write_if_changed;
+use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};
 
 /// A hash of everything that determines a stage's output.

@@ -3,10 +3,10 @@
 //! module `m` with `tvmgen_m_` / `TVMGEN_M_` / `m_`, so renaming rewrites those
 //! prefixes in the module's generated sources and header.
 
-use crate::archive::Tree;
 use crate::error::{Error, ErrorKind, Result};
-use crate::inspect;
-use crate::metadata::Metadata;
+use crate::input::archive::Tree;
+use crate::input::metadata::Metadata;
+use crate::input::sources;
 
 /// Applies each `(from, to)` rename to the tree and the metadata.
 pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, String)]) -> Result<Tree> {
@@ -31,14 +31,14 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
             ));
         }
         let single = names.len() == 1;
-        let owned = |file: &str| single || inspect::owner(file, &names) == Some(from.as_str());
+        let owned = |file: &str| single || sources::owner(file, &names) == Some(from.as_str());
         let header = format!("tvmgen_{from}.h");
         let mut renamed = std::collections::BTreeMap::new();
         for (path, bytes) in std::mem::take(&mut files) {
             let (dir, file) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
-            let in_src = dir == inspect::SRC_DIR;
-            let is_header = dir == inspect::INCLUDE_DIR && file == header;
-            if dir == inspect::LIB_DIR && owned(file) {
+            let in_src = dir == sources::SRC_DIR;
+            let is_header = dir == sources::INCLUDE_DIR && file == header;
+            if dir == sources::LIB_DIR && owned(file) {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
                     format!(

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::directive;
+use crate::cargo::directive;
 use crate::error::{Error, ErrorKind, Result};
-use crate::static_lib;
+use crate::toolchain::static_lib;
 
 /// `sources`, largest first: `cc` starts compiles in this order, so the
 /// longest one does not start last and leave the other jobs idle.

@@ -2,193 +2,21 @@
 //! what the sources say, resolves every tensor's type and size, and lays out
 //! the static memory. Nothing after this stage looks at versions or files.
 
-use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph;
-use crate::inspect::{self, CodeNeeds, Codegen, InterfaceHeader, RelaySignature, Sources};
-use crate::metadata::{self, Executor, Metadata, ModuleMeta};
-use crate::params;
-use crate::schedule::{self, Schedule};
+use crate::input::archive::Tree;
+use crate::input::graph;
+use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
+use crate::input::params;
+use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
+use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Tensor};
+use crate::plan::schedule;
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
 
-/// Everything the later stages need to build one archive.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub modules: Vec<ModulePlan>,
-    /// The archive carries TVM's standalone C runtime under `runtime/`.
-    pub has_runtime: bool,
-    /// `crt_config.h` shipped in the archive (path), if any.
-    pub crt_config_template: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct ModulePlan {
-    /// Module name as TVM wrote it (`default`, `vision`).
-    pub name: String,
-    pub entry: Entry,
-    pub codegen: Codegen,
-    pub needs: CodeNeeds,
-    pub inputs: Vec<Tensor>,
-    pub outputs: Vec<Tensor>,
-    pub pools: Vec<Pool>,
-    pub memory: MemoryMap,
-    /// Alignment of workspace, arena and pools (`-workspace-byte-alignment`).
-    pub alignment: u64,
-    /// Bytes of the static arena behind `TVMBackendAllocWorkspace`; 0 when the code needs none.
-    pub arena_bytes: u64,
-    /// Target strings from the metadata, for documentation.
-    pub targets: Vec<String>,
-}
-
-/// How the generated code is called, decided from the files (not the version).
-#[derive(Debug, Clone)]
-pub(crate) enum Entry {
-    /// `tvmgen_<m>_run(struct inputs*, struct outputs*[, struct workspace_pools*][, struct devices*])`.
-    CInterface(InterfaceHeader),
-    /// Graph executor: operator calls planned at build time (see `schedule`).
-    Graph(Schedule),
-    /// `tvmgen_<m>_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* handle)`
-    /// defined in `file`, one `DLTensor*` per input then output: TVM >= 0.9 packed API and August 2021 archives.
-    Packed { function: String, file: String },
-    /// `const tvm_model_t <symbol>` defined in `file` (TVM main-branch builds, May to August 2021).
-    LegacyDescriptor { symbol: String, file: String },
-    /// A `tvm.build` operator: packed `function` taking its tensors in the order of `args`.
-    Operator { function: String, file: String, args: Vec<OperatorSlot> },
-}
-
-/// Where one argument of an operator comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OperatorSlot {
-    Input(usize),
-    Output(usize),
-}
-
-impl Entry {
-    /// What a user calls this kind of archive, for docs and messages.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Entry::CInterface(_) => "AOT, C interface",
-            Entry::Packed { .. } => "AOT, packed API",
-            Entry::LegacyDescriptor { .. } => "AOT, legacy tvm_model_t descriptor",
-            Entry::Operator { .. } => "operator-only export",
-            Entry::Graph(_) => "graph executor, planned at build time",
-        }
-    }
-}
-
-/// What one module needs, in bytes: the numbers behind its generated constants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct MemoryNeeds {
-    /// Constant (weight) bytes in the generated code: `constants_size_bytes` in metadata.json.
-    pub constants: u64,
-    /// Constant pools the application places in read-only memory (interface header).
-    pub constant_pools: u64,
-    /// Workspace the metadata reports: `workspace_size_bytes`.
-    pub workspace: u64,
-    /// Workspace the generated code reserves itself (USMP's static array).
-    pub code_workspace: u64,
-    /// The static arena mlf-build reserves for `TVMBackendAllocWorkspace`.
-    pub arena: u64,
-    /// Workspace pools mlf-build reserves.
-    pub pools: u64,
-    /// Static storage of a graph's intermediate tensors.
-    pub storage: u64,
-    /// Weights from a graph's `.params` file, placed in read-only memory.
-    pub params: u64,
-    /// Static RAM TVM's own plan of a graph would take (one slot per storage id
-    /// plus an arena for the largest operator workspace), for comparison with
-    /// [`MemoryNeeds::static_ram`]; 0 for other modules.
-    pub tvm_graph_plan: u64,
-    /// All input buffers together.
-    pub inputs: u64,
-    /// All output buffers together.
-    pub outputs: u64,
-}
-
-impl MemoryNeeds {
-    /// Static RAM a run uses besides the caller's buffers.
-    pub fn static_ram(&self) -> u64 {
-        // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage].into_iter().fold(0, u64::saturating_add)
-    }
-
-    /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
-    pub fn ram(&self) -> u64 {
-        [self.static_ram(), self.inputs, self.outputs].into_iter().fold(0, u64::saturating_add)
-    }
-}
-
-impl ModulePlan {
-    /// The fixed call sequence of a graph-executor module.
-    pub fn schedule(&self) -> Option<&Schedule> {
-        match &self.entry {
-            Entry::Graph(schedule) => Some(schedule),
-            _ => None,
-        }
-    }
-
-    pub fn memory_needs(&self) -> MemoryNeeds {
-        let schedule = self.schedule();
-        // USMP without application pools puts the workspace in a static array of the AOT code;
-        // graph operators have none of their own.
-        let workspace_in_code = !self.needs.workspace_allocator && self.pools.is_empty() && schedule.is_none();
-        MemoryNeeds {
-            constants: self.memory.constants_bytes,
-            constant_pools: self.pools.iter().filter_map(|p| p.constant_data.as_ref()).map(|d| d.len() as u64).sum(),
-            workspace: self.memory.workspace_bytes,
-            code_workspace: if workspace_in_code { self.memory.workspace_bytes } else { 0 },
-            arena: self.arena_bytes,
-            pools: self.pools.iter().filter(|p| p.constant_data.is_none()).map(|p| p.size_bytes).sum(),
-            inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
-            outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
-            storage: schedule.map_or(0, |s| s.storage_bytes),
-            params: schedule.map_or(0, |s| s.params.len() as u64),
-            tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
-        }
-    }
-}
-
-/// Sizes the metadata reports, kept for the generated constants.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MemoryMap {
-    pub workspace_bytes: u64,
-    pub constants_bytes: u64,
-    pub io_bytes: u64,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Tensor {
-    /// The name in the interface header (already C-sanitized) or in the graph.
-    pub name: String,
-    pub dtype: DType,
-    pub size_bytes: u64,
-    /// The shape when the archive states one (graph, Relay text), else `[elements]`.
-    pub shape: Vec<u64>,
-    /// Where the size and type came from, for the generated docs.
-    pub source: String,
-}
-
-impl Tensor {
-    pub fn elements(&self) -> u64 {
-        self.size_bytes / self.dtype.size_bytes() as u64
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Pool {
-    /// Member name in `struct tvmgen_<m>_workspace_pools`.
-    pub name: String,
-    pub size_bytes: u64,
-    /// Bytes the application must place in a constant pool; `None` for a workspace pool.
-    pub constant_data: Option<Vec<u8>>,
-}
-
 pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
-    let sources = &inspect::Sources::new(tree);
+    let sources = &sources::Sources::new(tree);
     let modules = metadata
         .modules
         .iter()
@@ -207,10 +35,10 @@ pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_
 fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
-    let codegen = inspect::codegen_for(tree, &name, modules);
+    let codegen = sources::codegen_for(tree, &name, modules);
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
         return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
-            .in_file(inspect::SRC_DIR)
+            .in_file(sources::SRC_DIR)
             .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
     }
     if meta.is_operator() {
@@ -221,7 +49,7 @@ fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Re
         return plan_c_interface(sources, meta, codegen, &header_path, header_text);
     }
     if meta.executors.contains(&Executor::Aot) {
-        if let Some(entry) = inspect::headerless_entry(sources, &codegen, &name) {
+        if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
             return plan_headerless(sources, meta, codegen, entry);
         }
     }
@@ -251,9 +79,9 @@ fn plan_c_interface(
         .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
     }
     let relay = relay_of(tree, meta);
-    let main_types = inspect::main_parameter_types(sources, &codegen, &name);
+    let main_types = sources::main_parameter_types(sources, &codegen, &name);
     let code_types =
-        if main_types.is_empty() { inspect::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
+        if main_types.is_empty() { sources::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
     let resolver = TensorResolver {
         meta,
         main: main_memory(meta),
@@ -276,17 +104,17 @@ fn plan_c_interface(
 /// tensor), or a refusal naming the undefined function.
 fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<String>> {
     let run = format!("tvmgen_{name}_run");
-    let definitions = inspect::Definitions::of(sources, codegen);
+    let definitions = sources::Definitions::of(sources, codegen);
     if definitions.defines(&run) {
         return Ok(None);
     }
     let tensors = interface.inputs.len() + interface.outputs.len();
     let direct = [format!("tvmgen_{name}_run_model"), format!("tvmgen_{name}___tvm_main__")]
         .into_iter()
-        .find(|function| definitions.defines(function) && inspect::parameter_count(sources, codegen, function) == Some(tensors));
+        .find(|function| definitions.defines(function) && sources::parameter_count(sources, codegen, function) == Some(tensors));
     match direct {
         Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
-            crate::directive::warning(&format!(
+            crate::cargo::directive::warning(&format!(
                 "{} declares `{run}`, which no source defines; calling the defined `{function}` with the {tensors} tensor buffers instead",
                 interface.path
             ));
@@ -328,7 +156,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         // Linked weights, or none: the schedule checks every weight has a source.
         None => Vec::new(),
     };
-    let linked = inspect::linked_params(sources, &codegen);
+    let linked = sources::linked_params(sources, &codegen);
     let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
@@ -338,15 +166,15 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     // largest figure metadata.json states for any operator (else the module's
     // whole workspace): some archives' per-operator figures fall short of what
     // their code allocates.
-    let allocates = inspect::code_needs(sources, &codegen).workspace_allocator;
-    let definitions = inspect::Definitions::of(sources, &codegen);
+    let allocates = sources::code_needs(sources, &codegen).workspace_allocator;
+    let definitions = sources::Definitions::of(sources, &codegen);
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
     let mut workspaces = std::collections::BTreeMap::new();
     if allocates {
         for node in &graph.nodes {
             let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
-            if let Some(bytes) = inspect::workspace_bytes(sources, &codegen, &definitions, func_name, alignment) {
+            if let Some(bytes) = sources::workspace_bytes(sources, &codegen, &definitions, func_name, alignment) {
                 workspaces.insert(func_name.clone(), bytes);
             }
         }
@@ -433,7 +261,7 @@ fn relay_of(tree: &Tree, meta: &ModuleMeta) -> RelaySignature {
     meta.relay_path
         .as_deref()
         .and_then(|path| tree.get(path))
-        .map(|text| inspect::relay_signature(&String::from_utf8_lossy(text)))
+        .map(|text| sources::relay_signature(&String::from_utf8_lossy(text)))
         .unwrap_or_default()
 }
 
@@ -444,17 +272,17 @@ fn main_memory(meta: &ModuleMeta) -> Option<&metadata::MainMemory> {
 /// Packed `tvmgen_<m>_run` or a legacy descriptor: no header names the tensors, so
 /// names and counts come from the metadata (TVM >= 0.11), the descriptor, the
 /// packed wrapper's argument count and the Relay text.
-fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, found: inspect::HeaderlessEntry) -> Result<ModulePlan> {
+fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, found: sources::HeaderlessEntry) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let relay = relay_of(tree, meta);
     let main = main_memory(meta);
     let (entry, file, declared) = match found {
-        inspect::HeaderlessEntry::Descriptor { symbol, file, inputs, outputs } => {
+        sources::HeaderlessEntry::Descriptor { symbol, file, inputs, outputs } => {
             let declared = inputs.zip(outputs);
             (Entry::LegacyDescriptor { symbol, file: file.clone() }, file, declared)
         }
-        inspect::HeaderlessEntry::Packed { function, file, arguments } => {
+        sources::HeaderlessEntry::Packed { function, file, arguments } => {
             let outputs = match main {
                 Some(main) if !main.outputs.is_empty() => main.outputs.len(),
                 // A Relay function returns one tensor unless its type says it is a tuple.
@@ -483,8 +311,8 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
             (inputs, outputs)
         }
     };
-    let main_types = inspect::main_parameter_types(sources, &codegen, &name);
-    let code_types = inspect::entry_argument_types(sources, &codegen, &name, input_names.len());
+    let main_types = sources::main_parameter_types(sources, &codegen, &name);
+    let code_types = sources::entry_argument_types(sources, &codegen, &name, input_names.len());
     let resolver = TensorResolver {
         meta,
         main,
@@ -520,9 +348,9 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
             .help("export each operator on its own (one tvm.build per archive)"));
         }
     };
-    let Some((file, args)) = inspect::operator_args(sources, &codegen, &function.name) else {
+    let Some((file, args)) = sources::operator_args(sources, &codegen, &function.name) else {
         return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
-            .in_file(inspect::SRC_DIR)
+            .in_file(sources::SRC_DIR)
             .help("the sources must come from the same export as metadata.json; re-export the archive"));
     };
     if args.len() != function.params.len() {
@@ -573,7 +401,7 @@ fn finish_plan(
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
 ) -> ModulePlan {
-    let needs = inspect::code_needs(sources, &codegen);
+    let needs = sources::code_needs(sources, &codegen);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),
@@ -636,7 +464,7 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool>
     let size = header.macro_u64(&format!("{prefix}_CONSTANT_POOL_SIZE")).ok_or_else(|| missing("size"))?;
     let data_macro = format!("{prefix}_CONSTANT_POOL_DATA");
     let data = header.macros.get(&data_macro).ok_or_else(|| missing("data"))?;
-    let mut data = inspect::parse_byte_list(data)
+    let mut data = sources::parse_byte_list(data)
         .ok_or_else(|| Error::new(ErrorKind::Metadata, format!("`{data_macro}` is not a list of byte values")).in_file(&header.path))?;
     if (data.len() as u64) < size {
         return Err(Error::new(ErrorKind::Metadata, format!("`{data_macro}` has {} bytes, the pool size says {size}", data.len()))
@@ -645,11 +473,6 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool>
     // TVM pads constant data to the alignment; the pool itself is `size` bytes.
     data.truncate(usize::try_from(size).unwrap_or(usize::MAX));
     Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: Some(data) })
-}
-
-/// Saturates instead of overflowing: `limits` refuses any size that large.
-pub(crate) fn round_up(value: u64, alignment: u64) -> u64 {
-    value.div_ceil(alignment).saturating_mul(alignment)
 }
 
 /// Finds each header tensor's type and size in the best source the archive has:
@@ -750,7 +573,7 @@ impl TensorResolver<'_> {
     fn reconcile(&self, kind: &str, name: &str, sizes: Vec<(u64, String)>) -> Result<Option<(u64, String)>> {
         // A size no target can hold is refused as such, before sources are compared.
         for (size, source) in &sizes {
-            crate::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size)
+            crate::plan::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size)
                 .map_err(|e| e.in_file(self.file))?;
         }
         let Some(first) = sizes.first().cloned() else { return Ok(None) };
@@ -763,7 +586,7 @@ impl TensorResolver<'_> {
         match best {
             Some((value, _)) => {
                 let sources: Vec<&str> = sizes.iter().filter(|(size, _)| size == value).map(|(_, source)| source.as_str()).collect();
-                crate::directive::warning(&format!(
+                crate::cargo::directive::warning(&format!(
                     "tensor `{name}` of module `{}`: the archive's sizes disagree ({}); using {value} bytes, which the others agree on",
                     self.meta.name,
                     listed.join(", ")

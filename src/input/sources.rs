@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::archive::Tree;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
+use crate::input::archive::Tree;
+use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
 pub(crate) const LIB_DIR: &str = "codegen/host/lib";

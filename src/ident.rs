@@ -1,12 +1,11 @@
 //! The one rule for names an archive brings (module, tensor, pool and function
-//! names): checked once, right after planning, before any of them reaches
-//! generated C, generated Rust, a file name or a message. Names used as C
+//! names), before any of them reaches generated C, generated Rust, a file name
+//! or a message; `plan::names` applies it to a whole plan. Names used as C
 //! symbols or members must be C identifiers; tensor names, which only appear in
 //! docs and string literals, must be printable and short. Text from the archive
 //! that appears in comments goes through [`c_comment`] or [`rust_doc`].
 
 use crate::error::{printable, Error, ErrorKind, Result};
-use crate::plan::{Entry, Plan};
 
 /// Longest name accepted, in bytes; TVM's own names are far shorter.
 pub(crate) const MAX_NAME_BYTES: usize = 255;
@@ -23,7 +22,7 @@ fn refuse(what: &str, name: &str, rule: &str) -> Error {
         .help("re-export the model with names made of letters, digits and `_` (TVM's own naming); mlf-build does not build archives whose names could inject code")
 }
 
-fn check_identifier(what: &str, name: &str) -> Result<()> {
+pub(crate) fn check_identifier(what: &str, name: &str) -> Result<()> {
     if name.len() > MAX_NAME_BYTES {
         return Err(refuse(what, name, &format!("is longer than {MAX_NAME_BYTES} bytes")));
     }
@@ -39,37 +38,6 @@ pub(crate) fn check_text(what: &str, name: &str) -> Result<()> {
     }
     if name.chars().any(char::is_control) {
         return Err(refuse(what, name, "contains a control character (such as a line break)"));
-    }
-    Ok(())
-}
-
-/// Checks every name of every module of `plan`.
-pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
-    for module in &plan.modules {
-        let m = &module.name;
-        check_identifier("module name", m)?;
-        for tensor in module.inputs.iter().chain(&module.outputs) {
-            check_text(&format!("module `{m}`: tensor name"), &tensor.name)?;
-        }
-        for pool in &module.pools {
-            check_identifier(&format!("module `{m}`: pool name"), &pool.name)?;
-        }
-        match &module.entry {
-            Entry::CInterface(header) => {
-                for member in header.inputs.iter().chain(&header.outputs).chain(&header.pools).chain(&header.devices) {
-                    check_identifier(&format!("module `{m}`: struct member in {}", header.path), member)?;
-                }
-            }
-            Entry::Graph(schedule) => {
-                for call in &schedule.calls {
-                    check_identifier(&format!("module `{m}`: operator of graph node {}", call.node), &call.func_name)?;
-                }
-            }
-            Entry::Packed { function, .. } | Entry::Operator { function, .. } => {
-                check_identifier(&format!("module `{m}`: function"), function)?
-            }
-            Entry::LegacyDescriptor { symbol, .. } => check_identifier(&format!("module `{m}`: descriptor"), symbol)?,
-        }
     }
     Ok(())
 }

@@ -9,10 +9,10 @@
 
 use std::fmt::Write;
 
-use crate::inspect::InterfaceHeader;
-use crate::names;
-use crate::plan::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
-use crate::schedule::{Place, Schedule};
+use crate::ident;
+use crate::input::sources::InterfaceHeader;
+use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
+use crate::plan::model::{Place, Schedule};
 
 pub(crate) struct Glue {
     pub header_name: String,
@@ -191,10 +191,10 @@ fn entry_declaration(module: &ModulePlan) -> String {
         Entry::CInterface(_) | Entry::Graph(_) => String::new(),
         // The 2021 archives define these with void* parameters: the same C ABI.
         Entry::Packed { function, file } | Entry::Operator { function, file, .. } => {
-            format!("/* Defined in {}. */\nint32_t {function}{PACKED_PARAMS};\n\n", names::c_comment(file))
+            format!("/* Defined in {}. */\nint32_t {function}{PACKED_PARAMS};\n\n", ident::c_comment(file))
         }
         Entry::LegacyDescriptor { symbol, file } => {
-            format!("/* The archive's own descriptor, defined in {}. */\nextern const tvm_model_t {symbol};\n\n", names::c_comment(file))
+            format!("/* The archive's own descriptor, defined in {}. */\nextern const tvm_model_t {symbol};\n\n", ident::c_comment(file))
         }
     }
 }

@@ -1,0 +1,8 @@
+//! Talking to Cargo and the output directory: `cargo:` directives
+//! (`directive`), the environment (`env`), rebuild keys (`cache`) and files
+//! written only when their bytes change (`write`).
+
+pub(crate) mod cache;
+pub(crate) mod directive;
+pub(crate) mod env;
+pub(crate) mod write;

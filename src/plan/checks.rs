@@ -1,0 +1,119 @@
+//! Checks of a plan against the build target, before the compiler would
+//! refuse the same code less clearly. Pure: they read the plan and the target.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::archive::Tree;
+use crate::input::metadata::Metadata;
+use crate::input::sources;
+use crate::plan::model::Plan;
+use crate::toolchain::elf;
+use crate::toolchain::target::{self, Target};
+
+/// Refuses code that cannot compile for the target, before the compiler says so less clearly.
+pub(crate) fn check_target(plan: &Plan, target: &Target, metadata: &Metadata) -> Result<()> {
+    for module in &plan.modules {
+        if let Some((file, header)) = &module.needs.arm_only {
+            if !target.is_arm32() {
+                let compiled_for = metadata
+                    .modules
+                    .iter()
+                    .find(|m| m.name == module.name)
+                    .and_then(|m| m.targets.first())
+                    .map_or_else(String::new, |t| format!(" (`{}`)", t.target));
+                return Err(Error::new(
+                    ErrorKind::WrongTarget,
+                    format!(
+                        "includes <{header}>: module `{}` was compiled for an Arm Cortex-M target{compiled_for} and cannot be built for `{}`",
+                        module.name, target.triple
+                    ),
+                )
+                .in_file(file)
+                .help("build for an Arm target, e.g. `cargo build --target thumbv7em-none-eabihf` with arm-none-eabi-gcc installed, or re-export the model for the host (target \"c\")"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses Arm code for a core the build's cannot run, before gcc fails on it
+/// less clearly: the core the archive names (`-mcpu=cortex-m4`) and the DSP or
+/// Helium intrinsics its code uses, against what the C compiler targets.
+/// Portable C for another architecture (`-mcpu=generic-rv32`) is not refused.
+pub(crate) fn check_core(plan: &Plan, target: &Target, metadata: &Metadata, compiled: Option<target::CoreIsa>) -> Result<()> {
+    let (Some(build_isa), true) = (compiled, target.is_arm32()) else { return Ok(()) };
+    let build_core = match &target.cpu {
+        Some(cpu) => format!("`{cpu}` (from {})", target.cpu_source),
+        None => format!("the core of `{}`", target.triple),
+    };
+    for module in &plan.modules {
+        let declared = metadata
+            .modules
+            .iter()
+            .filter(|m| m.name == module.name)
+            .flat_map(|m| &m.targets)
+            .find_map(|t| t.option("mcpu").and_then(|mcpu| target::arm_core(mcpu).map(|core| (mcpu.to_string(), core))));
+        let mut needs: Vec<(String, target::CoreIsa, Option<&str>)> = Vec::new();
+        if let Some((mcpu, core)) = &declared {
+            needs.push((format!("was compiled for `{mcpu}` (its target string says `-mcpu={mcpu}`)"), core.isa, None));
+        }
+        if let Some((file, intrinsic)) = &module.needs.dsp {
+            needs.push((
+                format!("uses the DSP intrinsic `{intrinsic}`"),
+                target::CoreIsa { thumb2: true, dsp: true, mve: false },
+                Some(file.as_str()),
+            ));
+        }
+        if let Some((file, header)) = &module.needs.mve {
+            needs.push((
+                format!("uses Helium (MVE) intrinsics from <{header}>"),
+                target::CoreIsa { thumb2: true, dsp: true, mve: true },
+                Some(file.as_str()),
+            ));
+        }
+        for (why, needed, file) in needs {
+            if build_isa.runs(needed) {
+                continue;
+            }
+            let fix = match &declared {
+                Some((mcpu, _)) => format!("build for a core that has {}: `{mcpu}` or a larger one (Builder::cpu(\"{mcpu}\"), `-C target-cpu={mcpu}`, and the matching --target), or re-export the model for `{}`", build_isa.missing(needed), target.cpu.as_deref().unwrap_or(&target.triple)),
+                None => format!("build for a core that has {} (Builder::cpu, `-C target-cpu`), or re-export the model without Arm-specific schedules", build_isa.missing(needed)),
+            };
+            let error = Error::new(
+                ErrorKind::WrongTarget,
+                format!("module `{}` {why}, but the build's core {build_core} lacks {}", module.name, build_isa.missing(needed)),
+            )
+            .help(fix);
+            return Err(match file {
+                Some(file) => error.in_file(file),
+                None => error.in_file("metadata.json"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Prebuilt objects link only when their architecture is the target's.
+pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
+    let Some(expected) = target.elf_machine() else { return Ok(()) };
+    for path in tree.files_under(sources::LIB_DIR).filter(|path| path.ends_with(".o")) {
+        let bytes = tree.get(path).unwrap_or_default();
+        let machine = elf::Header::parse(bytes).map(|header| header.machine);
+        match machine {
+            Some(found) if found == expected => {}
+            found => {
+                let found = found.map_or_else(|| "not an ELF object".to_string(), target::elf_machine_name);
+                return Err(Error::new(
+                    ErrorKind::WrongTarget,
+                    format!(
+                        "prebuilt object is for {found}, but the build target `{}` is {}",
+                        target.triple,
+                        target::elf_machine_name(expected)
+                    ),
+                )
+                .in_file(path)
+                .help("objects under codegen/host/lib come from TVM's llvm target: build for the architecture they were made for, or re-export the model with the \"c\" target"));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! The plan as data: what every later stage (code generation, the toolchain,
+//! reports) reads. A leaf: it decides nothing and imports no stage but the
+//! source scanner's types it carries.
+
+use crate::dtype::DType;
+use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
+
+/// Everything the later stages need to build one archive.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub modules: Vec<ModulePlan>,
+    /// The archive carries TVM's standalone C runtime under `runtime/`.
+    pub has_runtime: bool,
+    /// `crt_config.h` shipped in the archive (path), if any.
+    pub crt_config_template: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ModulePlan {
+    /// Module name as TVM wrote it (`default`, `vision`).
+    pub name: String,
+    pub entry: Entry,
+    pub codegen: Codegen,
+    pub needs: CodeNeeds,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    pub pools: Vec<Pool>,
+    pub memory: MemoryMap,
+    /// Alignment of workspace, arena and pools (`-workspace-byte-alignment`).
+    pub alignment: u64,
+    /// Bytes of the static arena behind `TVMBackendAllocWorkspace`; 0 when the code needs none.
+    pub arena_bytes: u64,
+    /// Target strings from the metadata, for documentation.
+    pub targets: Vec<String>,
+}
+
+/// How the generated code is called, decided from the files (not the version).
+#[derive(Debug, Clone)]
+pub(crate) enum Entry {
+    /// `tvmgen_<m>_run(struct inputs*, struct outputs*[, struct workspace_pools*][, struct devices*])`.
+    CInterface(InterfaceHeader),
+    /// Graph executor: operator calls planned at build time (see `schedule`).
+    Graph(Schedule),
+    /// `tvmgen_<m>_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* handle)`
+    /// defined in `file`, one `DLTensor*` per input then output: TVM >= 0.9 packed API and August 2021 archives.
+    Packed { function: String, file: String },
+    /// `const tvm_model_t <symbol>` defined in `file` (TVM main-branch builds, May to August 2021).
+    LegacyDescriptor { symbol: String, file: String },
+    /// A `tvm.build` operator: packed `function` taking its tensors in the order of `args`.
+    Operator { function: String, file: String, args: Vec<OperatorSlot> },
+}
+
+/// Where one argument of an operator comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OperatorSlot {
+    Input(usize),
+    Output(usize),
+}
+
+impl Entry {
+    /// What a user calls this kind of archive, for docs and messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Entry::CInterface(_) => "AOT, C interface",
+            Entry::Packed { .. } => "AOT, packed API",
+            Entry::LegacyDescriptor { .. } => "AOT, legacy tvm_model_t descriptor",
+            Entry::Operator { .. } => "operator-only export",
+            Entry::Graph(_) => "graph executor, planned at build time",
+        }
+    }
+}
+
+/// What one module needs, in bytes: the numbers behind its generated constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MemoryNeeds {
+    /// Constant (weight) bytes in the generated code: `constants_size_bytes` in metadata.json.
+    pub constants: u64,
+    /// Constant pools the application places in read-only memory (interface header).
+    pub constant_pools: u64,
+    /// Workspace the metadata reports: `workspace_size_bytes`.
+    pub workspace: u64,
+    /// Workspace the generated code reserves itself (USMP's static array).
+    pub code_workspace: u64,
+    /// The static arena mlf-build reserves for `TVMBackendAllocWorkspace`.
+    pub arena: u64,
+    /// Workspace pools mlf-build reserves.
+    pub pools: u64,
+    /// Static storage of a graph's intermediate tensors.
+    pub storage: u64,
+    /// Weights from a graph's `.params` file, placed in read-only memory.
+    pub params: u64,
+    /// Static RAM TVM's own plan of a graph would take (one slot per storage id
+    /// plus an arena for the largest operator workspace), for comparison with
+    /// [`MemoryNeeds::static_ram`]; 0 for other modules.
+    pub tvm_graph_plan: u64,
+    /// All input buffers together.
+    pub inputs: u64,
+    /// All output buffers together.
+    pub outputs: u64,
+}
+
+impl MemoryNeeds {
+    /// Static RAM a run uses besides the caller's buffers.
+    pub fn static_ram(&self) -> u64 {
+        // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
+        [self.code_workspace, self.arena, self.pools, self.storage].into_iter().fold(0, u64::saturating_add)
+    }
+
+    /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
+    pub fn ram(&self) -> u64 {
+        [self.static_ram(), self.inputs, self.outputs].into_iter().fold(0, u64::saturating_add)
+    }
+}
+
+impl ModulePlan {
+    /// The fixed call sequence of a graph-executor module.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        match &self.entry {
+            Entry::Graph(schedule) => Some(schedule),
+            _ => None,
+        }
+    }
+
+    pub fn memory_needs(&self) -> MemoryNeeds {
+        let schedule = self.schedule();
+        // USMP without application pools puts the workspace in a static array of the AOT code;
+        // graph operators have none of their own.
+        let workspace_in_code = !self.needs.workspace_allocator && self.pools.is_empty() && schedule.is_none();
+        MemoryNeeds {
+            constants: self.memory.constants_bytes,
+            constant_pools: self.pools.iter().filter_map(|p| p.constant_data.as_ref()).map(|d| d.len() as u64).sum(),
+            workspace: self.memory.workspace_bytes,
+            code_workspace: if workspace_in_code { self.memory.workspace_bytes } else { 0 },
+            arena: self.arena_bytes,
+            pools: self.pools.iter().filter(|p| p.constant_data.is_none()).map(|p| p.size_bytes).sum(),
+            inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
+            outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
+            storage: schedule.map_or(0, |s| s.storage_bytes),
+            params: schedule.map_or(0, |s| s.params.len() as u64),
+            tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
+        }
+    }
+}
+
+/// Sizes the metadata reports, kept for the generated constants.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MemoryMap {
+    pub workspace_bytes: u64,
+    pub constants_bytes: u64,
+    pub io_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Tensor {
+    /// The name in the interface header (already C-sanitized) or in the graph.
+    pub name: String,
+    pub dtype: DType,
+    pub size_bytes: u64,
+    /// The shape when the archive states one (graph, Relay text), else `[elements]`.
+    pub shape: Vec<u64>,
+    /// Where the size and type came from, for the generated docs.
+    pub source: String,
+}
+
+impl Tensor {
+    pub fn elements(&self) -> u64 {
+        self.size_bytes / self.dtype.size_bytes() as u64
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pool {
+    /// Member name in `struct tvmgen_<m>_workspace_pools`.
+    pub name: String,
+    pub size_bytes: u64,
+    /// Bytes the application must place in a constant pool; `None` for a workspace pool.
+    pub constant_data: Option<Vec<u8>>,
+}
+
+/// Saturates instead of overflowing: `limits` refuses any size that large.
+pub(crate) fn round_up(value: u64, alignment: u64) -> u64 {
+    value.div_ceil(alignment).saturating_mul(alignment)
+}
+
+/// The fixed run of one graph module.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Schedule {
+    /// The distinct tensor descriptions operators are called with.
+    pub tensors: Vec<TensorArg>,
+    /// Operator calls in graph order.
+    pub calls: Vec<Call>,
+    /// Outputs whose data lives elsewhere, copied in after the last call.
+    pub copies: Vec<CopyOut>,
+    /// Regions of the static storage, by offset.
+    pub slots: Vec<Slot>,
+    /// Bytes of static storage: the end of the last region, aligned.
+    pub storage_bytes: u64,
+    /// Static RAM TVM's own plan takes: one aligned slot per storage id that
+    /// operators write plus an arena for the largest operator workspace.
+    pub tvm_plan_bytes: u64,
+    /// The weights from `.params`, each at an aligned offset.
+    pub params: Vec<u8>,
+    /// How many weights are linked into the C code (looked up by storage id).
+    pub linked_params: usize,
+    /// The C symbol that returns linked weights (`_lookup_linked_param`).
+    pub lookup_symbol: Option<String>,
+}
+
+/// One `DLTensor` an operator receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TensorArg {
+    /// The entry it describes, for comments.
+    pub entry: usize,
+    pub place: Place,
+    pub dtype: DType,
+    /// As the graph gives it, or `[elements]` for operators with `flatten_data`.
+    pub shape: Vec<i64>,
+}
+
+/// Where a tensor's bytes are at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The caller's input buffer `n`.
+    Input(usize),
+    /// The caller's output buffer `n`.
+    Output(usize),
+    /// Byte offset into the static storage.
+    Storage(u64),
+    /// Byte offset into the weights.
+    Param(u64),
+    /// A weight the C code links in, found by its storage id.
+    Linked(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Call {
+    pub node: usize,
+    pub func_name: String,
+    /// Indices into `tensors`: inputs then outputs.
+    pub args: Vec<usize>,
+    /// The region of the storage `TVMBackendAllocWorkspace` serves during
+    /// this call, as (offset, bytes); `None` when the operator needs none.
+    pub workspace: Option<(u64, u64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CopyOut {
+    pub output: usize,
+    /// Index into `tensors`.
+    pub from: usize,
+    pub bytes: u64,
+}
+
+/// One region of the static storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub holds: Holds,
+    pub offset: u64,
+    pub bytes: u64,
+    /// The first and last call (index into `calls`) it is live during; one
+    /// past the last call stands for the copies into outputs.
+    pub live: (usize, usize),
+}
+
+/// What a storage region holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// The tensor of this entry (and of the `__nop` outputs that alias it).
+    Tensor(usize),
+    /// The workspace of this call (index into `calls`).
+    Workspace(usize),
+}
