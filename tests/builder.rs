@@ -2,14 +2,11 @@
 //! and on broken or hostile ones.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::process::Command;
 
-use mlf_build::{Builder, ErrorKind};
+use mlf_build::{Builder, ErrorKind, Output};
 
 mod common;
-
-/// The Builder reads OUT_DIR and friends from the process environment.
-static ENV: Mutex<()> = Mutex::new(());
 
 fn demo_archive() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-model")
@@ -22,28 +19,38 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `f` with the variables Cargo gives a build script, OUT_DIR = `out_dir`.
-fn in_build_script<T>(out_dir: &Path, f: impl FnOnce() -> T) -> T {
-    in_build_script_for(out_dir, &common::host_triple(), &[], f)
+/// Builds with `builder` for the host into `out_dir`, as a build script would but printing nothing.
+fn build_in(out_dir: &Path, builder: Builder) -> mlf_build::Result<Output> {
+    build_for(out_dir, &common::host_triple(), builder)
 }
 
-/// Like [`in_build_script`] for `target`, with `extra` variables set only during `f`.
-fn in_build_script_for<T>(out_dir: &Path, target: &str, extra: &[(&str, &str)], f: impl FnOnce() -> T) -> T {
-    let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let host = common::host_triple();
-    for (key, value) in
-        [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", target), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")]
-    {
-        std::env::set_var(key, value);
+/// [`build_in`] for `target`.
+fn build_for(out_dir: &Path, target: &str, builder: Builder) -> mlf_build::Result<Output> {
+    builder.out_dir(out_dir).target(target).host(common::host_triple()).cargo_metadata(false).build()
+}
+
+/// Set in the child process [`in_child_with`] starts.
+const CHILD: &str = "MLF_BUILD_TEST_CHILD";
+
+/// Whether the calling test should run its body here: in the test process it
+/// runs the test again in a child process with `vars` added to its
+/// environment, waits for it to pass and returns false; in that child it
+/// returns true. The compiler variables (`CC_<target>`, `CFLAGS_<target>`) are
+/// read from the process environment, which a test must not change under its
+/// siblings.
+fn in_child_with(vars: &[(&str, &str)]) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
     }
-    for (key, value) in extra {
-        std::env::set_var(key, value);
-    }
-    let result = f();
-    for (key, _) in extra {
-        std::env::remove_var(key);
-    }
-    result
+    let test = std::thread::current().name().expect("tests run on named threads").to_string();
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .envs(vars.iter().copied())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{test} failed in a child process with {vars:?}: its output is above");
+    false
 }
 
 fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
@@ -64,8 +71,8 @@ fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
 fn same_archive_gives_the_same_rust_in_any_out_dir() {
     let first = scratch("determinism-a");
     let second = scratch("determinism-b");
-    let a = in_build_script(&first, || Builder::new(demo_archive()).build()).unwrap();
-    let b = in_build_script(&second, || Builder::new(demo_archive()).build()).unwrap();
+    let a = build_in(&first, Builder::new(demo_archive())).unwrap();
+    let b = build_in(&second, Builder::new(demo_archive())).unwrap();
     assert_eq!(a.modules.len(), 1);
     assert_eq!(a.modules[0].name, "default");
     assert_eq!(a.modules[0].rust_file, first.join("mlf/default.rs"));
@@ -77,12 +84,12 @@ fn same_archive_gives_the_same_rust_in_any_out_dir() {
 #[test]
 fn unchanged_archive_is_not_compiled_or_written_again() {
     let out = scratch("cache");
-    let output = in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
+    let output = build_in(&out, Builder::new(demo_archive())).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
     let (library_time, rust_time) = (modified(&library), modified(&output.modules[0].rust_file));
     std::thread::sleep(std::time::Duration::from_millis(20));
-    in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
+    build_in(&out, Builder::new(demo_archive())).unwrap();
     assert_eq!(modified(&library), library_time, "the library was rebuilt");
     assert_eq!(modified(&output.modules[0].rust_file), rust_time, "the Rust file was rewritten");
 }
@@ -93,7 +100,7 @@ fn a_directory_without_metadata_is_not_an_mlf_archive() {
     let input = out.join("input/codegen/host/src");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(input.join("lib0.c"), "int x;").unwrap();
-    let error = in_build_script(&out, || Builder::new(out.join("input")).build()).unwrap_err();
+    let error = build_in(&out, Builder::new(out.join("input"))).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NotMlf);
     let text = error.to_string();
     assert!(text.contains("metadata.json") && text.contains("input"), "{text}");
@@ -104,7 +111,7 @@ fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
     let out = scratch("hostile");
     let archive = out.join("evil.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", b"{}"), (b"../escaped.txt", b"x")])).unwrap();
-    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::UnsafeEntry);
     assert!(error.to_string().contains("../escaped.txt"), "{error}");
     assert_eq!(error.archive(), Some(archive.as_path()));
@@ -116,7 +123,7 @@ fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
     let out = scratch("version");
     let archive = out.join("future.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", br#"{"version": 99, "modules": {}}"#)])).unwrap();
-    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::UnsupportedVersion);
     let text = error.to_string();
     assert!(text.contains("99") && text.contains("metadata.json"), "{text}");
@@ -124,9 +131,11 @@ fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
 
 #[test]
 fn a_missing_cross_compiler_names_the_target_and_the_package() {
+    if !in_child_with(&[("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")]) {
+        return;
+    }
     let out = scratch("no-cross-cc");
-    let extra = [("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")];
-    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     let text = error.to_string();
     assert!(text.contains("thumbv7em-none-eabihf") && text.contains("no-such-arm-gcc") && text.contains("gcc-arm-none-eabi"), "{text}");
@@ -134,9 +143,11 @@ fn a_missing_cross_compiler_names_the_target_and_the_package() {
 
 #[test]
 fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
+    if !in_child_with(&[("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")]) {
+        return;
+    }
     let out = scratch("float-abi");
-    let extra = [("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")];
-    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
     assert!(error.to_string().contains("-mfloat-abi=softfp"), "{error}");
 }
@@ -146,7 +157,7 @@ fn a_missing_rust_target_says_how_to_install_it() {
     let out = scratch("no-rust-target");
     // A triple .ci/run never installs.
     let triple = "thumbv8m.base-none-eabi";
-    let error = in_build_script_for(&out, triple, &[], || Builder::new(demo_archive()).build()).unwrap_err();
+    let error = build_for(&out, triple, Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     assert!(error.to_string().contains(&format!("rustup target add {triple}")), "{error}");
 }
@@ -156,7 +167,7 @@ fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
     let Some(corpus) = common::corpus_root() else { return };
     let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
     let out = scratch("wrong-core");
-    let error = in_build_script_for(&out, "thumbv6m-none-eabi", &[], || Builder::new(&archive).build()).unwrap_err();
+    let error = build_for(&out, "thumbv6m-none-eabi", Builder::new(&archive)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::WrongTarget);
     let expected = format!(
         "mlf-build: {}: metadata.json: module `default` was compiled for `cortex-m4` (its target string says `-mcpu=cortex-m4`), \
@@ -173,14 +184,18 @@ fn code_for_a_smaller_core_builds_for_a_larger_one() {
     let Some(corpus) = common::corpus_root() else { return };
     let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
     let out = scratch("m4-on-m33");
-    in_build_script_for(&out, "thumbv8m.main-none-eabihf", &[], || Builder::new(&archive).build()).unwrap();
+    build_for(&out, "thumbv8m.main-none-eabihf", Builder::new(&archive)).unwrap();
 }
 
 #[test]
 fn the_target_cpu_in_the_rust_flags_is_the_c_core() {
+    // Cargo's Rust flags describe Cargo's target: the child is told it is building for that one.
+    let target = "thumbv8m.main-none-eabihf";
+    if !in_child_with(&[("TARGET", target), ("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")]) {
+        return;
+    }
     let out = scratch("target-cpu-m55");
-    let extra = [("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")];
-    in_build_script_for(&out, "thumbv8m.main-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
+    build_for(&out, target, Builder::new(demo_archive())).unwrap();
     let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
     assert!(attributes.contains("Tag_CPU_arch: v8.1-M.mainline") && attributes.contains("Tag_MVE_arch"), "{attributes}");
 }
@@ -193,10 +208,11 @@ fn readelf_attributes(library: &Path) -> String {
 
 #[test]
 fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
+    if !in_child_with(&[("CRATE_CC_NO_DEFAULTS", "1")]) {
+        return;
+    }
     let out = scratch("no-defaults-hard-float");
-    let extra = [("CRATE_CC_NO_DEFAULTS", "1")];
-    in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
-    // The support library is built once per process, by whichever test came first.
+    build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap();
     let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
     assert!(attributes.contains("Tag_ABI_VFP_args: VFP registers"), "{attributes}");
 }
@@ -205,10 +221,12 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
 /// the library is then made by the toolchain's `ar`, whose index has them.
 #[test]
 fn lto_objects_are_indexed_by_the_toolchains_archiver() {
+    let cflags = format!("CFLAGS_{}", common::host_triple().replace('-', "_"));
+    if !in_child_with(&[(cflags.as_str(), "-flto")]) {
+        return;
+    }
     let out = scratch("gcc-lto");
-    let host = common::host_triple();
-    let cflags = format!("CFLAGS_{}", host.replace('-', "_"));
-    in_build_script_for(&out, &host, &[(cflags.as_str(), "-flto")], || Builder::new(demo_archive()).build()).unwrap();
+    build_in(&out, Builder::new(demo_archive())).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let listing = std::process::Command::new("nm").arg("--print-armap").arg(&library).output().unwrap();
     let armap = String::from_utf8_lossy(&listing.stdout);
@@ -218,35 +236,42 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
 }
 
 /// A build script that builds two archives for one target asks the compiler
-/// its questions (here: the predefined macros) once, and changing the
-/// compiler's environment asks again.
+/// its questions (here: the predefined macros) once, and a build for another
+/// core asks again.
 #[test]
-fn the_toolchain_is_probed_once_per_target_and_environment() {
-    let out = scratch("probed-once");
-    let log = out.join("compiler.log");
-    let wrapper = out.join("logging-gcc");
+fn the_toolchain_is_probed_once_per_target() {
+    // Written by the test and again by its child, identically.
+    let tools = scratch("probed-once-tools");
+    let log = tools.join("compiler.log");
+    let wrapper = tools.join("logging-gcc");
     std::fs::write(&wrapper, format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec arm-none-eabi-gcc \"$@\"\n", log.display())).unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    if !in_child_with(&[("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())]) {
+        return;
+    }
+    let out = scratch("probed-once");
     let probes = || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|line| line.contains("-dM -E")).count();
     let target = "thumbv7em-none-eabihf";
-    let cc = [("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())];
-    in_build_script_for(&out, target, &cc, || Builder::new(demo_archive()).build()).unwrap();
-    in_build_script_for(&out, target, &cc, || Builder::new(demo_archive()).rename_module("default", "second").build()).unwrap();
+    build_for(&out, target, Builder::new(demo_archive())).unwrap();
+    build_for(&out, target, Builder::new(demo_archive()).rename_module("default", "second")).unwrap();
     assert_eq!(probes(), 1);
-    let cflags = [cc[0], ("CFLAGS_thumbv7em_none_eabihf", "-DMLF_TEST_PROBE=1")];
-    in_build_script_for(&out, target, &cflags, || Builder::new(demo_archive()).rename_module("default", "third").build()).unwrap();
+    build_for(&out, target, Builder::new(demo_archive()).rename_module("default", "third").cpu("cortex-m7")).unwrap();
     assert_eq!(probes(), 2);
 }
 
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
-    let out = scratch("soft-float-wrapper");
-    // A wrapper that forces soft-float behind every flag the build gives.
-    let wrapper = out.join("soft-gcc");
+    // A wrapper that forces soft-float behind every flag the build gives,
+    // written by the test and again by its child, identically.
+    let tools = scratch("soft-float-wrapper-tools");
+    let wrapper = tools.join("soft-gcc");
     std::fs::write(&wrapper, "#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n").unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let extra = [("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())];
-    let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    if !in_child_with(&[("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())]) {
+        return;
+    }
+    let out = scratch("soft-float-wrapper");
+    let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
     let text = error.to_string();
     let expected = format!(
@@ -260,9 +285,11 @@ fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
 
 #[test]
 fn a_missing_risc_v_toolchain_names_the_packages() {
+    if !in_child_with(&[("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")]) {
+        return;
+    }
     let out = scratch("no-riscv-cc");
-    let extra = [("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")];
-    let error = in_build_script_for(&out, "riscv32imac-unknown-none-elf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
+    let error = build_for(&out, "riscv32imac-unknown-none-elf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     let expected = format!(
         "mlf-build: {}: no C compiler for `riscv32imac-unknown-none-elf`: `/nonexistent/riscv64-unknown-elf-gcc` is not installed\n  \
@@ -276,14 +303,14 @@ fn a_missing_risc_v_toolchain_names_the_packages() {
 #[test]
 fn the_demo_cross_builds_for_risc_v_with_picolibc() {
     let out = scratch("cross-rv32");
-    in_build_script_for(&out, "riscv32imac-unknown-none-elf", &[], || Builder::new(demo_archive()).build()).unwrap();
+    build_for(&out, "riscv32imac-unknown-none-elf", Builder::new(demo_archive())).unwrap();
     assert!(out.join("mlf/build/default/lib/libmlf_default.a").is_file());
 }
 
 #[test]
 fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
     let out = scratch("cross-m4");
-    let output = in_build_script_for(&out, "thumbv7em-none-eabihf", &[], || Builder::new(demo_archive()).build()).unwrap();
+    let output = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap();
     let needs = output.modules[0].memory;
     assert_eq!((needs.inputs, needs.outputs, needs.code_workspace), (16, 12, 12));
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
@@ -312,18 +339,16 @@ fn demo_copy(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
 fn two_archives_with_the_same_module_need_a_rename() {
     let out = scratch("two-archives");
     let other = demo_copy(&out.join("copy"), &[]);
-    let error = in_build_script(&out.join("out"), || {
-        Builder::new(demo_archive()).build().unwrap();
-        Builder::new(&other).build().unwrap_err()
-    });
+    build_in(&out.join("out"), Builder::new(demo_archive())).unwrap();
+    let error = build_in(&out.join("out"), Builder::new(&other)).unwrap_err();
     let text = error.to_string();
     assert_eq!(error.kind(), ErrorKind::Config);
     assert!(text.contains("module `default` is also built from") && text.contains("rename_module(\"default\""), "{text}");
-    let renamed = in_build_script(&out.join("out"), || Builder::new(&other).rename_module("default", "second").build()).unwrap();
+    let renamed = build_in(&out.join("out"), Builder::new(&other).rename_module("default", "second")).unwrap();
     assert_eq!(renamed.modules[0].rust_file, out.join("out/mlf/second.rs"));
     let glue = std::fs::read_to_string(out.join("out/mlf/build/second/gen/mlf_second_glue.c")).unwrap();
     assert!(glue.contains("tvmgen_second_run(&inputs, &outputs)"), "{glue}");
-    let missing = in_build_script(&out.join("out"), || Builder::new(&other).rename_module("vision", "x").build()).unwrap_err();
+    let missing = build_in(&out.join("out"), Builder::new(&other).rename_module("vision", "x")).unwrap_err();
     assert!(missing.to_string().contains("has no module `vision`"), "{missing}");
 }
 
@@ -332,7 +357,7 @@ fn a_missing_external_header_names_itself_the_file_and_the_option() {
     let out = scratch("byoc");
     let source = "#include <mlf_test_byoc_kernels.h>\nint mlf_test_byoc_use(void) { return MLF_TEST_BYOC_VALUE; }\n";
     let archive = demo_copy(&out, &[("codegen/host/src/default_lib2.c", source)]);
-    let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
+    let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();
     let text = error.to_string();
     assert!(
         text.contains("codegen/host/src/default_lib2.c")
@@ -344,8 +369,6 @@ fn a_missing_external_header_names_itself_the_file_and_the_option() {
     std::fs::create_dir_all(&include).unwrap();
     std::fs::write(include.join("mlf_test_byoc_kernels.h"), "int mlf_test_byoc_kernel(int x);\n").unwrap();
     std::fs::write(out.join("external/kernels.c"), "int mlf_test_byoc_kernel(int x) { return x; }\n").unwrap();
-    in_build_script(&out.join("out2"), || {
-        Builder::new(&archive).include_dir(&include).source(out.join("external/kernels.c")).define("MLF_TEST_BYOC_VALUE", Some("3")).build()
-    })
-    .unwrap();
+    let byoc = Builder::new(&archive).include_dir(&include).source(out.join("external/kernels.c")).define("MLF_TEST_BYOC_VALUE", Some("3"));
+    build_in(&out.join("out2"), byoc).unwrap();
 }

@@ -16,8 +16,6 @@ const QEMU_TARGET_DIR: &str = "corpus-qemu";
 
 /// One runner binary per target directory: builds and runs must not interleave.
 static RUNNER: Mutex<()> = Mutex::new(());
-/// The in-process Builder reads OUT_DIR and friends from the process environment.
-static ENV: Mutex<()> = Mutex::new(());
 
 fn corpus(case: &str) -> Option<PathBuf> {
     let root = common::corpus_root()?;
@@ -109,16 +107,10 @@ fn assert_matches_vectors(case_dir: &Path, archive: &Path) -> Run {
     last.expect("the case has vectors")
 }
 
-/// `Builder::build` in-process, as a build script on the host would call it.
+/// `Builder::build` in-process, as a build script on the host would call it, printing nothing.
 fn build_in_process(archive: &Path) -> mlf_build::Result<mlf_build::Output> {
-    let _guard = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let out_dir = archive.with_file_name("out");
     let host = common::host_triple();
-    for (key, value) in [("OUT_DIR", out_dir.to_str().unwrap()), ("TARGET", &host), ("HOST", &host), ("OPT_LEVEL", "0"), ("DEBUG", "false")]
-    {
-        std::env::set_var(key, value);
-    }
-    Builder::new(archive).build()
+    Builder::new(archive).out_dir(archive.with_file_name("out")).target(&host).host(host).cargo_metadata(false).build()
 }
 
 // Issue 9.3: a kernel library's API headers are external code, not an Arm target.
@@ -351,4 +343,35 @@ fn archive_without_metadata_runs_from_its_interface_header() {
     let error = build_in_process(&archive).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NotMlf, "{error}");
     assert!(error.to_string().contains("neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h"), "{error}");
+}
+
+/// `inspect` and `Builder::build` go through one door: on a tree stripped of
+/// its metadata.json each accepts exactly what the other accepts, with the
+/// same numbers and warnings, and refuses with the same error; without the
+/// interface header too, both refuse it as not an MLF archive.
+#[test]
+fn inspect_and_build_agree_on_trees_without_metadata() {
+    let mut accepted = 0;
+    for name in ["kws_int8-aot_c_usmp", "kws_int8-aot_c_nousmp"] {
+        let Some(case) = corpus(name) else { return };
+        let archive = unpack(&case, &format!("agree-{name}"));
+        std::fs::remove_file(archive.join("metadata.json")).unwrap();
+        match (mlf_build::inspect(&archive), build_in_process(&archive)) {
+            (Ok(inspection), Ok(output)) => {
+                accepted += 1;
+                let inferred = "no metadata.json: module `default` is inferred";
+                assert!(inspection.warnings.iter().any(|w| w.contains(inferred)), "{name}: {:?}", inspection.warnings);
+                assert_eq!(inspection.warnings, output.warnings, "{name}");
+                let built: Vec<_> = output.modules.iter().map(|module| module.report.clone()).collect();
+                assert_eq!(inspection.modules, built, "{name}");
+            }
+            (Err(inspected), Err(refused)) => assert_eq!(inspected.to_string(), refused.to_string(), "{name}"),
+            (inspected, built) => panic!("{name}: inspect gave {:?}, build gave {:?}", inspected.map(drop), built.map(drop)),
+        }
+        std::fs::remove_file(archive.join("codegen/host/include/tvmgen_default.h")).unwrap();
+        let inspected = mlf_build::inspect(&archive).unwrap_err();
+        assert_eq!(inspected.kind(), ErrorKind::NotMlf, "{name}: {inspected}");
+        assert_eq!(inspected.to_string(), build_in_process(&archive).unwrap_err().to_string(), "{name}");
+    }
+    assert!(accepted > 0, "no tree without metadata.json was accepted: the numbers were never compared");
 }

@@ -2,15 +2,11 @@
 //! what an archive holds and needs, before any firmware exists (see README.md).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use mlf_build::{Builder, Footprint, Inspection, Sizes};
 
 const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]";
-
-/// The hidden command the tool runs in a child process of itself to build an
-/// archive, so the Builder's `cargo:` lines go to a pipe, not the terminal.
-const BUILD_CHILD: &str = "__build-for-inspect";
 
 struct Args {
     archive: PathBuf,
@@ -43,7 +39,6 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let result = match args.next().as_deref() {
         Some("inspect") => parse_args(args).and_then(|args| inspect(&args)),
-        Some(BUILD_CHILD) => build_child(args),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -57,6 +52,9 @@ fn main() -> ExitCode {
 
 fn inspect(args: &Args) -> Result<(), String> {
     let inspection = mlf_build::inspect(&args.archive).map_err(|e| e.to_string())?;
+    for warning in &inspection.warnings {
+        eprintln!("mlf-build: warning: {warning}");
+    }
     let footprint = match &args.target {
         Some(triple) => Some(compile_and_measure(&args.archive, triple, args.cpu.as_deref())?),
         None => None,
@@ -127,51 +125,16 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
     out
 }
 
-/// Builds the archive for `triple` in a fresh directory, in a child process of
-/// this tool, and measures the compiled libraries.
+/// Builds the archive for `triple` in a fresh directory, as a build script
+/// would but printing nothing for Cargo, and measures the compiled libraries.
 fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<Footprint, String> {
     let out_dir = std::env::temp_dir().join(format!("mlf-build-inspect-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
-    std::fs::create_dir_all(&out_dir).map_err(|e| format!("mlf-build: cannot create {}: {e}", out_dir.display()))?;
-    let result = (|| {
-        let exe = std::env::current_exe().map_err(|e| format!("mlf-build: cannot find this program: {e}"))?;
-        let mut command = Command::new(exe);
-        command.arg(BUILD_CHILD).arg(archive).arg(triple).args(cpu);
-        command
-            .env("OUT_DIR", &out_dir)
-            .env("TARGET", triple)
-            .env("HOST", host_triple())
-            .env("OPT_LEVEL", "3")
-            .env("DEBUG", "false")
-            .env("PROFILE", "release");
-        let output = command.stdin(Stdio::null()).output().map_err(|e| format!("mlf-build: cannot run the build: {e}"))?;
-        if !output.status.success() {
-            return Err(String::from_utf8_lossy(&output.stderr).trim_end().to_string());
-        }
-        Footprint::measure(&out_dir).map_err(|e| e.to_string())
-    })();
-    let _ = std::fs::remove_dir_all(&out_dir);
-    result
-}
-
-/// The child: runs the Builder as a build script would (environment set by the parent).
-fn build_child(mut args: impl Iterator<Item = String>) -> Result<(), String> {
-    let (Some(archive), Some(triple)) = (args.next(), args.next()) else { return Err(USAGE.to_string()) };
-    let mut builder = Builder::new(archive).target(triple);
-    if let Some(cpu) = args.next() {
+    let mut builder = Builder::new(archive).out_dir(&out_dir).target(triple).cargo_metadata(false);
+    if let Some(cpu) = cpu {
         builder = builder.cpu(cpu);
     }
-    builder.build().map(drop).map_err(|e| e.to_string())
-}
-
-/// The host triple, as rustc names it (the C compiler for the host is found from it).
-fn host_triple() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
-    Command::new(rustc)
-        .arg("-vV")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|text| text.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)))
-        .unwrap_or_else(|| format!("{}-unknown-{}-gnu", std::env::consts::ARCH, std::env::consts::OS))
+    let result = builder.build().and_then(|_| Footprint::measure(&out_dir)).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(&out_dir);
+    result
 }

@@ -17,6 +17,7 @@ pub(crate) mod report;
 pub(crate) mod resolve;
 pub(crate) mod schedule;
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -54,8 +55,27 @@ pub(crate) fn read_and_plan(path: &Path, options: &PlanOptions<'_>) -> Result<Pl
     plan_tree(Tree::load(path, options.limits)?, options)
 }
 
+thread_local! {
+    /// What the planning running on this thread has to say (see [`warn`]).
+    static WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Notes something the user should know about the archive that does not stop
+/// the build; [`plan_tree`] returns it in [`Planned::warnings`] (planning
+/// prints nothing itself).
+pub(crate) fn warn(text: String) {
+    WARNINGS.with(|warnings| warnings.borrow_mut().push(text));
+}
+
 /// Plans an archive already read: every inference, cross-check, name check and limit.
 pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
+    WARNINGS.with(|warnings| warnings.borrow_mut().clear());
+    let planned = plan_checked(tree, options);
+    let warnings = WARNINGS.with(|warnings| std::mem::take(&mut *warnings.borrow_mut()));
+    planned.map(|planned| Planned { warnings: [planned.warnings, warnings].concat(), ..planned })
+}
+
+fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
     let mut warnings = Vec::new();
     let mut metadata = match tree.get("metadata.json") {
         Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
@@ -83,6 +103,9 @@ pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned
     }
     let tree = rename::apply(tree, &mut metadata, options.renames)?;
     let plan = resolve::plan(&tree, &metadata)?;
+    for module in &plan.modules {
+        warnings.extend(module.codegen.ignored.iter().map(|path| format!("ignoring `{path}`: not a C/C++ source or object")));
+    }
     names::check_plan(&plan)?;
     limits::check_plan(&plan)?;
     if let Some(target) = options.target {

@@ -114,7 +114,7 @@ fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface
         .find(|function| definitions.defines(function) && sources::parameter_count(sources, codegen, function) == Some(tensors));
     match direct {
         Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
-            crate::cargo::directive::warning(&format!(
+            crate::plan::warn(format!(
                 "{} declares `{run}`, which no source defines; calling the defined `{function}` with the {tensors} tensor buffers instead",
                 interface.path
             ));
@@ -586,7 +586,7 @@ impl TensorResolver<'_> {
         match best {
             Some((value, _)) => {
                 let sources: Vec<&str> = sizes.iter().filter(|(size, _)| size == value).map(|(_, source)| source.as_str()).collect();
-                crate::cargo::directive::warning(&format!(
+                crate::plan::warn(format!(
                     "tensor `{name}` of module `{}`: the archive's sizes disagree ({}); using {value} bytes, which the others agree on",
                     self.meta.name,
                     listed.join(", ")

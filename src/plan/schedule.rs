@@ -59,7 +59,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
     // The graph is what TVM's own executor runs; the metadata's table is only a report.
     for disagreement in sids_disagreements(graph, with) {
-        crate::cargo::directive::warning(&format!(
+        crate::plan::warn(format!(
             "metadata.json's storage table disagrees with the graph `{}` ({disagreement}); the graph is used",
             with.graph_path
         ));

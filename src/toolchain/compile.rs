@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::cargo::directive;
+use crate::cargo::directive::Directives;
 use crate::error::{Error, ErrorKind, Result};
 use crate::toolchain::static_lib;
 
@@ -27,6 +27,8 @@ pub(crate) struct Library {
     pub out_dir: PathBuf,
     /// Show the compiler's warnings (generated code has many).
     pub show_warnings: bool,
+    /// Where the link lines and the compiler's warnings go.
+    pub directives: Directives,
 }
 
 impl Library {
@@ -102,7 +104,8 @@ impl Library {
         build
             .out_dir(&self.out_dir)
             .cargo_metadata(false)
-            .cargo_warnings(self.show_warnings)
+            .cargo_warnings(self.show_warnings && self.directives.print)
+            .cargo_output(self.directives.print)
             .warnings(self.show_warnings)
             .extra_warnings(false);
         if !self.show_warnings {
@@ -121,9 +124,9 @@ impl Library {
 
     /// Prints the link directives; done by us rather than `cc` so a cached build can replay them.
     pub fn link(&self) -> Result<()> {
-        directive::link_static(&self.out_dir, &self.name)?;
+        self.directives.link_static(&self.out_dir, &self.name)?;
         if !self.cxx_sources.is_empty() {
-            directive::link_static(&self.out_dir, &format!("{}_cxx", self.name))?;
+            self.directives.link_static(&self.out_dir, &format!("{}_cxx", self.name))?;
         }
         Ok(())
     }

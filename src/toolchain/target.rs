@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use crate::cargo::env;
+use crate::cargo::directive::Directives;
+use crate::cargo::env::{self, Env};
 use crate::error::{Error, ErrorKind, Result};
 use crate::toolchain::joined;
 
@@ -29,28 +30,24 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    pub fn from_env(explicit: Option<&str>, cpu: Option<&str>) -> Result<Target> {
-        let host = env::cargo_var("HOST")?;
-        let cargo_target = env::var("TARGET");
-        let triple = match explicit {
-            Some(triple) => triple.to_string(),
-            None => env::cargo_var("TARGET")?,
-        };
+    /// `triple` built on `host`, its details from Cargo's `CARGO_CFG_*` variables
+    /// and Rust flags when Cargo builds for that same triple, else from the triple.
+    pub fn new(triple: String, host: String, cpu: Option<&str>, env: &Env) -> Target {
         // Cargo's cfg values and Rust flags describe Cargo's target, not a Builder::target override.
-        let from_cargo = cargo_target.as_deref() == Some(triple.as_str());
-        let cargo_cfg = |name: &str| if from_cargo { env::var(name) } else { None };
+        let from_cargo = env::cargo_provided("TARGET").as_deref() == Some(triple.as_str());
+        let cargo_cfg = |name: &str| if from_cargo { env.var(name) } else { None };
         let (triple_arch, triple_os, triple_abi, triple_features) = parse_triple(&triple);
         let features = match cargo_cfg("CARGO_CFG_TARGET_FEATURE") {
             Some(list) => list.split(',').map(str::to_string).collect(),
             None => triple_features,
         };
-        let rust_cpu = if from_cargo { env::var("CARGO_ENCODED_RUSTFLAGS").and_then(|flags| rustc_target_cpu(&flags)) } else { None };
+        let rust_cpu = if from_cargo { env.var("CARGO_ENCODED_RUSTFLAGS").and_then(|flags| rustc_target_cpu(&flags)) } else { None };
         let (cpu, cpu_source) = match (cpu, rust_cpu) {
             (Some(cpu), _) => (Some(cpu.to_string()), "Builder::cpu"),
             (None, Some(cpu)) => (Some(cpu), "`-C target-cpu` in the Rust flags"),
             (None, None) => (default_cpu(&triple).map(str::to_string), "the triple's usual core"),
         };
-        Ok(Target {
+        Target {
             arch: cargo_cfg("CARGO_CFG_TARGET_ARCH").unwrap_or(triple_arch),
             os: cargo_cfg("CARGO_CFG_TARGET_OS").unwrap_or(triple_os),
             abi: cargo_cfg("CARGO_CFG_TARGET_ABI").unwrap_or(triple_abi),
@@ -59,7 +56,7 @@ impl Target {
             host,
             cpu,
             cpu_source,
-        })
+        }
     }
 
     /// 32-bit Arm (Cortex-M/A/R): the targets whose toolchains have the DSP intrinsics of `arm_acle.h`.
@@ -311,19 +308,20 @@ pub(crate) struct Toolchain {
 
 impl Toolchain {
     /// Prints the link directives for [`Toolchain::system_libs`].
-    pub fn link(&self) -> Result<()> {
+    pub fn link(&self, directives: Directives) -> Result<()> {
         for lib in &self.system_libs {
             let (Some(dir), Some(name)) = (lib.parent(), lib.file_stem().and_then(|stem| stem.to_str())) else { continue };
-            crate::cargo::directive::link_static(dir, name.trim_start_matches("lib"))?;
+            directives.link_static(dir, name.trim_start_matches("lib"))?;
         }
         Ok(())
     }
 }
 
-/// [`toolchain`] from a default `cc::Build`, probed once per process for each
-/// target and compiler `environment` (what `cc` reads): a build script that
-/// builds several archives asks the compiler once.
-pub(crate) fn default_toolchain(target: &Target, environment: &[String]) -> Result<Toolchain> {
+/// [`toolchain`] from mlf-build's default `base` (the same for every build of
+/// a process), probed once per process for each target and compiler
+/// `environment` (what `cc` reads): a build script that builds several
+/// archives asks the compiler once.
+pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: &[String]) -> Result<Toolchain> {
     static PROBED: Mutex<Vec<(String, Toolchain)>> = Mutex::new(Vec::new());
     let key = format!("{target:?}\n{}", environment.join("\n"));
     let probed = PROBED
@@ -336,7 +334,7 @@ pub(crate) fn default_toolchain(target: &Target, environment: &[String]) -> Resu
         return Ok(toolchain);
     }
     // Not held while probing: another archive's build may probe another target meanwhile.
-    let toolchain = toolchain(&cc::Build::new(), target)?;
+    let toolchain = toolchain(base, target)?;
     PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((key, toolchain.clone()));
     Ok(toolchain)
 }
@@ -356,7 +354,8 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
 fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     let mut build = base.clone();
     // mlf-build prints the rerun lines for the variables cc reads itself, once each (see `env`).
-    build.target(&target.triple).host(&target.host).cargo_metadata(false).emit_rerun_if_env_changed(false);
+    // Probing prints nothing: a failure becomes mlf-build's own error.
+    build.target(&target.triple).host(&target.host).cargo_metadata(false).cargo_warnings(false).emit_rerun_if_env_changed(false);
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
     let user_args: Vec<String> = compiler.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let float_abi = target.float_abi();
@@ -634,9 +633,28 @@ fn missing_compiler(target: &Target, detail: &str) -> Error {
     ))
 }
 
+/// The Rust compiler a build script is given (`RUSTC`), else `rustc`.
+fn rustc() -> String {
+    env::cargo_provided("RUSTC").unwrap_or_else(|| "rustc".to_string())
+}
+
+/// The host triple as rustc names it, for a Builder run outside Cargo (which sets `HOST`).
+pub(crate) fn rustc_host() -> Result<String> {
+    let rustc = rustc();
+    let output = Command::new(&rustc).arg("-vV").stderr(Stdio::null()).output();
+    output
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)))
+        .ok_or_else(|| {
+            Error::new(ErrorKind::Toolchain, format!("`{rustc} -vV` did not name the host triple"))
+                .help("set the host with Builder::host(\"<triple>\"), or install Rust so that `rustc` runs")
+        })
+}
+
 /// A missing Rust target fails deep inside Cargo; say it plainly first.
 fn check_rust_target(target: &Target) -> Result<()> {
-    let rustc = env::cargo_provided("RUSTC").unwrap_or_else(|| "rustc".to_string());
+    let rustc = rustc();
     let output = Command::new(&rustc).args(["--print", "target-libdir", "--target", &target.triple]).stderr(Stdio::null()).output();
     let libdir = output.ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
     let installed = libdir.as_deref().is_some_and(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()));

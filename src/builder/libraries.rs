@@ -1,0 +1,281 @@
+//! The libraries a build compiles (the model's and mlf-build's support code),
+//! what goes into each, and the settings that key their rebuilds.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::cargo::cache;
+use crate::cargo::directive::Directives;
+use crate::cargo::env::{self, Env};
+use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
+use crate::codegen::{glue, support};
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::sources;
+use crate::plan::model::{ModulePlan, Plan};
+use crate::toolchain::bindings;
+use crate::toolchain::compile::Library;
+use crate::toolchain::target::Target;
+
+/// Settings that change compiled code, shared by the model and support libraries.
+pub(super) struct CompileConfig<'a> {
+    pub base: &'a cc::Build,
+    pub show_warnings: bool,
+    pub target: &'a Target,
+    pub env: &'a Env,
+}
+
+/// Environment variables `cc` reads, each also as `<NAME>_<target>` and
+/// `TARGET_<NAME>` (`HOST_<NAME>` when not cross-compiling).
+const CC_VARIABLES: &[&str] = &["CC", "CFLAGS", "CXX", "CXXFLAGS", "AR", "ARFLAGS"];
+
+/// `NAME=value` of every variable that changes the compilers `cc` and bindgen
+/// use for `target` or their arguments.
+pub(super) fn compiler_environment(target: &Target, env: &Env) -> Vec<String> {
+    let triple = &target.triple;
+    let underscored = triple.replace('-', "_");
+    let kind = if target.triple == target.host { "HOST" } else { "TARGET" };
+    let mut variables = vec!["CRATE_CC_NO_DEFAULTS".to_string()];
+    for name in CC_VARIABLES {
+        variables.extend([name.to_string(), format!("{name}_{triple}"), format!("{name}_{underscored}"), format!("{kind}_{name}")]);
+    }
+    // bindgen's extra clang arguments, by its own naming of the per-target variants.
+    let bindgen = "BINDGEN_EXTRA_CLANG_ARGS";
+    variables.extend([bindgen.to_string(), format!("{bindgen}_{triple}"), format!("{bindgen}_{underscored}")]);
+    variables.iter().map(|name| format!("{name}={:?}", env.var(name))).collect()
+}
+
+/// Variables Cargo sets and tracks itself that change what `cc` passes the compiler.
+const CARGO_VARIABLES: &[&str] = &["OPT_LEVEL", "DEBUG", "PROFILE"];
+
+impl CompileConfig<'_> {
+    /// Everything besides the sources that determines the compiled objects, as
+    /// explicit data: the target, the compilers and archiver `cc` resolved with
+    /// their arguments, and the environment they were resolved from. The C++
+    /// compiler only when there is C++ to compile: resolving it runs probes.
+    pub fn fingerprint(&self, with_cxx: bool) -> Vec<u8> {
+        let triple = &self.target.triple;
+        let mut lines =
+            vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
+        lines.extend(compiler_environment(self.target, self.env));
+        for name in CARGO_VARIABLES {
+            lines.push(format!("{name}={:?}", env::cargo_provided(name)));
+        }
+        let tool = |tool: std::result::Result<cc::Tool, cc::Error>| match tool {
+            Ok(tool) => format!("{:?} {:?}", tool.path(), tool.args()),
+            Err(error) => format!("unavailable: {error}"),
+        };
+        lines.push(format!("cc={}", tool(self.base.try_get_compiler())));
+        if with_cxx {
+            lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
+        }
+        let archiver =
+            self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
+        lines.push(format!("ar={}", archiver.unwrap_or_else(|error| format!("unavailable: {error}"))));
+        lines.join("\n").into_bytes()
+    }
+}
+
+/// The crate's platform layer, built once per output directory and build
+/// script run however many archives it builds.
+pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
+    // Held while building, so a second archive's build waits for the first's.
+    static BUILT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let library = Library {
+        name: "mlf_support".to_string(),
+        c_sources: vec![support.join(support::LIBRARY_SOURCE)],
+        cxx_sources: Vec::new(),
+        objects: Vec::new(),
+        include_dirs: vec![support.join("include"), support.join("runtime-include")],
+        defines: Vec::new(),
+        out_dir: out_dir.join("mlf").join("support"),
+        show_warnings: config.show_warnings,
+        directives: config.env.directives,
+    };
+    let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !built.contains(&library.out_dir) {
+        let key = cache::key(&[env!("CARGO_PKG_VERSION").as_bytes(), support::digest().as_bytes(), &config.fingerprint(false)]);
+        let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
+        if !(stamp.is_current() && library.is_built()) {
+            stamp.invalidate()?;
+            library.compile(config.base)?;
+            stamp.record()?;
+        }
+        built.insert(library.out_dir.clone());
+    }
+    Ok(library)
+}
+
+/// The archive's code, its runtime sources and the generated glue, as one
+/// library, and the text of everything generated (part of the cache key).
+pub(super) fn model_library(
+    plan: &Plan,
+    stem: &str,
+    work: &Path,
+    package: &str,
+    show_warnings: bool,
+    extra: &ExtraCode<'_>,
+) -> Result<(Library, Vec<u8>)> {
+    let (tree_dir, gen_dir) = (&work.join("tree"), &work.join("gen"));
+    let mut generated = Vec::new();
+    let mut c_sources = Vec::new();
+    let mut cxx_sources = Vec::new();
+    let mut objects = Vec::new();
+    for module in &plan.modules {
+        c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
+        cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
+        objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
+        let glue = glue::generate(module, package);
+        write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
+        write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
+        generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
+        c_sources.push(gen_dir.join(&glue.source_name));
+        if let Some(name) = &glue.params {
+            // Not part of the key: it follows from the `.params` bytes (in the
+            // tree's digest) and the layout the glue above states.
+            write_streamed_if_changed(&gen_dir.join(name), |out| glue::write_params_source(module, out))?;
+            c_sources.push(gen_dir.join(name));
+        }
+    }
+    let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
+    // The crate's own backend even when the archive ships TVM's: the runtime's
+    // `assert()` pulls the C library's stdio and syscalls into bare-metal builds.
+    if allocates {
+        c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
+    }
+    let crt_config = match &plan.crt_config_template {
+        Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
+        None => DEFAULT_CRT_CONFIG.as_bytes().to_vec(),
+    };
+    write_if_changed(&gen_dir.join("crt_config.h"), &crt_config)?;
+    generated.extend(&crt_config);
+    let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
+    for source in extra.sources {
+        extra.directives.rerun_if_changed(source)?;
+        match source.extension().and_then(|e| e.to_str()) {
+            Some("c") => c_sources.push(source.clone()),
+            Some("cc" | "cpp" | "cxx") => cxx_sources.push(source.clone()),
+            _ => {
+                return Err(Error::new(ErrorKind::Config, format!("Builder::source(\"{}\"): not a C or C++ source", source.display()))
+                    .help("pass .c, .cc, .cpp or .cxx files; headers go in a directory given to Builder::include_dir"))
+            }
+        }
+    }
+    let mut defines = vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))];
+    defines.extend(extra.defines.iter().cloned());
+    let library = Library {
+        name: format!("mlf_{stem}"),
+        c_sources,
+        cxx_sources,
+        objects,
+        include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
+        defines,
+        out_dir: work.join("lib"),
+        show_warnings,
+        directives: extra.directives,
+    };
+    Ok((library, generated))
+}
+
+/// The largest archive file whose bytes may be in memory beside libclang
+/// (see `Builder::probe_and_prepare`): a graph archive's weights are held up to three times
+/// (read, parsed, laid out), so this keeps the growth under 16 MB.
+pub(super) const PRELOAD_MAX_ARCHIVE_BYTES: u64 = 4 << 20;
+
+/// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.
+const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's defaults. */
+#ifndef TVM_RUNTIME_CRT_CONFIG_H_
+#define TVM_RUNTIME_CRT_CONFIG_H_
+#define TVM_CRT_LOG_LEVEL 1
+#define TVM_CRT_DEBUG 0
+#define TVM_CRT_MAX_NDIM 6
+#define TVM_CRT_MAX_ARGS 10
+#define TVM_CRT_GLOBAL_FUNC_REGISTRY_SIZE_BYTES 512
+#define TVM_CRT_MAX_REGISTERED_MODULES 2
+#define TVM_CRT_MAX_PACKET_SIZE_BYTES 2048
+#define TVM_CRT_MAX_STRLEN_DLTYPE 10
+#define TVM_CRT_MAX_STRLEN_FUNCTION_NAME 120
+#define TVM_CRT_MAX_STRLEN_PARAM_NAME 80
+#define TVM_CRT_MAX_FUNCTION_NAME_LENGTH_BYTES 120
+#endif
+";
+
+/// The include path of the archive's C, the glue and bindgen alike: the
+/// archive's headers, the generated ones, the runtime headers (the archive's
+/// own, else mlf-build's), mlf-build's support headers, then the user's.
+fn include_dirs(plan: &Plan, tree_dir: &Path, gen_dir: &Path, extra: &ExtraCode<'_>) -> Vec<PathBuf> {
+    let support = extra.support_dir;
+    let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
+    let mut dirs = vec![tree_dir.join(sources::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
+    dirs.extend(extra.include_dirs.iter().cloned());
+    dirs
+}
+
+pub(super) fn bindings_spec(
+    module: &ModulePlan,
+    plan: &Plan,
+    tree_dir: &Path,
+    gen_dir: &Path,
+    extra: &ExtraCode<'_>,
+    target_clang_args: &[String],
+) -> bindings::BindingsSpec {
+    let m = &module.name;
+    bindings::BindingsSpec {
+        header: gen_dir.join(glue::header_name(module)),
+        include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
+        clang_args: extra
+            .defines
+            .iter()
+            .map(|(name, value)| value.as_ref().map_or_else(|| format!("-D{name}"), |value| format!("-D{name}={value}")))
+            .chain(target_clang_args.iter().cloned())
+            .collect(),
+        allow: vec![
+            format!("tvmgen_{m}_.*"),
+            format!("TVMGEN_{}_.*", m.to_uppercase()),
+            format!("mlf_{m}_.*"),
+            "mlf_support_(call|workspace_peak|set_log_hook)".to_string(),
+            "mlf_status_t|MLF_STATUS_.*".to_string(),
+            // The descriptor and what a generic runner needs to call it.
+            "tvm_model_t|TVMValue|DLTensor|DLDevice|DLDataType|DLDeviceType|TVMArgTypeCode".to_string(),
+        ],
+    }
+}
+
+/// External code for the archive (BYOC): Builder options as plain data, and
+/// where mlf-build's own C was written.
+pub(super) struct ExtraCode<'a> {
+    pub include_dirs: &'a [PathBuf],
+    pub sources: &'a [PathBuf],
+    pub defines: &'a [(String, Option<String>)],
+    pub support_dir: &'a Path,
+    /// Where the rerun lines for the sources and include directories go.
+    pub directives: Directives,
+}
+
+impl ExtraCode<'_> {
+    /// Everything about the external code that changes the compiled library:
+    /// paths, defines, the sources' bytes and the include directories' file list and times.
+    pub fn fingerprint(&self) -> Result<Vec<u8>> {
+        let mut text = format!("{:?}|{:?}|{:?}", self.include_dirs, self.sources, self.defines).into_bytes();
+        for source in self.sources {
+            text.extend(
+                std::fs::read(source)
+                    .map_err(|e| Error::io("read", source, e).help("Builder::source paths are relative to the package root"))?,
+            );
+        }
+        for dir in self.include_dirs {
+            self.directives.rerun_if_changed(dir)?;
+            if !dir.is_dir() {
+                return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))
+                    .help("include directories are relative to the package root"));
+            }
+            for entry in glob::glob(&format!("{}/**/*", glob::Pattern::escape(&dir.to_string_lossy()))).into_iter().flatten().flatten() {
+                if let Ok(meta) = entry.metadata() {
+                    let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                    text.extend(format!("{}|{}|{:?}\n", entry.display(), meta.len(), modified).into_bytes());
+                }
+            }
+        }
+        Ok(text)
+    }
+}

@@ -1,0 +1,534 @@
+//! The Builder: the shell around the pure stages. `build` is a short list of
+//! named steps: read and plan the archive (`crate::plan::read_and_plan`),
+//! probe the toolchain, compile and bind, generate the Rust, write it under
+//! the output directory and tell Cargo.
+
+mod diagnose;
+mod libraries;
+mod registry;
+
+use std::path::{Path, PathBuf};
+
+use crate::cargo::cache;
+use crate::cargo::directive::Directives;
+use crate::cargo::env::{self, Env};
+use crate::cargo::write::write_if_changed;
+use crate::codegen::{rust as emit, support};
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::archive::{Limits, Tree};
+use crate::input::metadata::Metadata;
+use crate::plan::checks::check_core;
+use crate::plan::model::{ModulePlan, Plan};
+use crate::plan::report::ModuleReport;
+use crate::plan::{PlanOptions, Planned};
+use crate::toolchain::compile::Library;
+use crate::toolchain::target::{self, Target, Toolchain};
+use crate::toolchain::{bindings, joined};
+use crate::MemoryNeeds;
+use crate::TensorData;
+use libraries::{CompileConfig, ExtraCode};
+
+/// Builds one Model Library Format archive into the crate being compiled.
+///
+/// Options are plain data; [`Builder::build`] does the work.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    archive: PathBuf,
+    show_warnings: Option<bool>,
+    cc: Option<cc::Build>,
+    out_dir: Option<PathBuf>,
+    target: Option<String>,
+    host: Option<String>,
+    cargo_metadata: bool,
+    cpu: Option<String>,
+    renames: Vec<(String, String)>,
+    include_dirs: Vec<PathBuf>,
+    sources: Vec<PathBuf>,
+    defines: Vec<(String, Option<String>)>,
+    limits: Limits,
+    mlf_rt: bool,
+}
+
+/// What [`Builder::build`] produced.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Output {
+    /// One entry per module of the archive, sorted by name.
+    pub modules: Vec<GeneratedModule>,
+    /// What the build printed as `cargo:warning` lines (or would have, with
+    /// [`Builder::cargo_metadata`] off): e.g. a module inferred without metadata.json.
+    pub warnings: Vec<String>,
+}
+
+/// The generated Rust of one module.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct GeneratedModule {
+    /// The module name (`default` unless the archive was exported with another).
+    pub name: String,
+    /// The file to `include!`: `$OUT_DIR/mlf/<name>.rs`.
+    pub rust_file: PathBuf,
+    /// What the module needs in bytes, as its generated constants state it:
+    /// for linker scripts or RAM budgets checked in `build.rs`.
+    pub memory: MemoryNeeds,
+    /// The module's inputs, in its order.
+    pub inputs: Vec<TensorData>,
+    /// The module's outputs, in its order.
+    pub outputs: Vec<TensorData>,
+    /// Everything `mlf-build inspect` reports on the module, as written to [`GeneratedModule::json_file`].
+    pub report: ModuleReport,
+    /// `$OUT_DIR/mlf/<name>.json`: [`GeneratedModule::report`] as JSON (schema in README.md).
+    pub json_file: PathBuf,
+}
+
+impl Builder {
+    /// A builder for the archive at `path`: a `.tar` or an extracted directory,
+    /// relative to the package root (the build script's working directory).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(path: impl AsRef<Path>) -> Builder {
+        Builder {
+            archive: path.as_ref().to_path_buf(),
+            show_warnings: None,
+            cc: None,
+            out_dir: None,
+            target: None,
+            host: None,
+            cargo_metadata: true,
+            cpu: None,
+            renames: Vec::new(),
+            include_dirs: Vec::new(),
+            sources: Vec::new(),
+            defines: Vec::new(),
+            limits: Limits::default(),
+            mlf_rt: false,
+        }
+    }
+
+    /// Makes each generated module also define `pub struct Model` implementing
+    /// the companion crate's `mlf_rt::Model` (add `mlf-rt` to `[dependencies]`),
+    /// and `$OUT_DIR/mlf/mod.rs` a `visit_models` function, for code generic over
+    /// models. Off by default: the generated module then needs no dependency.
+    pub fn implement_mlf_rt(mut self, implement: bool) -> Builder {
+        self.mlf_rt = implement;
+        self
+    }
+
+    /// Shows the C compiler's warnings on generated code (default: silenced;
+    /// the `MLF_BUILD_SHOW_WARNINGS=1` environment variable turns them on too).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").show_warnings(true).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn show_warnings(mut self, show: bool) -> Builder {
+        self.show_warnings = Some(show);
+        self
+    }
+
+    /// Starts every C compilation from `build` instead of `cc::Build::new()`,
+    /// for flags, defines or a compiler of your choice.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// let mut build = cc::Build::new();
+    /// build.flag("-O2").define("NDEBUG", None);
+    /// mlf_build::Builder::new("model.tar").cc_build(build).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cc_build(mut self, build: cc::Build) -> Builder {
+        self.cc = Some(build);
+        self
+    }
+
+    /// Writes under `dir` instead of Cargo's `OUT_DIR`: the generated files go
+    /// to `dir/mlf/`. Needed when the Builder runs outside a build script.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").out_dir("target/model").cargo_metadata(false).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Builder {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The triple of the machine the build runs on, instead of Cargo's `HOST`
+    /// (outside a build script: the host `rustc -vV` names).
+    pub fn host(mut self, triple: impl Into<String>) -> Builder {
+        self.host = Some(triple.into());
+        self
+    }
+
+    /// Whether to print `cargo:` lines (link libraries, rerun conditions,
+    /// warnings) on standard output; default: on, as a build script needs.
+    /// Off, nothing is printed and [`Output::warnings`] still lists the warnings.
+    pub fn cargo_metadata(mut self, print: bool) -> Builder {
+        self.cargo_metadata = print;
+        self
+    }
+
+    /// Builds for `triple` instead of Cargo's `TARGET` (outside a build script: the host).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").target("thumbv7em-none-eabihf").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn target(mut self, triple: impl Into<String>) -> Builder {
+        self.target = Some(triple.into());
+        self
+    }
+
+    /// The Arm core to compile for (`-mcpu`), e.g. `cortex-m7`; default: the
+    /// `-C target-cpu` of the Rust flags (`CARGO_ENCODED_RUSTFLAGS`), else the
+    /// triple's usual core (`cortex-m0plus`, `cortex-m3`, `cortex-m4`, `cortex-m33`).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").cpu("cortex-m7").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cpu(mut self, cpu: impl Into<String>) -> Builder {
+        self.cpu = Some(cpu.into());
+        self
+    }
+
+    /// Builds module `from` of the archive as `to`, as if TVM had exported it with
+    /// `mod_name="to"`: the Rust file is `$OUT_DIR/mlf/<to>.rs` and the C symbols
+    /// are `tvmgen_<to>_*` and `mlf_<to>_*`. Two archives whose modules have the
+    /// same name (usually `default`) can only be built into one crate this way.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// // src: mod kws { include!(concat!(env!("OUT_DIR"), "/mlf/kws.rs")); }
+    /// mlf_build::Builder::new("kws.tar").rename_module("default", "kws").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn rename_module(mut self, from: impl Into<String>, to: impl Into<String>) -> Builder {
+        self.renames.push((from.into(), to.into()));
+        self
+    }
+
+    /// Adds a directory to the include path of the archive's C code, for headers
+    /// of external code the archive was compiled against (BYOC, e.g. CMSIS-NN's `Include`).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").include_dir("third_party/CMSIS-NN/Include").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn include_dir(mut self, dir: impl AsRef<Path>) -> Builder {
+        self.include_dirs.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Compiles a C or C++ source file (`.c`, `.cc`, `.cpp`) into the model's
+    /// library, for external code the archive calls (BYOC, e.g. CMSIS-NN's kernels).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar")
+    ///     .include_dir("third_party/CMSIS-NN/Include")
+    ///     .source("third_party/CMSIS-NN/Source/ConvolutionFunctions/arm_convolve_s8.c")
+    ///     .build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn source(mut self, file: impl AsRef<Path>) -> Builder {
+        self.sources.push(file.as_ref().to_path_buf());
+        self
+    }
+
+    /// Defines a preprocessor macro for the archive's C code and the sources added with [`Builder::source`].
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").define("ARM_MATH_DSP", None).define("TVM_CRT_LOG_LEVEL", Some("0")).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn define(mut self, name: impl Into<String>, value: Option<&str>) -> Builder {
+        self.defines.push((name.into(), value.map(str::to_string)));
+        self
+    }
+
+    /// Unpacks, compiles and generates bindings and Rust for every module.
+    ///
+    /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
+    /// unchanged archive is not unpacked, compiled or bound again.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// let output = mlf_build::Builder::new("model.tar").build()?;
+    /// // A RAM budget, checked before anything links.
+    /// for module in &output.modules {
+    ///     assert!(module.memory.workspace <= 64 * 1024, "{}: workspace too large", module.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build(self) -> Result<Output> {
+        let archive = self.archive.clone();
+        self.run().map_err(|error| error.in_archive(&archive))
+    }
+
+    fn run(self) -> Result<Output> {
+        let settings = self.settings()?;
+        settings.env.directives.rerun_if_changed(&self.archive)?;
+        let (toolchain, prepared) = self.probe_and_prepare(&settings)?;
+        check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
+        let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
+        prepared.model.link()?;
+        support.link()?;
+        toolchain.link(settings.env.directives)?;
+        let modules = self.write_modules(&settings, &prepared)?;
+        registry::remove_stale_modules(&settings.out_dir, &self.archive, &self.renames, &prepared.plan)?;
+        registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
+        Ok(Output { modules, warnings: prepared.warnings })
+    }
+
+    /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
+    fn settings(&self) -> Result<Settings> {
+        let env = Env { directives: Directives { print: self.cargo_metadata } };
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => env::cargo_provided("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
+                Error::new(ErrorKind::Config, "no output directory: OUT_DIR is not set")
+                    .help("call mlf_build::Builder from a build script (build.rs), or give it one with Builder::out_dir(..)")
+            })?,
+        };
+        let host = match &self.host {
+            Some(host) => host.clone(),
+            None => env::cargo_provided("HOST").map_or_else(target::rustc_host, Ok)?,
+        };
+        let triple = self.target.clone().or_else(|| env::cargo_provided("TARGET")).unwrap_or_else(|| host.clone());
+        let target = Target::new(triple, host, self.cpu.as_deref(), &env);
+        let show_warnings = self.show_warnings.unwrap_or_else(|| env.var("MLF_BUILD_SHOW_WARNINGS").is_some_and(|v| v != "0"));
+        // Names this crate's glue symbol: deterministic, unlike the output directory.
+        let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
+        let support_dir = out_dir.join("mlf").join("build-support");
+        Ok(Settings { out_dir, target, env, show_warnings, package, support_dir })
+    }
+
+    fn extra_code<'a>(&'a self, settings: &'a Settings) -> ExtraCode<'a> {
+        ExtraCode {
+            include_dirs: &self.include_dirs,
+            sources: &self.sources,
+            defines: &self.defines,
+            support_dir: &settings.support_dir,
+            directives: settings.env.directives,
+        }
+    }
+
+    /// The toolchain probes (compiler runs) and preparing the archive's C need
+    /// nothing from each other: they run side by side.
+    fn probe_and_prepare(&self, settings: &Settings) -> Result<(Toolchain, Prepared)> {
+        // libclang (~80 MB resident) loads while the toolchain is probed, unless
+        // the archive is large: then only once its files are out of memory.
+        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= libraries::PRELOAD_MAX_ARCHIVE_BYTES);
+        if small {
+            // Not joined: bindgen waits for the library itself if it is still loading.
+            std::thread::spawn(bindings::preload);
+        }
+        let target = &settings.target;
+        let (toolchain, prepared) = std::thread::scope(|scope| {
+            let toolchain = scope.spawn(|| match &self.cc {
+                Some(user_build) => target::toolchain(user_build, target),
+                None => target::default_toolchain(&default_cc(), target, &libraries::compiler_environment(target, &settings.env)),
+            });
+            let prepared = self.prepare(settings, small);
+            (joined(toolchain), prepared)
+        });
+        Ok((toolchain?, prepared?))
+    }
+
+    /// Everything the compile needs that the toolchain does not decide: the
+    /// archive read, planned and written under the output directory,
+    /// mlf-build's own C and the generated glue.
+    fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
+        let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target) };
+        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&self.archive, &options)?;
+        // Printed now: they explain a compile that fails later.
+        for warning in &warnings {
+            settings.env.directives.warning(warning);
+        }
+        registry::claim_symbols(&settings.out_dir, &self.archive, &plan)?;
+        // Module names are unique within a build script (claim_symbols), so the
+        // first names this archive's work directory and library.
+        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.clone());
+        let work = settings.out_dir.join("mlf").join("build").join(&stem);
+        let tree_dir = work.join("tree");
+        tree.write_to(&tree_dir)?;
+        tree.release(&tree_dir);
+        if !small {
+            std::thread::spawn(bindings::preload);
+        }
+        support::write(&settings.support_dir)?;
+        let extra = self.extra_code(settings);
+        let (model, generated_c) = libraries::model_library(&plan, &stem, &work, &settings.package, settings.show_warnings, &extra)?;
+        Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c })
+    }
+
+    /// Compiles the model's library and runs bindgen on its headers, unless an
+    /// identical build is cached; returns the support library, compiled too.
+    fn compile_and_bind(&self, settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Library> {
+        let Prepared { tree, plan, work, model, generated_c, .. } = prepared;
+        let base = &toolchain.build;
+        let config = CompileConfig { base, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
+        let extra = self.extra_code(settings);
+        let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
+        let extra_fingerprint = extra.fingerprint()?;
+        let key = || -> Result<String> {
+            Ok(cache::key(&[
+                tree.digest()?.as_slice(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+                support::digest().as_bytes(),
+                &config.fingerprint(!model.cxx_sources.is_empty()),
+                generated_c,
+                &extra_fingerprint,
+            ]))
+        };
+        let stamp = |key| cache::Stamp { path: work.join("stamp"), key };
+        // Without a stamp nothing is cached, and hashing a new tree waits until the C compiles.
+        let cached = work.join("stamp").is_file()
+            && stamp(key()?).is_current()
+            && model.is_built()
+            && plan.modules.iter().all(|m| bindings_file(work, m).is_file());
+        // The support library, bindgen (which reads only headers) and the
+        // model's C build side by side.
+        let (support, built) = std::thread::scope(|scope| {
+            let support = scope.spawn(|| libraries::support_library(&settings.out_dir, &settings.support_dir, &config));
+            let built = if cached {
+                Ok(None)
+            } else {
+                stamp(String::new()).invalidate()?;
+                let key = scope.spawn(key);
+                let bindgen = scope.spawn(|| {
+                    plan.modules
+                        .iter()
+                        .map(|module| {
+                            let spec = libraries::bindings_spec(module, plan, &tree_dir, &gen_dir, &extra, &toolchain.clang_args);
+                            Ok((bindings_file(work, module), bindings::generate(&spec)?))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                });
+                match model.compile(base) {
+                    Ok(()) => {
+                        let bound = joined(bindgen);
+                        let key = joined(key);
+                        Ok(Some((bound?, key?)))
+                    }
+                    Err(error) => Err(diagnose::missing_header(plan, &tree_dir, model, base).unwrap_or(error)),
+                }
+            };
+            Ok::<_, Error>((joined(support), built))
+        })?;
+        let support = support?;
+        if let Some((bound, key)) = built? {
+            for (path, text) in bound {
+                write_if_changed(&path, text.as_bytes())?;
+            }
+            tree.record_digest(&tree_dir)?;
+            stamp(key).record()?;
+        }
+        Ok(support)
+    }
+
+    /// The Rust module and the JSON report of every module, written under `mlf/`.
+    fn write_modules(&self, settings: &Settings, prepared: &Prepared) -> Result<Vec<GeneratedModule>> {
+        let Prepared { tree, metadata, plan, stem, work, .. } = prepared;
+        let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
+        let digest_hex = tree.digest_hex()?;
+        let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
+        let mlf_dir = settings.out_dir.join("mlf");
+        let mut modules = Vec::new();
+        for module in &plan.modules {
+            let path = bindings_file(work, module);
+            let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
+            let rust_file = mlf_dir.join(format!("{}.rs", module.name));
+            let mut rust = emit::module_rust(module, &bindings, &provenance);
+            if self.mlf_rt {
+                rust += &emit::mlf_rt_impl(module);
+            }
+            write_if_changed(&rust_file, rust.as_bytes())?;
+            let report = ModuleReport::new(module, metadata.version);
+            let json_file = mlf_dir.join(format!("{}.json", module.name));
+            let json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
+            write_if_changed(&json_file, json.as_bytes())?;
+            modules.push(GeneratedModule {
+                name: module.name.clone(),
+                rust_file,
+                memory: module.memory_needs(),
+                inputs: report.inputs.clone(),
+                outputs: report.outputs.clone(),
+                report,
+                json_file,
+            });
+        }
+        Ok(modules)
+    }
+}
+
+/// The Builder's options and Cargo's variables, resolved once per build.
+struct Settings {
+    /// `Builder::out_dir`, else `OUT_DIR`.
+    out_dir: PathBuf,
+    target: Target,
+    /// How the environment is read and where `cargo:` lines go.
+    env: Env,
+    show_warnings: bool,
+    /// `CARGO_PKG_NAME`: names the glue's symbols.
+    package: String,
+    /// `<out_dir>/mlf/build-support`: mlf-build's own C, written out.
+    support_dir: PathBuf,
+}
+
+/// What [`Builder::prepare`] made ready for the compile.
+struct Prepared {
+    tree: Tree,
+    metadata: Metadata,
+    plan: Plan,
+    /// From planning, for [`Output::warnings`].
+    warnings: Vec<String>,
+    /// Names the work directory and the model's library.
+    stem: String,
+    /// `<out_dir>/mlf/build/<stem>`: the tree, the generated C and the library.
+    work: PathBuf,
+    model: Library,
+    /// The text of everything generated, part of the cache key.
+    generated_c: Vec<u8>,
+}
+
+/// `<work>/gen/<module>_bindings.rs`: bindgen's output, kept for cached rebuilds.
+fn bindings_file(work: &Path, module: &ModulePlan) -> PathBuf {
+    work.join("gen").join(format!("{}_bindings.rs", module.name))
+}
+
+/// The `cc::Build` every build starts from unless the user gives one. Outside
+/// a build script, where Cargo sets no `OPT_LEVEL` or `DEBUG`, it compiles as
+/// Cargo's release profile does.
+fn default_cc() -> cc::Build {
+    let mut build = cc::Build::new();
+    if env::cargo_provided("OPT_LEVEL").is_none() {
+        build.opt_level(3);
+    }
+    if env::cargo_provided("DEBUG").is_none() {
+        build.debug(false);
+    }
+    build
+}

@@ -1,0 +1,101 @@
+//! What the Builders of one build script share, per output directory: which
+//! archive claimed each module and symbol, the `mlf/mod.rs` index of every
+//! module built, and the files of modules an archive no longer has.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::cargo::cache;
+use crate::cargo::write::write_if_changed;
+use crate::codegen::rust as emit;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
+use crate::plan::model::{Entry, Plan};
+
+/// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
+static MODULE_INDEX: Mutex<BTreeMap<PathBuf, BTreeMap<String, bool>>> = Mutex::new(BTreeMap::new());
+
+/// `$OUT_DIR/mlf/mod.rs`: one `pub mod` per module this build script has built,
+/// so several archives are included with one line.
+pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> Result<()> {
+    let mut index = MODULE_INDEX.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let modules = index.entry(out_dir.to_path_buf()).or_default();
+    for module in &plan.modules {
+        modules.insert(module.name.clone(), mlf_rt);
+    }
+    let text = emit::module_index(modules);
+    write_if_changed(&out_dir.join("mlf").join("mod.rs"), text.as_bytes()).map(drop)
+}
+
+/// Which archive claimed each module name and unprefixed C symbol, per OUT_DIR:
+/// two archives in one build script must not define the same symbols.
+static CLAIMS: Mutex<BTreeMap<(PathBuf, String), PathBuf>> = Mutex::new(BTreeMap::new());
+
+pub(super) fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
+    let mut claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for module in &plan.modules {
+        let m = &module.name;
+        let mut symbols = vec![(format!("module `{m}`"), None)];
+        match &module.entry {
+            Entry::Operator { function, .. } => {
+                symbols.push((format!("C function `{function}`"), Some(function.clone())));
+                symbols.push(("C function `__tvm_main__`".to_string(), Some("__tvm_main__".to_string())));
+            }
+            Entry::LegacyDescriptor { symbol, .. } if !symbol.starts_with("tvmgen_") => {
+                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.clone())));
+            }
+            _ => {}
+        }
+        for (what, unprefixed) in symbols {
+            let key = (out_dir.to_path_buf(), what.clone());
+            match claims.get(&key) {
+                Some(other) if other != archive => {
+                    let (message, help) = match unprefixed {
+                        None => (
+                            format!("{what} is also built from `{}` by this build script: both would write `mlf/{m}.rs` and define the C symbols `tvmgen_{m}_*` and `mlf_{m}_*`", other.display()),
+                            format!("give one of them another name: Builder::new(\"{}\").rename_module(\"{m}\", \"another_name\")", archive.display()),
+                        ),
+                        Some(symbol) => (
+                            format!("{what} is also defined by `{}`, built by this build script: the two would clash at link time", other.display()),
+                            format!("TVM wrote `{symbol}` without a module prefix, so renaming cannot help: build the archives in separate crates, or re-export one under another function name"),
+                        ),
+                    };
+                    return Err(Error::new(ErrorKind::Config, message).help(help));
+                }
+                _ => {
+                    claims.insert(key, archive.to_path_buf());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes what an earlier run of this Builder (same archive path and renames)
+/// generated for modules the archive no longer has, unless another Builder of
+/// this build script generates them now: a stale `mlf/<m>.rs` would fail later, at link time.
+pub(super) fn remove_stale_modules(out_dir: &Path, archive: &Path, renames: &[(String, String)], plan: &Plan) -> Result<()> {
+    let mlf = out_dir.join("mlf");
+    let builder_key = cache::key(&[archive.to_string_lossy().as_bytes(), format!("{renames:?}").as_bytes()]);
+    let manifest = mlf.join("manifests").join(format!("{builder_key}.txt"));
+    let current: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
+    let previous = std::fs::read_to_string(&manifest).unwrap_or_default();
+    let claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for name in previous.lines().filter(|name| ident::is_c_identifier(name) && !current.contains(name)) {
+        if claims.contains_key(&(out_dir.to_path_buf(), format!("module `{name}`"))) {
+            continue;
+        }
+        for file in [mlf.join(format!("{name}.rs")), mlf.join(format!("{name}.json"))] {
+            if file.is_file() {
+                std::fs::remove_file(&file).map_err(|e| Error::io("remove", &file, e))?;
+            }
+        }
+        let work = mlf.join("build").join(name);
+        if work.is_dir() {
+            std::fs::remove_dir_all(&work).map_err(|e| Error::io("remove", &work, e))?;
+        }
+    }
+    write_if_changed(&manifest, current.join("\n").as_bytes())?;
+    Ok(())
+}
