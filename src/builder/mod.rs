@@ -18,14 +18,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
 use crate::input::metadata::Metadata;
 use crate::plan::checks::check_core;
-use crate::plan::model::{ModulePlan, Plan};
-use crate::plan::report::ModuleReport;
+use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
+use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::Library;
 use crate::toolchain::target::{self, Target, Toolchain};
 use crate::toolchain::{bindings, joined};
-use crate::MemoryNeeds;
-use crate::TensorData;
 use libraries::{CompileConfig, ExtraCode};
 
 /// Builds one Model Library Format archive into the crate being compiled.

@@ -6,9 +6,8 @@
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::plan::model::{Entry, ModulePlan, Tensor};
+use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
-use crate::MemoryNeeds;
 
 /// The `schema` value of every JSON document mlf-build writes about a module;
 /// its number changes only when a field changes meaning or goes away.

@@ -53,6 +53,8 @@ pub struct Case {
     pub atol: f64,
     /// Real-world cases: the top-1 class each vector must give.
     pub reference_top1: Vec<usize>,
+    /// External libraries the archive's code calls (`needs` in case.json), e.g. `CMSIS-NN`.
+    pub needs: Vec<String>,
 }
 
 fn load_json(path: &Path) -> Value {
@@ -95,6 +97,7 @@ fn load_case(dir: &Path, real_world: bool) -> Case {
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as usize).collect())
             .unwrap_or_default(),
+        needs: json["needs"].as_object().map(|needs| needs.keys().cloned().collect()).unwrap_or_default(),
     };
     if real_world {
         let dtype = str_field(&json["output"], "dtype").to_string();
