@@ -15,13 +15,6 @@ fn demo_archive() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-model")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/builder-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs `f` with the variables Cargo gives a build script, OUT_DIR = `out_dir`.
 fn in_build_script<T>(out_dir: &Path, f: impl FnOnce() -> T) -> T {
     in_build_script_for(out_dir, &common::host_triple(), &[], f)
@@ -62,8 +55,8 @@ fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
 
 #[test]
 fn same_archive_gives_the_same_rust_in_any_out_dir() {
-    let first = scratch("determinism-a");
-    let second = scratch("determinism-b");
+    let first = common::scratch("determinism-a");
+    let second = common::scratch("determinism-b");
     let a = in_build_script(&first, || Builder::new(demo_archive()).build()).unwrap();
     let b = in_build_script(&second, || Builder::new(demo_archive()).build()).unwrap();
     assert_eq!(a.modules.len(), 1);
@@ -76,7 +69,7 @@ fn same_archive_gives_the_same_rust_in_any_out_dir() {
 
 #[test]
 fn unchanged_archive_is_not_compiled_or_written_again() {
-    let out = scratch("cache");
+    let out = common::scratch("cache");
     let output = in_build_script(&out, || Builder::new(demo_archive()).build()).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
@@ -89,7 +82,7 @@ fn unchanged_archive_is_not_compiled_or_written_again() {
 
 #[test]
 fn a_directory_without_metadata_is_not_an_mlf_archive() {
-    let out = scratch("not-mlf");
+    let out = common::scratch("not-mlf");
     let input = out.join("input/codegen/host/src");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(input.join("lib0.c"), "int x;").unwrap();
@@ -101,7 +94,7 @@ fn a_directory_without_metadata_is_not_an_mlf_archive() {
 
 #[test]
 fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
-    let out = scratch("hostile");
+    let out = common::scratch("hostile");
     let archive = out.join("evil.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", b"{}"), (b"../escaped.txt", b"x")])).unwrap();
     let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
@@ -113,7 +106,7 @@ fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
 
 #[test]
 fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
-    let out = scratch("version");
+    let out = common::scratch("version");
     let archive = out.join("future.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", br#"{"version": 99, "modules": {}}"#)])).unwrap();
     let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
@@ -124,7 +117,7 @@ fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
 
 #[test]
 fn a_missing_cross_compiler_names_the_target_and_the_package() {
-    let out = scratch("no-cross-cc");
+    let out = common::scratch("no-cross-cc");
     let extra = [("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")];
     let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
@@ -134,7 +127,7 @@ fn a_missing_cross_compiler_names_the_target_and_the_package() {
 
 #[test]
 fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
-    let out = scratch("float-abi");
+    let out = common::scratch("float-abi");
     let extra = [("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")];
     let error = in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
@@ -143,7 +136,7 @@ fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
 
 #[test]
 fn a_missing_rust_target_says_how_to_install_it() {
-    let out = scratch("no-rust-target");
+    let out = common::scratch("no-rust-target");
     // A triple .ci/run never installs.
     let triple = "thumbv8m.base-none-eabi";
     let error = in_build_script_for(&out, triple, &[], || Builder::new(demo_archive()).build()).unwrap_err();
@@ -153,9 +146,9 @@ fn a_missing_rust_target_says_how_to_install_it() {
 
 #[test]
 fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
-    let Some(corpus) = common::corpus_root() else { return };
-    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
-    let out = scratch("wrong-core");
+    let Some(case) = common::corpus_case("kws_int8-aot_c-cortex_m4") else { return };
+    let archive = case.join("model.tar");
+    let out = common::scratch("wrong-core");
     let error = in_build_script_for(&out, "thumbv6m-none-eabi", &[], || Builder::new(&archive).build()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::WrongTarget);
     let expected = format!(
@@ -170,15 +163,15 @@ fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
 
 #[test]
 fn code_for_a_smaller_core_builds_for_a_larger_one() {
-    let Some(corpus) = common::corpus_root() else { return };
-    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
-    let out = scratch("m4-on-m33");
+    let Some(case) = common::corpus_case("kws_int8-aot_c-cortex_m4") else { return };
+    let archive = case.join("model.tar");
+    let out = common::scratch("m4-on-m33");
     in_build_script_for(&out, "thumbv8m.main-none-eabihf", &[], || Builder::new(&archive).build()).unwrap();
 }
 
 #[test]
 fn the_target_cpu_in_the_rust_flags_is_the_c_core() {
-    let out = scratch("target-cpu-m55");
+    let out = common::scratch("target-cpu-m55");
     let extra = [("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")];
     in_build_script_for(&out, "thumbv8m.main-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
     let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
@@ -193,7 +186,7 @@ fn readelf_attributes(library: &Path) -> String {
 
 #[test]
 fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
-    let out = scratch("no-defaults-hard-float");
+    let out = common::scratch("no-defaults-hard-float");
     let extra = [("CRATE_CC_NO_DEFAULTS", "1")];
     in_build_script_for(&out, "thumbv7em-none-eabihf", &extra, || Builder::new(demo_archive()).build()).unwrap();
     // The support library is built once per process, by whichever test came first.
@@ -205,7 +198,7 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
 /// the library is then made by the toolchain's `ar`, whose index has them.
 #[test]
 fn lto_objects_are_indexed_by_the_toolchains_archiver() {
-    let out = scratch("gcc-lto");
+    let out = common::scratch("gcc-lto");
     let host = common::host_triple();
     let cflags = format!("CFLAGS_{}", host.replace('-', "_"));
     in_build_script_for(&out, &host, &[(cflags.as_str(), "-flto")], || Builder::new(demo_archive()).build()).unwrap();
@@ -222,7 +215,7 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
 /// compiler's environment asks again.
 #[test]
 fn the_toolchain_is_probed_once_per_target_and_environment() {
-    let out = scratch("probed-once");
+    let out = common::scratch("probed-once");
     let log = out.join("compiler.log");
     let wrapper = out.join("logging-gcc");
     std::fs::write(&wrapper, format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec arm-none-eabi-gcc \"$@\"\n", log.display())).unwrap();
@@ -240,7 +233,7 @@ fn the_toolchain_is_probed_once_per_target_and_environment() {
 
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
-    let out = scratch("soft-float-wrapper");
+    let out = common::scratch("soft-float-wrapper");
     // A wrapper that forces soft-float behind every flag the build gives.
     let wrapper = out.join("soft-gcc");
     std::fs::write(&wrapper, "#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n").unwrap();
@@ -260,7 +253,7 @@ fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
 
 #[test]
 fn a_missing_risc_v_toolchain_names_the_packages() {
-    let out = scratch("no-riscv-cc");
+    let out = common::scratch("no-riscv-cc");
     let extra = [("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")];
     let error = in_build_script_for(&out, "riscv32imac-unknown-none-elf", &extra, || Builder::new(demo_archive()).build()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
@@ -275,14 +268,14 @@ fn a_missing_risc_v_toolchain_names_the_packages() {
 
 #[test]
 fn the_demo_cross_builds_for_risc_v_with_picolibc() {
-    let out = scratch("cross-rv32");
+    let out = common::scratch("cross-rv32");
     in_build_script_for(&out, "riscv32imac-unknown-none-elf", &[], || Builder::new(demo_archive()).build()).unwrap();
     assert!(out.join("mlf/build/default/lib/libmlf_default.a").is_file());
 }
 
 #[test]
 fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
-    let out = scratch("cross-m4");
+    let out = common::scratch("cross-m4");
     let output = in_build_script_for(&out, "thumbv7em-none-eabihf", &[], || Builder::new(demo_archive()).build()).unwrap();
     let needs = output.modules[0].memory;
     assert_eq!((needs.inputs, needs.outputs, needs.code_workspace), (16, 12, 12));
@@ -310,7 +303,7 @@ fn demo_copy(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
 
 #[test]
 fn two_archives_with_the_same_module_need_a_rename() {
-    let out = scratch("two-archives");
+    let out = common::scratch("two-archives");
     let other = demo_copy(&out.join("copy"), &[]);
     let error = in_build_script(&out.join("out"), || {
         Builder::new(demo_archive()).build().unwrap();
@@ -329,7 +322,7 @@ fn two_archives_with_the_same_module_need_a_rename() {
 
 #[test]
 fn a_missing_external_header_names_itself_the_file_and_the_option() {
-    let out = scratch("byoc");
+    let out = common::scratch("byoc");
     let source = "#include <mlf_test_byoc_kernels.h>\nint mlf_test_byoc_use(void) { return MLF_TEST_BYOC_VALUE; }\n";
     let archive = demo_copy(&out, &[("codegen/host/src/default_lib2.c", source)]);
     let error = in_build_script(&out.join("out"), || Builder::new(&archive).build()).unwrap_err();
