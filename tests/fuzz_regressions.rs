@@ -21,7 +21,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("metadata", fuzzing::metadata),
     ("graph", fuzzing::graph),
     ("params", fuzzing::params),
-    ("inspect", fuzzing::inspect),
+    ("sources", fuzzing::sources),
     ("relay", fuzzing::relay),
     ("object", fuzzing::object),
 ];
@@ -170,7 +170,7 @@ fn empty_tar_loads_as_an_empty_tree() {
 #[test]
 fn hostile_c_text_does_not_panic() {
     assert_no_panic(
-        fuzzing::inspect,
+        fuzzing::sources,
         &[
             text("empty", ""),
             text("open brace", "TVM_DLL int32_t tvmgen_default_run(struct tvmgen_default_inputs* inputs, {"),
