@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-1800}
 bin=target/x86_64-unknown-linux-gnu/release
-declare -A max_len=([archive]=1048576 [front_end]=1048576 [inspect]=262144 [params]=262144 [metadata]=65536 [graph]=65536 [relay]=65536 [object]=262144)
+declare -A max_len=([archive]=1048576 [front_end]=1048576 [sources]=262144 [params]=262144 [metadata]=65536 [graph]=65536 [relay]=65536 [object]=262144)
 for target in "${!max_len[@]}"; do
     mkdir -p "corpus/$target" "artifacts/$target"
     nice -n 19 "$bin/$target" "corpus/$target" -max_total_time="$seconds" -rss_limit_mb=1024 \

@@ -27,7 +27,7 @@ def target_for(path):
     if name.endswith(".graph") or "graph/" in path and name.endswith(".json") or name == "graph.json":
         return "graph"
     if path.startswith("codegen/host/") and name.endswith((".h", ".c", ".cc", ".cpp")):
-        return "inspect"
+        return "sources"
     if name.endswith(".relay") or name == "relay.txt":
         return "relay"
     if path.startswith("codegen/host/lib/") and name.endswith(".o"):

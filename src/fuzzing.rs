@@ -63,7 +63,7 @@ pub fn params(bytes: &[u8]) -> Result<()> {
 
 /// `bytes` as generated C: read as the interface header `tvmgen_default.h`
 /// and as the module's only source, by every function that inspects either.
-pub fn inspect(bytes: &[u8]) -> Result<()> {
+pub fn sources(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
     if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
         for value in header.macros.values() {

@@ -18,6 +18,8 @@ pub mod fuzzing;
 mod ident;
 mod input;
 mod plan;
+#[cfg(test)]
+mod test_support;
 mod toolchain;
 
 pub use builder::{Builder, GeneratedModule, Output};

@@ -12,13 +12,6 @@ fn demo_archive() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo-model")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/builder-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Builds with `builder` for the host into `out_dir`, as a build script would but printing nothing.
 fn build_in(out_dir: &Path, builder: Builder) -> mlf_build::Result<Output> {
     build_for(out_dir, &common::host_triple(), builder)
@@ -69,8 +62,8 @@ fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
 
 #[test]
 fn same_archive_gives_the_same_rust_in_any_out_dir() {
-    let first = scratch("determinism-a");
-    let second = scratch("determinism-b");
+    let first = common::scratch("determinism-a");
+    let second = common::scratch("determinism-b");
     let a = build_in(&first, Builder::new(demo_archive())).unwrap();
     let b = build_in(&second, Builder::new(demo_archive())).unwrap();
     assert_eq!(a.modules.len(), 1);
@@ -83,7 +76,7 @@ fn same_archive_gives_the_same_rust_in_any_out_dir() {
 
 #[test]
 fn unchanged_archive_is_not_compiled_or_written_again() {
-    let out = scratch("cache");
+    let out = common::scratch("cache");
     let output = build_in(&out, Builder::new(demo_archive())).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let modified = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
@@ -96,7 +89,7 @@ fn unchanged_archive_is_not_compiled_or_written_again() {
 
 #[test]
 fn a_directory_without_metadata_is_not_an_mlf_archive() {
-    let out = scratch("not-mlf");
+    let out = common::scratch("not-mlf");
     let input = out.join("input/codegen/host/src");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(input.join("lib0.c"), "int x;").unwrap();
@@ -108,7 +101,7 @@ fn a_directory_without_metadata_is_not_an_mlf_archive() {
 
 #[test]
 fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
-    let out = scratch("hostile");
+    let out = common::scratch("hostile");
     let archive = out.join("evil.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", b"{}"), (b"../escaped.txt", b"x")])).unwrap();
     let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();
@@ -120,7 +113,7 @@ fn hostile_entries_are_refused_and_nothing_escapes_out_dir() {
 
 #[test]
 fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
-    let out = scratch("version");
+    let out = common::scratch("version");
     let archive = out.join("future.tar");
     std::fs::write(&archive, tar_with(&[(b"./metadata.json", br#"{"version": 99, "modules": {}}"#)])).unwrap();
     let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();
@@ -134,7 +127,7 @@ fn a_missing_cross_compiler_names_the_target_and_the_package() {
     if !in_child_with(&[("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")]) {
         return;
     }
-    let out = scratch("no-cross-cc");
+    let out = common::scratch("no-cross-cc");
     let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     let text = error.to_string();
@@ -146,7 +139,7 @@ fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
     if !in_child_with(&[("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")]) {
         return;
     }
-    let out = scratch("float-abi");
+    let out = common::scratch("float-abi");
     let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
     assert!(error.to_string().contains("-mfloat-abi=softfp"), "{error}");
@@ -154,7 +147,7 @@ fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
 
 #[test]
 fn a_missing_rust_target_says_how_to_install_it() {
-    let out = scratch("no-rust-target");
+    let out = common::scratch("no-rust-target");
     // A triple .ci/run never installs.
     let triple = "thumbv8m.base-none-eabi";
     let error = build_for(&out, triple, Builder::new(demo_archive())).unwrap_err();
@@ -164,9 +157,9 @@ fn a_missing_rust_target_says_how_to_install_it() {
 
 #[test]
 fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
-    let Some(corpus) = common::corpus_root() else { return };
-    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
-    let out = scratch("wrong-core");
+    let Some(case) = common::corpus_case("kws_int8-aot_c-cortex_m4") else { return };
+    let archive = case.join("model.tar");
+    let out = common::scratch("wrong-core");
     let error = build_for(&out, "thumbv6m-none-eabi", Builder::new(&archive)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::WrongTarget);
     let expected = format!(
@@ -181,9 +174,9 @@ fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
 
 #[test]
 fn code_for_a_smaller_core_builds_for_a_larger_one() {
-    let Some(corpus) = common::corpus_root() else { return };
-    let archive = corpus.join("tvm-0.18/kws_int8-aot_c-cortex_m4/model.tar");
-    let out = scratch("m4-on-m33");
+    let Some(case) = common::corpus_case("kws_int8-aot_c-cortex_m4") else { return };
+    let archive = case.join("model.tar");
+    let out = common::scratch("m4-on-m33");
     build_for(&out, "thumbv8m.main-none-eabihf", Builder::new(&archive)).unwrap();
 }
 
@@ -194,7 +187,7 @@ fn the_target_cpu_in_the_rust_flags_is_the_c_core() {
     if !in_child_with(&[("TARGET", target), ("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")]) {
         return;
     }
-    let out = scratch("target-cpu-m55");
+    let out = common::scratch("target-cpu-m55");
     build_for(&out, target, Builder::new(demo_archive())).unwrap();
     let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
     assert!(attributes.contains("Tag_CPU_arch: v8.1-M.mainline") && attributes.contains("Tag_MVE_arch"), "{attributes}");
@@ -211,7 +204,7 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
     if !in_child_with(&[("CRATE_CC_NO_DEFAULTS", "1")]) {
         return;
     }
-    let out = scratch("no-defaults-hard-float");
+    let out = common::scratch("no-defaults-hard-float");
     build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap();
     let attributes = readelf_attributes(&out.join("mlf/build/default/lib/libmlf_default.a"));
     assert!(attributes.contains("Tag_ABI_VFP_args: VFP registers"), "{attributes}");
@@ -225,7 +218,7 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
     if !in_child_with(&[(cflags.as_str(), "-flto")]) {
         return;
     }
-    let out = scratch("gcc-lto");
+    let out = common::scratch("gcc-lto");
     build_in(&out, Builder::new(demo_archive())).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let listing = std::process::Command::new("nm").arg("--print-armap").arg(&library).output().unwrap();
@@ -240,16 +233,17 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
 /// core asks again.
 #[test]
 fn the_toolchain_is_probed_once_per_target() {
-    // Written by the test and again by its child, identically.
-    let tools = scratch("probed-once-tools");
-    let log = tools.join("compiler.log");
-    let wrapper = tools.join("logging-gcc");
-    std::fs::write(&wrapper, format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec arm-none-eabi-gcc \"$@\"\n", log.display())).unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    if !in_child_with(&[("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())]) {
+    const CC: &str = "CC_thumbv7em_none_eabihf";
+    if std::env::var_os(CC).is_none() {
+        // A compiler that logs each run beside itself.
+        let wrapper = common::scratch("probed-once-tools").join("logging-gcc");
+        std::fs::write(&wrapper, "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/compiler.log\"\nexec arm-none-eabi-gcc \"$@\"\n").unwrap();
+        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert!(!in_child_with(&[(CC, wrapper.to_str().unwrap())]));
         return;
     }
-    let out = scratch("probed-once");
+    let log = PathBuf::from(std::env::var(CC).unwrap()).with_file_name("compiler.log");
+    let out = common::scratch("probed-once");
     let probes = || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|line| line.contains("-dM -E")).count();
     let target = "thumbv7em-none-eabihf";
     build_for(&out, target, Builder::new(demo_archive())).unwrap();
@@ -262,15 +256,15 @@ fn the_toolchain_is_probed_once_per_target() {
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
     // A wrapper that forces soft-float behind every flag the build gives,
-    // written by the test and again by its child, identically.
-    let tools = scratch("soft-float-wrapper-tools");
+    // written by the test and again by its child.
+    let tools = common::scratch("soft-float-wrapper-tools");
     let wrapper = tools.join("soft-gcc");
     std::fs::write(&wrapper, "#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n").unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     if !in_child_with(&[("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())]) {
         return;
     }
-    let out = scratch("soft-float-wrapper");
+    let out = common::scratch("soft-float-wrapper");
     let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
     let text = error.to_string();
@@ -288,7 +282,7 @@ fn a_missing_risc_v_toolchain_names_the_packages() {
     if !in_child_with(&[("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")]) {
         return;
     }
-    let out = scratch("no-riscv-cc");
+    let out = common::scratch("no-riscv-cc");
     let error = build_for(&out, "riscv32imac-unknown-none-elf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Toolchain);
     let expected = format!(
@@ -302,14 +296,14 @@ fn a_missing_risc_v_toolchain_names_the_packages() {
 
 #[test]
 fn the_demo_cross_builds_for_risc_v_with_picolibc() {
-    let out = scratch("cross-rv32");
+    let out = common::scratch("cross-rv32");
     build_for(&out, "riscv32imac-unknown-none-elf", Builder::new(demo_archive())).unwrap();
     assert!(out.join("mlf/build/default/lib/libmlf_default.a").is_file());
 }
 
 #[test]
 fn the_demo_cross_builds_for_cortex_m4_with_its_memory_needs() {
-    let out = scratch("cross-m4");
+    let out = common::scratch("cross-m4");
     let output = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap();
     let needs = output.modules[0].memory;
     assert_eq!((needs.inputs, needs.outputs, needs.code_workspace), (16, 12, 12));
@@ -337,7 +331,7 @@ fn demo_copy(dir: &Path, extra: &[(&str, &str)]) -> PathBuf {
 
 #[test]
 fn two_archives_with_the_same_module_need_a_rename() {
-    let out = scratch("two-archives");
+    let out = common::scratch("two-archives");
     let other = demo_copy(&out.join("copy"), &[]);
     build_in(&out.join("out"), Builder::new(demo_archive())).unwrap();
     let error = build_in(&out.join("out"), Builder::new(&other)).unwrap_err();
@@ -354,7 +348,7 @@ fn two_archives_with_the_same_module_need_a_rename() {
 
 #[test]
 fn a_missing_external_header_names_itself_the_file_and_the_option() {
-    let out = scratch("byoc");
+    let out = common::scratch("byoc");
     let source = "#include <mlf_test_byoc_kernels.h>\nint mlf_test_byoc_use(void) { return MLF_TEST_BYOC_VALUE; }\n";
     let archive = demo_copy(&out, &[("codegen/host/src/default_lib2.c", source)]);
     let error = build_in(&out.join("out"), Builder::new(&archive)).unwrap_err();

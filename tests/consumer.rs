@@ -3,10 +3,14 @@
 
 mod common;
 
-/// Runs the fixture crate `tests/fixtures/<name>` and returns its stdout; panics when it fails.
-fn run_fixture(name: &str) -> String {
+use std::path::Path;
+
+/// Runs the fixture crate `tests/fixtures/<name>` with `env` set and returns its stdout; panics when it fails.
+fn run_fixture(name: &str, env: &[(&str, &Path)]) -> String {
     let manifest = common::repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
-    let output = common::cargo(name).args(["run", "--release", "--quiet", "--manifest-path"]).arg(&manifest).output().expect("cargo runs");
+    let mut command = common::cargo(name);
+    command.args(["run", "--release", "--quiet", "--manifest-path"]).arg(&manifest).envs(env.iter().copied());
+    let output = command.output().expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{name} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     stdout
@@ -14,7 +18,7 @@ fn run_fixture(name: &str) -> String {
 
 #[test]
 fn demo_module_builds_no_std_warning_free_and_runs() {
-    let stdout = run_fixture("typed-consumer");
+    let stdout = run_fixture("typed-consumer", &[]);
     assert!(stdout.contains("output = [0.0, 8.0, 0.75]"), "{stdout}");
 }
 
@@ -89,10 +93,8 @@ fn compiled_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, std::time::
 
 #[test]
 fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
-    if common::corpus_root().is_none() {
-        return;
-    }
-    let stdout = run_fixture("multi-archive");
+    let Some(corpus) = common::corpus_dir() else { return };
+    let stdout = run_fixture("multi-archive", &[("MLF_TEST_CORPUS", &corpus)]);
     assert!(
         stdout.contains("speech: `yes` -> class 2")
             && stdout.contains("generic: demo_copy and mlp")

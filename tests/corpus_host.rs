@@ -48,7 +48,7 @@ const TARGET_DIR: &str = "corpus-host";
 
 #[test]
 fn corpus_cases_on_the_host() {
-    let Some(root) = common::corpus_root() else { return };
+    let Some(root) = common::corpus_dir() else { return };
     let triple = common::host_triple();
     let mut failed = Vec::new();
     for case in common::cases(&root) {
@@ -89,7 +89,7 @@ fn host_verdict(case: &Case) -> Verdict {
     let mut runs = 0;
     if case.modules.is_empty() {
         // The case gives no data (an operator export): it must still run on zeros.
-        if let Err(why) = run_runner(&binary, None, &[], &scratch(case, "zeros")) {
+        if let Err(why) = run_runner(&binary, None, &[], &common::scratch(&format!("{}-zeros", case.name))) {
             return Verdict::Fail(why);
         }
         runs += 1;
@@ -97,13 +97,13 @@ fn host_verdict(case: &Case) -> Verdict {
     for module in &case.modules {
         if module.vectors.is_empty() {
             // No reference data: the archive must still build and run on zeros.
-            if let Err(why) = run_runner(&binary, module.module.as_deref(), &[], &scratch(case, "zeros")) {
+            if let Err(why) = run_runner(&binary, module.module.as_deref(), &[], &common::scratch(&format!("{}-zeros", case.name))) {
                 return Verdict::Fail(why);
             }
             runs += 1;
         }
         for (index, vector) in module.vectors.iter().enumerate() {
-            let out = scratch(case, &format!("{}-{index}", module.module.as_deref().unwrap_or("m")));
+            let out = common::scratch(&format!("{}-{}-{index}", case.name, module.module.as_deref().unwrap_or("m")));
             if let Err(why) = run_runner(&binary, module.module.as_deref(), &vector.inputs, &out) {
                 return Verdict::Fail(why);
             }
@@ -118,10 +118,6 @@ fn host_verdict(case: &Case) -> Verdict {
     }
     let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
     Verdict::Pass(format!("{runs} run(s), {checked}"))
-}
-
-fn scratch(case: &Case, run: &str) -> PathBuf {
-    common::repo_root().join("target").join(TARGET_DIR).join("outputs").join(&case.name).join(run)
 }
 
 fn run_runner(binary: &Path, module: Option<&str>, inputs: &[PathBuf], out: &Path) -> Result<(), String> {

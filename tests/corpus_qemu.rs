@@ -77,7 +77,7 @@ const TARGET_DIR: &str = "corpus-qemu";
 
 #[test]
 fn corpus_cases_on_emulated_cortex_m_boards() {
-    let Some(root) = common::corpus_root() else { return };
+    let Some(root) = common::corpus_dir() else { return };
     let cases = common::cases(&root);
     let mut failed = Vec::new();
     let started = std::time::Instant::now();

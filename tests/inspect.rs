@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn archive(case: &str) -> Option<PathBuf> {
-    let path = common::corpus_root()?.join("tvm-0.18").join(case).join("model.tar");
-    Some(path)
+    Some(common::corpus_case(case)?.join("model.tar"))
 }
 
 fn inspect(args: &[&std::ffi::OsStr]) -> Output {
@@ -85,9 +84,7 @@ fn json_follows_the_documented_schema() {
 #[test]
 fn svg_is_well_formed_and_labels_match_the_numbers() {
     let Some(kws) = archive("kws_int8-aot_c_usmp") else { return };
-    let dir = common::repo_root().join("target/inspect-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    let svg_path = dir.join("kws.svg");
+    let svg_path = common::scratch("svg").join("kws.svg");
     let output = inspect(&[kws.as_os_str(), "--svg".as_ref(), svg_path.as_os_str()]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let svg = std::fs::read_to_string(&svg_path).unwrap();
@@ -128,9 +125,7 @@ fn svg_is_well_formed_and_labels_match_the_numbers() {
 
 #[test]
 fn errors_are_one_block_and_fail() {
-    let dir = common::repo_root().join("target/inspect-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    let not_mlf = dir.join("not-mlf.tar");
+    let not_mlf = common::scratch("not-mlf").join("not-mlf.tar");
     let mut builder = tar::Builder::new(Vec::new());
     let mut header = tar::Header::new_gnu();
     header.set_size(2);
@@ -157,7 +152,7 @@ fn errors_are_one_block_and_fail() {
 fn target_measures_the_compiled_objects_quietly() {
     let Some(kws) = archive("kws_int8-aot_c_usmp") else { return };
     if Command::new("arm-none-eabi-gcc").arg("--version").output().is_err() {
-        let _ = std::io::Write::write_all(&mut std::io::stdout(), b"inspect: arm-none-eabi-gcc absent; --target check skipped\n");
+        common::skip("arm-none-eabi-gcc is not installed");
         return;
     }
     let output = inspect(&[kws.as_os_str(), "--target".as_ref(), "thumbv7em-none-eabihf".as_ref()]);

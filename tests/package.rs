@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The corpus case the consumer builds: small, AOT, one input and one output.
-const CASE: &str = "tvm-0.18/mlp_f32-aot_c";
+const CASE: &str = "mlp_f32-aot_c";
 
 /// The Rust snippets of README.md's "Use it" section: build.rs, then src/main.rs.
 fn readme_snippets() -> (String, String) {
@@ -85,10 +85,8 @@ fn counts(stats: &Value, counter: &str) -> u64 {
 
 #[test]
 fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
-    let Some(corpus) = common::corpus_root() else { return };
-    let work = std::env::temp_dir().join(format!("mlf-build-package-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).expect("temp dir");
+    let Some(case) = common::corpus_case(CASE) else { return };
+    let work = common::scratch("package");
 
     // `cargo package`, warning-free; --no-verify: the consumer below is the verification.
     let package_target = work.join("package-target");
@@ -116,13 +114,13 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
     std::fs::write(consumer.join("src/main.rs"), format!("#![deny(warnings)]\n{main_rs}")).expect("write main.rs");
     // The versions this repository tests with, not whatever is newest today.
     std::fs::copy(common::repo_root().join("Cargo.lock"), consumer.join("Cargo.lock")).expect("copy Cargo.lock");
-    std::fs::copy(corpus.join(CASE).join("model.tar"), consumer.join("model.tar")).expect("copy the archive");
+    std::fs::copy(case.join("model.tar"), consumer.join("model.tar")).expect("copy the archive");
 
     let sccache = if sccache_available() {
         Some(Sccache { port: (20000 + std::process::id() % 20000).to_string(), dir: work.join("sccache") })
     } else {
         assert!(std::env::var_os("CI").is_none(), "sccache is not installed (.ci/run installs it)");
-        println!("sccache is not installed: the packaged crate is built once, without it");
+        common::skip("sccache is not installed: the packaged crate is built once, without it");
         None
     };
     if let Some(sccache) = &sccache {
@@ -142,7 +140,7 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
     cargo(&["build"]);
     let ran = run(&mut Command::new(target.join("debug/readme-consumer")));
     let stdout = String::from_utf8_lossy(&ran.stdout);
-    let expected_bytes = std::fs::metadata(corpus.join(CASE).join("expected/output0.bin")).expect("expected output").len();
+    let expected_bytes = std::fs::metadata(case.join("expected/output0.bin")).expect("expected output").len();
     let printed_bytes = stdout.split_once('[').map_or(0, |(_, list)| list.trim_end().trim_end_matches(']').split(',').count());
     assert_eq!(printed_bytes as u64, expected_bytes, "one output of the model's size:\n{stdout}");
 

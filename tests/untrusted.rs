@@ -16,17 +16,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn corpus_case(name: &str) -> Option<PathBuf> {
-    common::corpus_root().map(|root| root.join("tvm-0.18").join(name))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = common::repo_root().join("target/untrusted-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Extracts a corpus case's `model.tar` into `dir` (a directory archive to edit).
 fn extract(case: &Path, dir: &Path) {
     let file = std::fs::File::open(case.join("model.tar")).unwrap();
@@ -92,8 +81,8 @@ fn runner_mlf_dir() -> PathBuf {
 #[test]
 fn names_with_line_breaks_are_refused_before_any_directive() {
     let _serial = serial();
-    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
-    let dir = scratch("names");
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("names");
     let archive = dir.join("model");
     extract(&case, &archive);
     std::fs::write(archive.join("codegen/host/src/x\ncargo:rustc-env=MLF_INJECTED=1.txt"), "").unwrap();
@@ -106,7 +95,7 @@ fn names_with_line_breaks_are_refused_before_any_directive() {
     assert!(stderr.contains("control character '\\n'") && stderr.contains("cargo:rerun-if-changed"), "{stderr}");
 
     // A tensor name with a line break would break out of a doc comment; packed archives take names from metadata.json.
-    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
+    let Some(packed) = common::corpus_case("mlp_f32-aot_packed") else { return };
     let archive = dir.join("tensor");
     extract(&packed, &archive);
     replace_in(&archive.join("metadata.json"), &[("\"input\"", "\"input\\n#[no_mangle]\"")]);
@@ -118,8 +107,8 @@ fn names_with_line_breaks_are_refused_before_any_directive() {
 #[test]
 fn fifos_are_refused_without_blocking() {
     let _serial = serial();
-    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
-    let dir = scratch("fifo");
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("fifo");
     let fifo = dir.join("model.tar");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let stderr = build_fails(&fifo);
@@ -137,8 +126,8 @@ fn fifos_are_refused_without_blocking() {
 #[test]
 fn modules_whose_names_prefix_each_other_get_their_own_files() {
     let _serial = serial();
-    let Some(case) = corpus_case("multi-kws_mlp-aot_c") else { return };
-    let dir = scratch("prefix");
+    let Some(case) = common::corpus_case("multi-kws_mlp-aot_c") else { return };
+    let dir = common::scratch("prefix");
     let archive = dir.join("model");
     extract(&case, &archive);
     let renames = [("tvmgen_mlp", "tvmgen_kws_mlp"), ("TVMGEN_MLP", "TVMGEN_KWS_MLP"), ("\"mlp\"", "\"kws_mlp\"")];
@@ -167,8 +156,8 @@ fn modules_whose_names_prefix_each_other_get_their_own_files() {
 #[test]
 fn a_module_that_disappears_leaves_no_generated_file() {
     let _serial = serial();
-    let (Some(multi), Some(single)) = (corpus_case("multi-kws_mlp-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
-    let dir = scratch("stale");
+    let (Some(multi), Some(single)) = (common::corpus_case("multi-kws_mlp-aot_c"), common::corpus_case("mlp_f32-aot_c")) else { return };
+    let dir = common::scratch("stale");
     let archive = dir.join("model");
     extract(&multi, &archive);
     build_and_run(&archive, Some("mlp"), &[multi.join("inputs/mlp/input.bin")], 1, &dir.join("out-multi"));
@@ -190,8 +179,8 @@ fn a_module_that_disappears_leaves_no_generated_file() {
 #[test]
 fn compiler_errors_are_shown_when_warnings_are_silenced() {
     let _serial = serial();
-    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
-    let dir = scratch("compile-error");
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("compile-error");
     let archive = dir.join("model");
     extract(&case, &archive);
     std::fs::write(archive.join("codegen/host/src/default_lib2.c"), "int mlf_broken(void) { return mlf_undeclared_name; }\n").unwrap();
@@ -204,8 +193,8 @@ fn compiler_errors_are_shown_when_warnings_are_silenced() {
 #[test]
 fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
     let _serial = serial();
-    let Some(case) = corpus_case("mlp_f32-aot_c") else { return };
-    let dir = scratch("sizes");
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("sizes");
     let archive = dir.join("model");
     extract(&case, &archive);
     replace_in(&archive.join("metadata.json"), &[("\"workspace_size_bytes\": 12580", "\"workspace_size_bytes\": 18446744073709551615")]);
@@ -213,7 +202,7 @@ fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
     assert!(stderr.contains("18446744073709551615 bytes, over mlf-build's limit of 1073741824 bytes (MAX_BYTES)"), "{stderr}");
     assert!(!stderr.contains("panicked at") || stderr.contains("mlf-build:"), "{stderr}");
 
-    let Some(packed) = corpus_case("mlp_f32-aot_packed") else { return };
+    let Some(packed) = common::corpus_case("mlp_f32-aot_packed") else { return };
     let archive = dir.join("packed");
     extract(&packed, &archive);
     replace_in(&archive.join("metadata.json"), &[("\"size\": 256", "\"size\": 18446744073709551612")]);
@@ -227,8 +216,8 @@ fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
 #[test]
 fn two_crates_with_a_default_module_fail_to_link_or_each_run_their_own() {
     let _serial = serial();
-    let (Some(kws), Some(mlp)) = (corpus_case("kws_int8-aot_c"), corpus_case("mlp_f32-aot_c")) else { return };
-    let out = scratch("two-crates");
+    let (Some(kws), Some(mlp)) = (common::corpus_case("kws_int8-aot_c"), common::corpus_case("mlp_f32-aot_c")) else { return };
+    let out = common::scratch("two-crates");
     let manifest = common::repo_root().join("tests/fixtures/two-models/Cargo.toml");
     let cargo = |command: &str, rename: &str| {
         let mut cargo = common::cargo(TARGET_DIR);

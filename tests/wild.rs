@@ -17,21 +17,9 @@ const QEMU_TARGET_DIR: &str = "corpus-qemu";
 /// One runner binary per target directory: builds and runs must not interleave.
 static RUNNER: Mutex<()> = Mutex::new(());
 
-fn corpus(case: &str) -> Option<PathBuf> {
-    let root = common::corpus_root()?;
-    ["tvm-0.18", "real-world"].iter().map(|group| root.join(group).join(case)).find(|dir| dir.is_dir())
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = common::repo_root().join("target/wild-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// The case's `model.tar` unpacked into a fresh directory, to be edited.
 fn unpack(case_dir: &Path, name: &str) -> PathBuf {
-    let dir = scratch(name).join("model");
+    let dir = common::scratch(name).join("model");
     std::fs::create_dir_all(&dir).unwrap();
     let file = std::fs::File::open(case_dir.join("model.tar")).unwrap();
     tar::Archive::new(file).unpack(&dir).unwrap();
@@ -116,7 +104,7 @@ fn build_in_process(archive: &Path) -> mlf_build::Result<mlf_build::Output> {
 // Issue 9.3: a kernel library's API headers are external code, not an Arm target.
 #[test]
 fn kernel_library_headers_are_external_code_named_all_at_once() {
-    let Some(case) = corpus("mlp_f32-aot_c") else { return };
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
     let archive = unpack(&case, "kernel-headers");
     let src = archive.join("codegen/host/src");
     std::fs::write(
@@ -147,7 +135,7 @@ fn kernel_library_headers_are_external_code_named_all_at_once() {
 // Issue 9.5: the graph JSON is what runs; the metadata's storage table is a report.
 #[test]
 fn graph_runs_when_metadata_storage_sizes_are_on_the_wrong_ids() {
-    let Some(case) = corpus("arduino-microspeech-graph-v5-executorconfig") else { return };
+    let Some(case) = common::corpus_case("arduino-microspeech-graph-v5-executorconfig") else { return };
     let archive = unpack(&case, "graph-shifted-sids");
     edit_json(&archive.join("metadata.json"), |json| {
         let sids = json["memory"]["sids"].as_array_mut().unwrap();
@@ -168,7 +156,7 @@ fn graph_runs_when_metadata_storage_sizes_are_on_the_wrong_ids() {
 // Issue 9.5: weights bound at build time never turn into model inputs.
 #[test]
 fn graph_without_its_params_file_is_refused_naming_it() {
-    let Some(case) = corpus("arduino-cifar-resnet-v2-20210602") else { return };
+    let Some(case) = common::corpus_case("arduino-cifar-resnet-v2-20210602") else { return };
     let archive = unpack(&case, "graph-no-params");
     std::fs::remove_dir_all(archive.join("parameters")).unwrap();
     let error = build_in_process(&archive).unwrap_err();
@@ -181,7 +169,7 @@ fn graph_without_its_params_file_is_refused_naming_it() {
 // Issue 8.7: a graph calling a function no source defines is named before the linker.
 #[test]
 fn graph_calling_an_undefined_operator_names_function_and_node() {
-    let Some(case) = corpus("arduino-microspeech-graph-v5-executorconfig") else { return };
+    let Some(case) = common::corpus_case("arduino-microspeech-graph-v5-executorconfig") else { return };
     let archive = unpack(&case, "graph-undefined-operator");
     let function = "tvmgen_default_fused_nn_softmax";
     edit(&archive.join("codegen/host/src/default_lib1.c"), |text| text.replace(&format!("{function}("), "mlf_wild_renamed_softmax("));
@@ -198,7 +186,7 @@ fn graph_calling_an_undefined_operator_names_function_and_node() {
 // Issue 9.6: an archive shipping TVM's runtime that allocates its workspace links on bare metal.
 #[test]
 fn runtime_archive_with_workspace_allocation_runs_on_bare_metal() {
-    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
     let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let triple = "thumbv7em-none-eabihf";
     let output = common::cargo(QEMU_TARGET_DIR)
@@ -219,7 +207,7 @@ fn runtime_archive_with_workspace_allocation_runs_on_bare_metal() {
 // the output's element type is the one the last operator the entry calls writes.
 #[test]
 fn untyped_2021_output_takes_its_type_from_the_last_operator() {
-    let Some(case) = corpus("arduino-yesno-aot-packed-v5") else { return };
+    let Some(case) = common::corpus_case("arduino-yesno-aot-packed-v5") else { return };
     let archive = unpack(&case, "untyped-output");
     edit(&archive.join("src/relay.txt"), |text| text.replace(", out_dtype=\"int8\")\n}", ")\n}"));
     assert_matches_vectors(&case, &archive);
@@ -238,7 +226,7 @@ fn delete_run_definition(archive: &Path) {
 // Issue 9.2: the header declares an entry no source defines; the defined model function runs.
 #[test]
 fn header_entry_without_definition_calls_the_defined_model_function() {
-    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
     let archive = unpack(&case, "undefined-run");
     delete_run_definition(&archive);
     let run = assert_matches_tvm(&case, &archive);
@@ -253,7 +241,7 @@ fn header_entry_without_definition_calls_the_defined_model_function() {
 // Issue 9.2: ... and when none takes the buffers alone, the undefined function is named.
 #[test]
 fn header_entry_without_definition_or_replacement_is_refused_naming_it() {
-    let Some(case) = corpus("mlp_f32-aot_c") else { return };
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
     let archive = unpack(&case, "undefined-run-usmp");
     delete_run_definition(&archive);
     let error = build_in_process(&archive).unwrap_err();
@@ -283,7 +271,7 @@ fn rename_metadata_tensors(archive: &Path) {
 // sources agree on sizes the buffer.
 #[test]
 fn garbage_size_macro_is_outvoted_when_names_differ() {
-    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let Some(case) = common::corpus_case("kws_int8-aot_c") else { return };
     let archive = unpack(&case, "garbage-size-macro");
     rename_metadata_tensors(&archive);
     edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
@@ -306,7 +294,7 @@ fn garbage_size_macro_is_outvoted_when_names_differ() {
 // naming both values, never run with a buffer the C code writes past.
 #[test]
 fn shrunk_metadata_size_is_outvoted_or_refused() {
-    let Some(case) = corpus("kws_int8-aot_c") else { return };
+    let Some(case) = common::corpus_case("kws_int8-aot_c") else { return };
     let archive = unpack(&case, "shrunk-metadata-size");
     edit_json(&archive.join("metadata.json"), |json| {
         json["modules"]["default"]["memory"]["functions"]["main"][0]["outputs"]["output"]["size"] = serde_json::json!(2);
@@ -328,7 +316,7 @@ fn shrunk_metadata_size_is_outvoted_or_refused() {
 // Issue 9.7: a codegen-only tree (no metadata.json) runs from its interface header.
 #[test]
 fn archive_without_metadata_runs_from_its_interface_header() {
-    let Some(case) = corpus("kws_int8-aot_c_nousmp") else { return };
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
     let archive = unpack(&case, "no-metadata");
     std::fs::remove_file(archive.join("metadata.json")).unwrap();
     std::fs::remove_dir_all(archive.join("src")).unwrap();
@@ -353,7 +341,7 @@ fn archive_without_metadata_runs_from_its_interface_header() {
 fn inspect_and_build_agree_on_trees_without_metadata() {
     let mut accepted = 0;
     for name in ["kws_int8-aot_c_usmp", "kws_int8-aot_c_nousmp"] {
-        let Some(case) = corpus(name) else { return };
+        let Some(case) = common::corpus_case(name) else { return };
         let archive = unpack(&case, &format!("agree-{name}"));
         std::fs::remove_file(archive.join("metadata.json")).unwrap();
         match (mlf_build::inspect(&archive), build_in_process(&archive)) {

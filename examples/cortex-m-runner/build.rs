@@ -98,7 +98,9 @@ fn main() {
 
     let mut firmware = String::new();
     writeln!(firmware, "/// The model: module `{}` of the archive.", module.name).unwrap();
-    writeln!(firmware, "#[allow(dead_code)]\nmod model {{\n    include!({:?});\n}}", module.rust_file).unwrap();
+    // The generated code keeps to mlf-build's rust-version (1.85), older than `is_multiple_of`.
+    writeln!(firmware, "#[allow(dead_code, clippy::manual_is_multiple_of)]\nmod model {{\n    include!({:?});\n}}", module.rust_file)
+        .unwrap();
     writeln!(firmware, "/// The archive the firmware was built from.").unwrap();
     writeln!(firmware, "const ARCHIVE: &str = {:?};", archive.display().to_string()).unwrap();
     for (index, path) in inputs.iter().enumerate() {
@@ -107,7 +109,7 @@ fn main() {
         writeln!(firmware, "static INPUT_{index}: Aligned<{len}> = Aligned(*include_bytes!({:?}));", path.display().to_string()).unwrap();
         writeln!(
             firmware,
-            "const _: () = assert!({index} >= model::INPUTS.len() || {len} == model::INPUTS[{index}].bytes, \"MLF_INPUTS: file {index} is not the size of the model's input {index}\");"
+            "const _: () = assert!(input_fits({index}, {len}), \"MLF_INPUTS: file {index} is not the size of the model's input {index}\");"
         )
         .unwrap();
     }

@@ -121,12 +121,12 @@ fn file_holds(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
+    use crate::test_support::scratch;
 
     #[test]
     fn streamed_writes_change_only_what_differs() {
-        let dir = std::env::temp_dir().join(format!("mlf-build-write-{}", std::process::id()));
+        let dir = scratch("write");
         let path = dir.join("gen/weights.c");
         let write = |text: &'static str| {
             write_streamed_if_changed(&path, |out| text.as_bytes().chunks(3).try_for_each(|piece| out.write_all(piece))).unwrap()

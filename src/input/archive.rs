@@ -583,19 +583,7 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    const CORPUS: &str = "/work/shared/mlf-corpus";
-
-    /// A fresh, empty directory under the system temp dir.
-    fn scratch(name: &str) -> PathBuf {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("mlf-build-archive-{name}-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::test_support::{corpus_dir, scratch};
 
     /// A tar of (raw name, type, data or link target); names are written raw so hostile ones survive.
     fn tar_of(members: &[(&str, EntryType, &str)]) -> Vec<u8> {
@@ -896,25 +884,23 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    fn corpus_tars() -> Option<Vec<PathBuf>> {
-        if !Path::new(CORPUS).is_dir() {
-            println!("skipping: {CORPUS} does not exist");
-            return None;
-        }
-        let tars: Vec<_> = glob::glob(&format!("{CORPUS}/**/model.tar")).unwrap().map(|p| p.unwrap()).collect();
+    /// The corpus and every `model.tar` in it.
+    fn corpus_tars() -> Option<(PathBuf, Vec<PathBuf>)> {
+        let corpus = corpus_dir()?;
+        let tars: Vec<_> = glob::glob(&format!("{}/**/model.tar", corpus.display())).unwrap().map(|p| p.unwrap()).collect();
         assert!(!tars.is_empty());
-        Some(tars)
+        Some((corpus, tars))
     }
 
     #[test]
     fn loads_the_corpus() {
-        let Some(tars) = corpus_tars() else { return };
+        let Some((corpus, tars)) = corpus_tars() else { return };
         for tar in &tars {
             let tree = Tree::load(tar, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
             assert!(tree.contains("metadata.json"), "{}", tar.display());
         }
         for name in ["linaro-tfm-sine", "etiss-kws-rv32-tvm0160"] {
-            let dir = Path::new(CORPUS).join("real-world").join(name).join("model");
+            let dir = corpus.join("real-world").join(name).join("model");
             let tree = Tree::load(&dir, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
             assert!(tree.contains("metadata.json"), "{}", dir.display());
         }
@@ -922,7 +908,7 @@ mod tests {
 
     #[test]
     fn tar_and_extracted_tree_have_the_same_digest() {
-        let Some(tars) = corpus_tars() else { return };
+        let Some((_, tars)) = corpus_tars() else { return };
         // The largest archive has the deepest tree (runtime/).
         let largest = tars.iter().max_by_key(|tar| fs::metadata(tar).map(|m| m.len()).unwrap_or(0)).unwrap();
         let from_tar = Tree::load(largest, Limits::default()).unwrap();

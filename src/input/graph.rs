@@ -382,12 +382,12 @@ fn expected(what: &str, found: &Value) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::io::Read;
-    use std::path::PathBuf;
 
     use serde_json::json;
 
     use super::*;
     use crate::input::params;
+    use crate::test_support;
 
     /// Graph archives of the shared corpus and where each keeps its graph.
     pub(crate) const GRAPH_CASES: &[(&str, &str)] = &[
@@ -401,16 +401,10 @@ pub(crate) mod tests {
     ];
 
     /// A file of a corpus archive, read straight from its tar; `None` when
-    /// the corpus is not checked out next to the crate or lacks the file.
+    /// the corpus is absent (after a SKIP line) or the archive lacks the file.
     pub(crate) fn corpus_member(archive: &str, path: &str) -> Option<Vec<u8>> {
-        let tar_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/mlf-corpus").join(archive).join("model.tar");
-        let file = match std::fs::File::open(&tar_path) {
-            Ok(file) => file,
-            Err(_) => {
-                println!("corpus: {} is absent; skipped", tar_path.display());
-                return None;
-            }
-        };
+        let tar_path = test_support::corpus_dir()?.join(archive).join("model.tar");
+        let file = std::fs::File::open(&tar_path).unwrap_or_else(|e| panic!("{}: {e}", tar_path.display()));
         let mut tar = tar::Archive::new(file);
         for entry in tar.entries().unwrap() {
             let mut entry = entry.unwrap();

@@ -610,18 +610,9 @@ impl<'a> At<'a> {
 mod tests {
     use super::*;
     use crate::dtype::TypeCode;
+    use crate::test_support::corpus_dir;
     use std::io::Read;
-    use std::path::{Path, PathBuf};
-
-    fn corpus_root() -> Option<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/mlf-corpus");
-        if root.is_dir() {
-            Some(root)
-        } else {
-            println!("corpus: {} is absent; corpus cases skipped", root.display());
-            None
-        }
-    }
+    use std::path::Path;
 
     /// `metadata.json` of a corpus case: from `model.tar`, or from a committed `model/` tree.
     fn corpus_metadata(case_dir: &Path) -> Vec<u8> {
@@ -663,7 +654,7 @@ mod tests {
 
     #[test]
     fn every_corpus_metadata_parses() {
-        let Some(root) = corpus_root() else { return };
+        let Some(root) = corpus_dir() else { return };
         let mut count = 0;
         for group in ["tvm-0.18", "real-world"] {
             for case in std::fs::read_dir(root.join(group)).unwrap() {
@@ -681,7 +672,7 @@ mod tests {
 
     #[test]
     fn corpus_aot_c_interface_facts() {
-        let Some(root) = corpus_root() else { return };
+        let Some(root) = corpus_dir() else { return };
         let kws = corpus_case(&root, "kws_int8-aot_c");
         assert_eq!(kws.version, 7);
         let m = only_module(&kws);
@@ -729,7 +720,7 @@ mod tests {
 
     #[test]
     fn corpus_graph_facts() {
-        let Some(root) = corpus_root() else { return };
+        let Some(root) = corpus_dir() else { return };
         let cifar = corpus_case(&root, "arduino-cifar-resnet-v2-20210602");
         assert_eq!(cifar.version, 2);
         let m = only_module(&cifar);
@@ -776,7 +767,7 @@ mod tests {
 
     #[test]
     fn corpus_operator_and_old_aot_facts() {
-        let Some(root) = corpus_root() else { return };
+        let Some(root) = corpus_dir() else { return };
         let add = corpus_case(&root, "operator-add_f32");
         assert_eq!(add.version, 7);
         let m = only_module(&add);

@@ -183,6 +183,7 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::scratch;
     use std::process::Command;
 
     fn run(command: &mut Command) -> String {
@@ -196,8 +197,7 @@ mod tests {
     /// names, odd sizes), and binutils reads it back.
     #[test]
     fn binutils_reads_what_ar_would_write() {
-        let dir = std::env::temp_dir().join(format!("mlf-static-lib-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("ar");
         let sources = [
             ("a.c", "int shared_counter; static int hidden; int weak_hook(void) __attribute__((weak)); int weak_hook(void) { return hidden; }\nextern int used_elsewhere(void); int calls(void) { return used_elsewhere(); }\n"),
             ("a_member_with_a_long_name.c", "const char greeting[] = \"hi\"; double scale(double x) { return 2 * x; }\n"),
@@ -214,7 +214,6 @@ mod tests {
         let ours = dir.join("libours.a");
         let theirs = dir.join("libtheirs.a");
         assert!(write_elf_library(&ours, &objects).unwrap());
-        let _ = std::fs::remove_file(&theirs);
         run(Command::new("ar").arg("crsD").arg(&theirs).args(&objects));
         assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(), "not the bytes `ar crsD` writes");
         let listing = |library: &Path| run(Command::new("nm").arg("--print-armap").arg(library));
@@ -237,8 +236,7 @@ mod tests {
     /// archiver; one whose tables lie outside it is refused, not read past its end.
     #[test]
     fn other_formats_and_truncated_objects() {
-        let dir = std::env::temp_dir().join(format!("mlf-static-lib-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("not-elf");
         let macho = dir.join("macho.o");
         std::fs::write(&macho, [0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]).unwrap();
         let library = dir.join("libx.a");

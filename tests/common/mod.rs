@@ -1,11 +1,15 @@
-//! Shared by the corpus tests: finding cases, building runner crates with
+//! Shared by the integration tests: where `../shared` is, scratch
+//! directories, SKIP lines, finding corpus cases, building runner crates with
 //! Cargo, comparing outputs and printing conformance lines.
 
 #![allow(dead_code)] // each test binary uses a different part
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -13,15 +17,60 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared/mlf-corpus`, or `None` (with a note) when it is absent.
-pub fn corpus_root() -> Option<PathBuf> {
-    let root = repo_root().join("../shared/mlf-corpus");
-    if root.is_dir() {
-        Some(root)
+/// `../shared` next to the repository: the corpus the tests read.
+pub fn shared_dir() -> PathBuf {
+    repo_root().join("../shared")
+}
+
+/// `../shared/mlf-corpus`, or `None` (after a SKIP line) when it is absent.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = shared_dir().join("mlf-corpus");
+    if dir.is_dir() {
+        Some(dir)
     } else {
-        let _ = writeln!(std::io::stdout().lock(), "corpus: ../shared/mlf-corpus is absent; corpus cases skipped");
+        skip(&format!("the corpus {} is absent", dir.display()));
         None
     }
+}
+
+/// The directory of corpus case `name` (in `tvm-0.18/` or `real-world/`), or
+/// `None` (after a SKIP line) when the corpus is absent; panics when the
+/// corpus lacks the case, which the test names on purpose.
+pub fn corpus_case(name: &str) -> Option<PathBuf> {
+    let root = corpus_dir()?;
+    let dir = ["tvm-0.18", "real-world"].iter().map(|group| root.join(group).join(name)).find(|dir| dir.is_dir());
+    Some(dir.unwrap_or_else(|| panic!("the corpus {} has no case `{name}`", root.display())))
+}
+
+thread_local! {
+    /// libtest runs each test on a thread of its own: one SKIP line per test.
+    static SKIPPED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Prints `SKIP <test>: <why>` for the running test, once: straight to
+/// stdout, so it shows with `--nocapture` and in CI logs.
+pub fn skip(why: &str) {
+    if !SKIPPED.replace(true) {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("<unnamed test>");
+        let _ = writeln!(std::io::stdout().lock(), "SKIP {test}: {why}");
+    }
+}
+
+/// A fresh, empty directory for a test's files, unique per call:
+/// `target/tmp/<test binary>/<name>-<n>`. The first call of a run removes
+/// what the previous run of the same test binary left.
+pub fn scratch(name: &str) -> PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let root = ROOT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"));
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    });
+    let dir = root.join(format!("{name}-{}", CALLS.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
 }
 
 /// One run of a module: input files and the expected output files.

@@ -17,6 +17,12 @@ struct Aligned<const N: usize>([u8; N]);
 
 include!(concat!(env!("OUT_DIR"), "/firmware.rs"));
 
+/// Whether embedded input file `index` has the size of the model's input
+/// `index` (a file past the model's inputs fails the count check instead).
+const fn input_fits(index: usize, bytes: usize) -> bool {
+    index >= model::INPUTS.len() || model::INPUTS[index].bytes == bytes
+}
+
 const fn max_bytes(tensors: &[model::TensorInfo]) -> usize {
     let mut max = 0;
     let mut i = 0;

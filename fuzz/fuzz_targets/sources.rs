@@ -4,5 +4,5 @@ use libfuzzer_sys::fuzz_target;
 
 // Errors are expected; only a panic, hang or memory error is a finding.
 fuzz_target!(|bytes: &[u8]| {
-    let _ = mlf_build::fuzzing::inspect(bytes);
+    let _ = mlf_build::fuzzing::sources(bytes);
 });
