@@ -2,7 +2,6 @@
 //! and on broken or hostile ones.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mlf_build::{Builder, ErrorKind, Output};
 
@@ -22,28 +21,20 @@ fn build_for(out_dir: &Path, target: &str, builder: Builder) -> mlf_build::Resul
     builder.out_dir(out_dir).target(target).host(common::host_triple()).cargo_metadata(false).build()
 }
 
-/// Set in the child process [`in_child_with`] starts.
-const CHILD: &str = "MLF_BUILD_TEST_CHILD";
-
-/// Whether the calling test should run its body here: in the test process it
-/// runs the test again in a child process with `vars` added to its
-/// environment, waits for it to pass and returns false; in that child it
-/// returns true. The compiler variables (`CC_<target>`, `CFLAGS_<target>`) are
-/// read from the process environment, which a test must not change under its
-/// siblings.
-fn in_child_with(vars: &[(&str, &str)]) -> bool {
-    if std::env::var_os(CHILD).is_some() {
-        return true;
+/// In the test process: writes `script` as a compiler for
+/// `thumbv7em-none-eabihf`, runs the calling test again in a child process
+/// whose `CC_thumbv7em_none_eabihf` names it, and returns `None` once the child
+/// passed. In that child: `Some` of the compiler's path.
+fn with_arm_compiler(script: &str) -> Option<PathBuf> {
+    const CC: &str = "CC_thumbv7em_none_eabihf";
+    if let (Some(_), Some(compiler)) = (std::env::var_os(common::CHILD), std::env::var_os(CC)) {
+        return Some(PathBuf::from(compiler));
     }
-    let test = std::thread::current().name().expect("tests run on named threads").to_string();
-    let status = Command::new(std::env::current_exe().unwrap())
-        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .envs(vars.iter().copied())
-        .status()
-        .unwrap();
-    assert!(status.success(), "{test} failed in a child process with {vars:?}: its output is above");
-    false
+    let compiler = common::scratch("compiler").join("gcc");
+    std::fs::write(&compiler, script).unwrap();
+    std::fs::set_permissions(&compiler, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert!(!common::in_child_with(&[(CC, compiler.to_str().unwrap())]));
+    None
 }
 
 fn tar_with(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
@@ -124,7 +115,7 @@ fn an_unknown_metadata_version_names_itself_and_the_supported_range() {
 
 #[test]
 fn a_missing_cross_compiler_names_the_target_and_the_package() {
-    if !in_child_with(&[("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")]) {
+    if !common::in_child_with(&[("CC_thumbv7em_none_eabihf", "no-such-arm-gcc")]) {
         return;
     }
     let out = common::scratch("no-cross-cc");
@@ -136,7 +127,7 @@ fn a_missing_cross_compiler_names_the_target_and_the_package() {
 
 #[test]
 fn a_flag_changing_the_float_abi_of_an_eabihf_target_is_refused() {
-    if !in_child_with(&[("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")]) {
+    if !common::in_child_with(&[("CFLAGS_thumbv7em_none_eabihf", "-mfloat-abi=softfp")]) {
         return;
     }
     let out = common::scratch("float-abi");
@@ -184,7 +175,7 @@ fn code_for_a_smaller_core_builds_for_a_larger_one() {
 fn the_target_cpu_in_the_rust_flags_is_the_c_core() {
     // Cargo's Rust flags describe Cargo's target: the child is told it is building for that one.
     let target = "thumbv8m.main-none-eabihf";
-    if !in_child_with(&[("TARGET", target), ("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")]) {
+    if !common::in_child_with(&[("TARGET", target), ("CARGO_ENCODED_RUSTFLAGS", "-C\x1ftarget-cpu=cortex-m55")]) {
         return;
     }
     let out = common::scratch("target-cpu-m55");
@@ -201,7 +192,7 @@ fn readelf_attributes(library: &Path) -> String {
 
 #[test]
 fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
-    if !in_child_with(&[("CRATE_CC_NO_DEFAULTS", "1")]) {
+    if !common::in_child_with(&[("CRATE_CC_NO_DEFAULTS", "1")]) {
         return;
     }
     let out = common::scratch("no-defaults-hard-float");
@@ -215,7 +206,7 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
 #[test]
 fn lto_objects_are_indexed_by_the_toolchains_archiver() {
     let cflags = format!("CFLAGS_{}", common::host_triple().replace('-', "_"));
-    if !in_child_with(&[(cflags.as_str(), "-flto")]) {
+    if !common::in_child_with(&[(cflags.as_str(), "-flto")]) {
         return;
     }
     let out = common::scratch("gcc-lto");
@@ -233,16 +224,10 @@ fn lto_objects_are_indexed_by_the_toolchains_archiver() {
 /// core asks again.
 #[test]
 fn the_toolchain_is_probed_once_per_target() {
-    const CC: &str = "CC_thumbv7em_none_eabihf";
-    if std::env::var_os(CC).is_none() {
-        // A compiler that logs each run beside itself.
-        let wrapper = common::scratch("probed-once-tools").join("logging-gcc");
-        std::fs::write(&wrapper, "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/compiler.log\"\nexec arm-none-eabi-gcc \"$@\"\n").unwrap();
-        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        assert!(!in_child_with(&[(CC, wrapper.to_str().unwrap())]));
-        return;
-    }
-    let log = PathBuf::from(std::env::var(CC).unwrap()).with_file_name("compiler.log");
+    // A compiler that logs each run beside itself.
+    let script = "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/compiler.log\"\nexec arm-none-eabi-gcc \"$@\"\n";
+    let Some(wrapper) = with_arm_compiler(script) else { return };
+    let log = wrapper.with_file_name("compiler.log");
     let out = common::scratch("probed-once");
     let probes = || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|line| line.contains("-dM -E")).count();
     let target = "thumbv7em-none-eabihf";
@@ -255,15 +240,8 @@ fn the_toolchain_is_probed_once_per_target() {
 
 #[test]
 fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
-    // A wrapper that forces soft-float behind every flag the build gives,
-    // written by the test and again by its child.
-    let tools = common::scratch("soft-float-wrapper-tools");
-    let wrapper = tools.join("soft-gcc");
-    std::fs::write(&wrapper, "#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n").unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    if !in_child_with(&[("CC_thumbv7em_none_eabihf", wrapper.to_str().unwrap())]) {
-        return;
-    }
+    // A wrapper that forces soft-float behind every flag the build gives.
+    let Some(wrapper) = with_arm_compiler("#!/bin/sh\nexec arm-none-eabi-gcc \"$@\" -mfloat-abi=soft\n") else { return };
     let out = common::scratch("soft-float-wrapper");
     let error = build_for(&out, "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config);
@@ -279,7 +257,7 @@ fn a_compiler_making_soft_float_objects_for_eabihf_is_refused() {
 
 #[test]
 fn a_missing_risc_v_toolchain_names_the_packages() {
-    if !in_child_with(&[("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")]) {
+    if !common::in_child_with(&[("CC_riscv32imac_unknown_none_elf", "/nonexistent/riscv64-unknown-elf-gcc")]) {
         return;
     }
     let out = common::scratch("no-riscv-cc");

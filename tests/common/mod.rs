@@ -57,6 +57,30 @@ pub fn skip(why: &str) {
     }
 }
 
+/// Set in the child process [`in_child_with`] starts.
+pub const CHILD: &str = "MLF_BUILD_TEST_CHILD";
+
+/// Whether the calling test should run its body here: in the test process it
+/// runs the test again in a child process with `vars` added to its
+/// environment, waits for it to pass and returns false; in that child it
+/// returns true. The compiler variables (`CC_<target>`, `CFLAGS_<target>`) are
+/// read from the process environment, which a test must not change under its
+/// siblings.
+pub fn in_child_with(vars: &[(&str, &str)]) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let test = std::thread::current().name().expect("tests run on named threads").to_string();
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .envs(vars.iter().copied())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{test} failed in a child process with {vars:?}: its output is above");
+    false
+}
+
 /// A fresh, empty directory for a test's files, unique per call:
 /// `target/tmp/<test binary>/<name>-<n>`. The first call of a run removes
 /// what the previous run of the same test binary left.
@@ -65,10 +89,14 @@ pub fn scratch(name: &str) -> PathBuf {
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let root = ROOT.get_or_init(|| {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"));
-        let _ = std::fs::remove_dir_all(&root);
+        // A child of `in_child_with` runs beside its parent's siblings: it clears nothing.
+        if std::env::var_os(CHILD).is_none() {
+            let _ = std::fs::remove_dir_all(&root);
+        }
         root
     });
-    let dir = root.join(format!("{name}-{}", CALLS.fetch_add(1, Ordering::Relaxed)));
+    let child = if std::env::var_os(CHILD).is_some() { "-child" } else { "" };
+    let dir = root.join(format!("{name}{child}-{}", CALLS.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
 }
