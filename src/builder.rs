@@ -9,7 +9,7 @@ use crate::cargo::cache;
 use crate::cargo::directive;
 use crate::cargo::env;
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
-use crate::codegen::{glue, rust as emit, support};
+use crate::codegen::{self, glue, rust as emit, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
 use crate::input::{metadata, sources};
@@ -264,7 +264,7 @@ impl Builder {
         claim_symbols(out_dir, &self.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
         // first names this archive's work directory and library.
-        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.clone());
+        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.to_string());
         let work = out_dir.join("mlf").join("build").join(&stem);
         let tree_dir = work.join("tree");
         tree.write_to(&tree_dir)?;
@@ -373,22 +373,25 @@ impl Builder {
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &package };
+        let bindings = plan
+            .modules
+            .iter()
+            .map(|module| {
+                let path = bindings_file(module);
+                std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rust_files = codegen::rust_files(&plan, &bindings, &provenance, self.mlf_rt)?;
         let mut modules = Vec::new();
-        for module in &plan.modules {
-            let path = bindings_file(module);
-            let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-            let rust_file = out_dir.join("mlf").join(format!("{}.rs", module.name));
-            let mut rust = emit::module_rust(module, &bindings, &provenance);
-            if self.mlf_rt {
-                rust += &emit::mlf_rt_impl(module);
-            }
-            write_if_changed(&rust_file, rust.as_bytes())?;
+        for (module, file) in plan.modules.iter().zip(rust_files) {
+            let rust_file = out_dir.join(&file.path);
+            write_if_changed(&rust_file, &file.bytes)?;
             let report = ModuleReport::new(module, metadata.version);
             let json_file = out_dir.join("mlf").join(format!("{}.json", module.name));
             let json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
             write_if_changed(&json_file, json.as_bytes())?;
             modules.push(GeneratedModule {
-                name: module.name.clone(),
+                name: module.name.to_string(),
                 rust_file,
                 memory: module.memory_needs(),
                 inputs: report.inputs.clone(),
@@ -426,10 +429,10 @@ fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> Result<()> {
     let mut index = MODULE_INDEX.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let modules = index.entry(out_dir.to_path_buf()).or_default();
     for module in &plan.modules {
-        modules.insert(module.name.clone(), mlf_rt);
+        modules.insert(module.name.to_string(), mlf_rt);
     }
-    let text = emit::module_index(modules);
-    write_if_changed(&out_dir.join("mlf").join("mod.rs"), text.as_bytes()).map(drop)
+    let index = codegen::module_index(modules);
+    write_if_changed(&out_dir.join(&index.path), &index.bytes).map(drop)
 }
 
 /// Settings that change compiled code, shared by the model and support libraries.
@@ -540,17 +543,19 @@ fn model_library(
         for path in &module.codegen.ignored {
             directive::warning(&format!("ignoring `{path}`: not a C/C++ source or object"));
         }
-        let glue = glue::generate(module, package);
-        write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
-        write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
-        generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
-        c_sources.push(gen_dir.join(&glue.source_name));
-        if let Some(name) = &glue.params {
+        if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
-            // tree's digest) and the layout the glue above states.
-            write_streamed_if_changed(&gen_dir.join(name), |out| glue::write_params_source(module, out))?;
-            c_sources.push(gen_dir.join(name));
+            // tree's digest) and the layout the glue states.
+            write_streamed_if_changed(&gen_dir.join(&path), write)?;
+            c_sources.push(gen_dir.join(path));
         }
+    }
+    for file in codegen::c_files(plan, package) {
+        write_if_changed(&gen_dir.join(&file.path), &file.bytes)?;
+        if file.is_c_source() {
+            c_sources.push(gen_dir.join(&file.path));
+        }
+        generated.extend(file.bytes);
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
     // The crate's own backend even when the archive ships TVM's: the runtime's
@@ -703,11 +708,11 @@ fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Result<()> {
         let mut symbols = vec![(format!("module `{m}`"), None)];
         match &module.entry {
             crate::plan::model::Entry::Operator { function, .. } => {
-                symbols.push((format!("C function `{function}`"), Some(function.clone())));
+                symbols.push((format!("C function `{function}`"), Some(function.to_string())));
                 symbols.push(("C function `__tvm_main__`".to_string(), Some("__tvm_main__".to_string())));
             }
             crate::plan::model::Entry::LegacyDescriptor { symbol, .. } if !symbol.starts_with("tvmgen_") => {
-                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.clone())));
+                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.to_string())));
             }
             _ => {}
         }

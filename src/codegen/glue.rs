@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use crate::ident;
+use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
 use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
 use crate::plan::model::{Place, Schedule};
@@ -19,9 +19,6 @@ pub(crate) struct Glue {
     pub header: String,
     pub source_name: String,
     pub source: String,
-    /// The file name of a graph module's weights as a C file of their own
-    /// ([`write_params_source`] writes it).
-    pub params: Option<String>,
 }
 
 /// The C array holding a graph module's `.params` weights.
@@ -142,8 +139,13 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "  struct call call;\n  call.inputs = inputs;\n  call.outputs = outputs;");
     let _ = writeln!(source, "  return mlf_support_call(entry, &call, {arena}, {arena_len}, code);\n}}\n");
     descriptor_source(&mut source, module);
-    let params = module.schedule().filter(|s| !s.params.is_empty()).map(|_| format!("mlf_{m}_params.c"));
-    Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source, params }
+    Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source }
+}
+
+/// The file name of a graph module's weights as a C file of their own
+/// ([`write_params_source`] writes it), when it has weights in `.params`.
+pub(crate) fn params_file_name(module: &ModulePlan) -> Option<String> {
+    module.schedule().filter(|s| !s.params.is_empty()).map(|_| format!("mlf_{}_params.c", module.name))
 }
 
 /// The arena behind `TVMBackendAllocWorkspace` and the pools, as static arrays.
@@ -203,7 +205,7 @@ fn entry_declaration(module: &ModulePlan) -> String {
 fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String {
     let m = &module.name;
     let mut source = String::new();
-    let fields = |list: &[String], array: &str| -> String {
+    let fields = |list: &[CIdent], array: &str| -> String {
         list.iter().enumerate().map(|(i, name)| format!(".{name} = call->{array}[{i}]")).collect::<Vec<_>>().join(", ")
     };
     if let Some(function) = &interface.direct_entry {
