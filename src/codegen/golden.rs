@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{c_files, module_index, rust_files, rust::Provenance, GeneratedFile};
+use super::{c_files, module_index, rust::Provenance, rust_files, GeneratedFile};
 use crate::plan::{read_and_plan, PlanOptions};
 
 /// `(golden directory, corpus case, implements mlf_rt::Model)`: one case per entry kind.
@@ -85,9 +85,8 @@ fn generated_code_matches_golden_files() {
             }
             continue;
         }
-        let mut expected_names: Vec<PathBuf> = std::fs::read_dir(&golden)
-            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-            .unwrap_or_default();
+        let mut expected_names: Vec<PathBuf> =
+            std::fs::read_dir(&golden).map(|entries| entries.flatten().map(|entry| entry.path()).collect()).unwrap_or_default();
         expected_names.sort();
         let mut generated_names: Vec<PathBuf> = files.iter().map(golden_path).collect();
         generated_names.sort();

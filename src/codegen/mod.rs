@@ -59,12 +59,7 @@ pub(crate) fn params_source(module: &ModulePlan) -> Option<(PathBuf, impl Fn(&mu
 /// Each module's Rust (`mlf/<m>.rs`, relative to `OUT_DIR`), in the plan's
 /// order, over the bindgen text of each module (same order); with `mlf_rt`
 /// each module also implements `mlf_rt::Model`.
-pub(crate) fn rust_files(
-    plan: &Plan,
-    bindings: &[String],
-    provenance: &rust::Provenance<'_>,
-    mlf_rt: bool,
-) -> Result<Vec<GeneratedFile>> {
+pub(crate) fn rust_files(plan: &Plan, bindings: &[String], provenance: &rust::Provenance<'_>, mlf_rt: bool) -> Result<Vec<GeneratedFile>> {
     assert_eq!(plan.modules.len(), bindings.len(), "one bindings text per module");
     plan.modules
         .iter()

@@ -256,7 +256,8 @@ impl Items<'_> {
                     }
                 }
                 Some(_) => {
-                    let docs = doc(&format!("Constant pool `{}`: `{upper}_CONSTANT_POOL_SIZE`/`_DATA` in the interface header.", pool.name));
+                    let docs =
+                        doc(&format!("Constant pool `{}`: `{upper}_CONSTANT_POOL_SIZE`/`_DATA` in the interface header.", pool.name));
                     let symbol = format_ident!("{}", glue::pool_symbol(&m.name, pool));
                     // SAFETY (of the generated `unsafe`): an immutable C array of exactly BYTES bytes, never written.
                     quote! {
@@ -515,9 +516,9 @@ fn buffer_struct(name: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
     let name = format_ident!("{name}");
     let idents = RustIdent::unique(tensors.iter().map(|t| t.name.as_str()));
     let docs = doc(&format!("Buffers for the model's {kind}s: one typed array per {kind}, in the interface header's order."));
-    let field_docs = tensors.iter().map(|tensor| {
-        doc(&format!("{} `{}`: {} × {}.", capitalize(kind), ident::rust_doc(&tensor.name), tensor.elements(), tensor.dtype))
-    });
+    let field_docs = tensors
+        .iter()
+        .map(|tensor| doc(&format!("{} `{}`: {} × {}.", capitalize(kind), ident::rust_doc(&tensor.name), tensor.elements(), tensor.dtype)));
     let bytes_doc = doc(&format!("The bytes of {kind} `index` (little-endian elements), or `None` past the last."));
     let indices: Vec<Literal> = (0..tensors.len()).map(int).collect();
     let paths: Vec<TokenStream> = idents.iter().map(|ident| quote! { #module::#ident }).collect();
