@@ -387,7 +387,7 @@ fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
 /// How many parameters the definition of `name` among the module's sources takes.
 pub(crate) fn parameter_count(sources: &Sources<'_>, codegen: &Codegen, name: &str) -> Option<usize> {
     codegen.c_sources.iter().find_map(|path| {
-        let code = strip_comments(&sources.text(path));
+        let code = strip_comments(sources.text(path));
         function_params(&code, name).map(|params| param_names(params).len())
     })
 }
@@ -419,7 +419,7 @@ pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module:
     let mut packed = None;
     for path in &codegen.c_sources {
         let text = sources.text(path);
-        let code = strip_comments(&text);
+        let code = strip_comments(text);
         for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
             let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
                 continue;
@@ -461,7 +461,7 @@ impl Definitions {
     pub fn of(sources: &Sources<'_>, codegen: &Codegen) -> Definitions {
         let mut functions = std::collections::BTreeSet::new();
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            let code = strip_comments(&sources.text(path));
+            let code = strip_comments(sources.text(path));
             functions.extend(defined_function_names(&code).map(str::to_string));
         }
         let objects = codegen.objects.iter().map(|path| sources.tree.get(path).unwrap_or_default().to_vec()).collect();
@@ -580,7 +580,7 @@ pub(crate) struct OperatorArg {
 pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
     for path in &codegen.c_sources {
         let text = sources.text(path);
-        let Some(body) = function_body(&text, function) else { continue };
+        let Some(body) = function_body(text, function) else { continue };
         let mut args = Vec::new();
         for index in 0..packed_arg_count(body) {
             let needle = format!("(((TVMValue*)args)[{index}].v_handle)");
@@ -672,13 +672,13 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         needs.workspace_allocator |= text.contains("TVMBackendAllocWorkspace");
         if needs.arm_only.is_none() {
             needs.arm_only =
-                included_headers(&text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
+                included_headers(text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
         }
         if needs.dsp.is_none() {
-            needs.dsp = dsp_intrinsic(&text).map(|name| (path.clone(), name.to_string()));
+            needs.dsp = dsp_intrinsic(text).map(|name| (path.clone(), name.to_string()));
         }
         if needs.mve.is_none() {
-            needs.mve = included_headers(&text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
+            needs.mve = included_headers(text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
         }
     }
     needs
@@ -869,7 +869,7 @@ pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, mod
 /// from the last, each read from that operator's typed parameter or from the
 /// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
 pub(crate) fn entry_argument_types(sources: &Sources<'_>, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
-    let sources: Vec<String> = codegen.c_sources.iter().map(|path| strip_comments(&sources.text(path))).collect();
+    let sources: Vec<String> = codegen.c_sources.iter().map(|path| strip_comments(sources.text(path))).collect();
     let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
     let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
     let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
