@@ -22,7 +22,7 @@ pub(crate) struct Glue {
 }
 
 /// The C array holding a graph module's `.params` weights.
-fn params_symbol(module: &str) -> String {
+fn params_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_params")
 }
 
@@ -30,16 +30,16 @@ fn params_symbol(module: &str) -> String {
 /// packed entry points, the linked-weight lookup and descriptors' `run_func`.
 const PACKED_PARAMS: &str = "(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle)";
 
-pub(crate) fn invoke_symbol(module: &str) -> String {
+pub(crate) fn invoke_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_invoke")
 }
 
-pub(crate) fn descriptor_symbol(module: &str) -> String {
+pub(crate) fn descriptor_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_model")
 }
 
 /// The C array holding a constant pool's bytes (declared in the glue header).
-pub(crate) fn pool_symbol(module: &str, pool: &Pool) -> String {
+pub(crate) fn pool_symbol(module: &CIdent, pool: &Pool) -> String {
     format!("mlf_{module}_pool_{}", pool.name)
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn pool_symbol(module: &str, pool: &Pool) -> String {
 /// same name, each crate's glue object is then linked, and their common symbols
 /// (among them [`TWICE_MESSAGE`]) fail the link instead of one crate silently
 /// running the other's model.
-pub(crate) fn package_symbol(module: &str, package: &str) -> String {
+pub(crate) fn package_symbol(module: &CIdent, package: &str) -> String {
     let package: String = package.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect();
     format!("mlf_{module}_of_package_{package}")
 }
@@ -247,7 +247,7 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
 
 /// File-scope tables of a graph module: operator prototypes, one descriptor
 /// per tensor argument, and the calls in graph order.
-fn graph_tables(m: &str, schedule: &Schedule) -> String {
+fn graph_tables(m: &CIdent, schedule: &Schedule) -> String {
     let mut c = String::new();
     let _ = writeln!(c, "#include <string.h>\n\n#include <tvm/runtime/c_runtime_api.h>\n");
     let _ = writeln!(c, "typedef int32_t (*mlf_packed_t){PACKED_PARAMS};\n");

@@ -289,6 +289,7 @@ impl Items<'_> {
         let raw_out = (0..m.outputs.len()).map(int);
         let claim = self.claim();
         let invoke = format_ident!("{}", glue::invoke_symbol(&m.name));
+        // Alignments are powers of two (`align_of`): a mask tests them on any Rust version.
         // SAFETY (of the generated `unsafe` blocks): every pointer is valid for its
         // tensor's size; the support library serializes runs, reads its own
         // counter and stores a function pointer it calls with a valid buffer.
@@ -314,7 +315,7 @@ impl Items<'_> {
                     if buffer.len() != info.bytes {
                         return Err(Error::InputSize { index, len: buffer.len() });
                     }
-                    if buffer.as_ptr() as usize % info.align != 0 {
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                         return Err(Error::Misaligned { is_output: false, index });
                     }
                 }
@@ -322,7 +323,7 @@ impl Items<'_> {
                     if buffer.len() != info.bytes {
                         return Err(Error::OutputSize { index, len: buffer.len() });
                     }
-                    if buffer.as_ptr() as usize % info.align != 0 {
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                         return Err(Error::Misaligned { is_output: true, index });
                     }
                 }

@@ -342,7 +342,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: false,
                     index,
@@ -356,7 +356,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: true,
                     index,

@@ -337,7 +337,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: false,
                     index,
@@ -351,7 +351,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: true,
                     index,

@@ -370,7 +370,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: false,
                     index,
@@ -384,7 +384,7 @@ mod generated {
                     len: buffer.len(),
                 });
             }
-            if buffer.as_ptr() as usize % info.align != 0 {
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
                 return Err(Error::Misaligned {
                     is_output: true,
                     index,
