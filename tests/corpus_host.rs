@@ -192,9 +192,9 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             return Err(format!("module `{name}`: the Builder's {name}.json differs from inspect's JSON"));
         }
         let rust = read("rs")?;
-        // Pools come last and have `BYTES` too.
-        let constants = generated_constants(rust.split("\npub mod pools {").next().unwrap_or_default());
-        let top = |constant: &str| constants.iter().find(|(indent, n, _)| *indent == 0 && n == constant).map(|(_, _, v)| v.clone());
+        // The items sit one level into the file's `mod generated`; pools come last and have `BYTES` too.
+        let constants = generated_constants(rust.split("\n    pub mod pools {").next().unwrap_or_default());
+        let top = |constant: &str| constants.iter().find(|(indent, n, _)| *indent == 4 && n == constant).map(|(_, _, v)| v.clone());
         let memory = &module["memory"];
         let mut pairs = vec![
             ("WORKSPACE_BYTES", "workspace"),
@@ -218,9 +218,9 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
         }
         // Each tensor module states DTYPE, INDEX, BYTES, LEN and SHAPE, in order: inputs, then outputs.
         let tensor_bytes: Vec<&String> =
-            constants.iter().filter(|(indent, n, _)| *indent == 8 && n == "BYTES").map(|(_, _, v)| v).collect();
+            constants.iter().filter(|(indent, n, _)| *indent == 12 && n == "BYTES").map(|(_, _, v)| v).collect();
         let tensor_shapes: Vec<String> =
-            constants.iter().filter(|(indent, n, _)| *indent == 8 && n.starts_with("SHAPE")).map(|(_, _, v)| v.replace(' ', "")).collect();
+            constants.iter().filter(|(indent, n, _)| *indent == 12 && n.starts_with("SHAPE")).map(|(_, _, v)| v.replace(' ', "")).collect();
         let tensors: Vec<&serde_json::Value> =
             module["inputs"].as_array().into_iter().chain(module["outputs"].as_array()).flatten().collect();
         if tensors.len() != tensor_bytes.len() || tensors.len() != tensor_shapes.len() {

@@ -9,7 +9,7 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
-use crate::codegen::{glue, support};
+use crate::codegen::{self, glue, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
@@ -125,17 +125,19 @@ pub(super) fn model_library(
         c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
-        let glue = glue::generate(module, package);
-        write_if_changed(&gen_dir.join(&glue.header_name), glue.header.as_bytes())?;
-        write_if_changed(&gen_dir.join(&glue.source_name), glue.source.as_bytes())?;
-        generated.extend([glue.header.as_bytes(), glue.source.as_bytes()].concat());
-        c_sources.push(gen_dir.join(&glue.source_name));
-        if let Some(name) = &glue.params {
+        if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
-            // tree's digest) and the layout the glue above states.
-            write_streamed_if_changed(&gen_dir.join(name), |out| glue::write_params_source(module, out))?;
-            c_sources.push(gen_dir.join(name));
+            // tree's digest) and the layout the glue states.
+            write_streamed_if_changed(&gen_dir.join(&path), write)?;
+            c_sources.push(gen_dir.join(path));
         }
+    }
+    for file in codegen::c_files(plan, package) {
+        write_if_changed(&gen_dir.join(&file.path), &file.bytes)?;
+        if file.is_c_source() {
+            c_sources.push(gen_dir.join(&file.path));
+        }
+        generated.extend(file.bytes);
     }
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
     // The crate's own backend even when the archive ships TVM's: the runtime's

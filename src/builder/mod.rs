@@ -13,7 +13,7 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{rust as emit, support};
+use crate::codegen::{self, rust as emit, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
 use crate::input::metadata::Metadata;
@@ -368,7 +368,7 @@ impl Builder {
         registry::claim_symbols(&settings.out_dir, &self.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
         // first names this archive's work directory and library.
-        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.clone());
+        let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.to_string());
         let work = settings.out_dir.join("mlf").join("build").join(&stem);
         let tree_dir = work.join("tree");
         tree.write_to(&tree_dir)?;
@@ -454,22 +454,25 @@ impl Builder {
         let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
         let mlf_dir = settings.out_dir.join("mlf");
+        let bindings = plan
+            .modules
+            .iter()
+            .map(|module| {
+                let path = bindings_file(work, module);
+                std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rust_files = codegen::rust_files(plan, &bindings, &provenance, self.mlf_rt)?;
         let mut modules = Vec::new();
-        for module in &plan.modules {
-            let path = bindings_file(work, module);
-            let bindings = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-            let rust_file = mlf_dir.join(format!("{}.rs", module.name));
-            let mut rust = emit::module_rust(module, &bindings, &provenance);
-            if self.mlf_rt {
-                rust += &emit::mlf_rt_impl(module);
-            }
-            write_if_changed(&rust_file, rust.as_bytes())?;
+        for (module, file) in plan.modules.iter().zip(rust_files) {
+            let rust_file = settings.out_dir.join(&file.path);
+            write_if_changed(&rust_file, &file.bytes)?;
             let report = ModuleReport::new(module, metadata.version);
             let json_file = mlf_dir.join(format!("{}.json", module.name));
             let json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
             write_if_changed(&json_file, json.as_bytes())?;
             modules.push(GeneratedModule {
-                name: module.name.clone(),
+                name: module.name.to_string(),
                 rust_file,
                 memory: module.memory_needs(),
                 inputs: report.inputs.clone(),

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::cargo::cache;
 use crate::cargo::write::write_if_changed;
-use crate::codegen::rust as emit;
+use crate::codegen;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
 use crate::plan::model::{Entry, Plan};
@@ -22,10 +22,10 @@ pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> R
     let mut index = MODULE_INDEX.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let modules = index.entry(out_dir.to_path_buf()).or_default();
     for module in &plan.modules {
-        modules.insert(module.name.clone(), mlf_rt);
+        modules.insert(module.name.to_string(), mlf_rt);
     }
-    let text = emit::module_index(modules);
-    write_if_changed(&out_dir.join("mlf").join("mod.rs"), text.as_bytes()).map(drop)
+    let index = codegen::module_index(modules);
+    write_if_changed(&out_dir.join(&index.path), &index.bytes).map(drop)
 }
 
 /// Which archive claimed each module name and unprefixed C symbol, per OUT_DIR:
@@ -39,11 +39,11 @@ pub(super) fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Resu
         let mut symbols = vec![(format!("module `{m}`"), None)];
         match &module.entry {
             Entry::Operator { function, .. } => {
-                symbols.push((format!("C function `{function}`"), Some(function.clone())));
+                symbols.push((format!("C function `{function}`"), Some(function.to_string())));
                 symbols.push(("C function `__tvm_main__`".to_string(), Some("__tvm_main__".to_string())));
             }
             Entry::LegacyDescriptor { symbol, .. } if !symbol.starts_with("tvmgen_") => {
-                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.clone())));
+                symbols.push((format!("C descriptor `{symbol}`"), Some(symbol.to_string())));
             }
             _ => {}
         }

@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use crate::ident;
+use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
 use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
 use crate::plan::model::{Place, Schedule};
@@ -19,13 +19,10 @@ pub(crate) struct Glue {
     pub header: String,
     pub source_name: String,
     pub source: String,
-    /// The file name of a graph module's weights as a C file of their own
-    /// ([`write_params_source`] writes it).
-    pub params: Option<String>,
 }
 
 /// The C array holding a graph module's `.params` weights.
-fn params_symbol(module: &str) -> String {
+fn params_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_params")
 }
 
@@ -33,16 +30,16 @@ fn params_symbol(module: &str) -> String {
 /// packed entry points, the linked-weight lookup and descriptors' `run_func`.
 const PACKED_PARAMS: &str = "(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle)";
 
-pub(crate) fn invoke_symbol(module: &str) -> String {
+pub(crate) fn invoke_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_invoke")
 }
 
-pub(crate) fn descriptor_symbol(module: &str) -> String {
+pub(crate) fn descriptor_symbol(module: &CIdent) -> String {
     format!("mlf_{module}_model")
 }
 
 /// The C array holding a constant pool's bytes (declared in the glue header).
-pub(crate) fn pool_symbol(module: &str, pool: &Pool) -> String {
+pub(crate) fn pool_symbol(module: &CIdent, pool: &Pool) -> String {
     format!("mlf_{module}_pool_{}", pool.name)
 }
 
@@ -51,7 +48,7 @@ pub(crate) fn pool_symbol(module: &str, pool: &Pool) -> String {
 /// same name, each crate's glue object is then linked, and their common symbols
 /// (among them [`TWICE_MESSAGE`]) fail the link instead of one crate silently
 /// running the other's model.
-pub(crate) fn package_symbol(module: &str, package: &str) -> String {
+pub(crate) fn package_symbol(module: &CIdent, package: &str) -> String {
     let package: String = package.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect();
     format!("mlf_{module}_of_package_{package}")
 }
@@ -142,8 +139,13 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "  struct call call;\n  call.inputs = inputs;\n  call.outputs = outputs;");
     let _ = writeln!(source, "  return mlf_support_call(entry, &call, {arena}, {arena_len}, code);\n}}\n");
     descriptor_source(&mut source, module);
-    let params = module.schedule().filter(|s| !s.params.is_empty()).map(|_| format!("mlf_{m}_params.c"));
-    Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source, params }
+    Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source }
+}
+
+/// The file name of a graph module's weights as a C file of their own
+/// ([`write_params_source`] writes it), when it has weights in `.params`.
+pub(crate) fn params_file_name(module: &ModulePlan) -> Option<String> {
+    module.schedule().filter(|s| !s.params.is_empty()).map(|_| format!("mlf_{}_params.c", module.name))
 }
 
 /// The arena behind `TVMBackendAllocWorkspace` and the pools, as static arrays.
@@ -203,7 +205,7 @@ fn entry_declaration(module: &ModulePlan) -> String {
 fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String {
     let m = &module.name;
     let mut source = String::new();
-    let fields = |list: &[String], array: &str| -> String {
+    let fields = |list: &[CIdent], array: &str| -> String {
         list.iter().enumerate().map(|(i, name)| format!(".{name} = call->{array}[{i}]")).collect::<Vec<_>>().join(", ")
     };
     if let Some(function) = &interface.direct_entry {
@@ -245,7 +247,7 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
 
 /// File-scope tables of a graph module: operator prototypes, one descriptor
 /// per tensor argument, and the calls in graph order.
-fn graph_tables(m: &str, schedule: &Schedule) -> String {
+fn graph_tables(m: &CIdent, schedule: &Schedule) -> String {
     let mut c = String::new();
     let _ = writeln!(c, "#include <string.h>\n\n#include <tvm/runtime/c_runtime_api.h>\n");
     let _ = writeln!(c, "typedef int32_t (*mlf_packed_t){PACKED_PARAMS};\n");

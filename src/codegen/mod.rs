@@ -1,6 +1,82 @@
 //! Generating code from a plan: the C glue between the archive's entry point
 //! and Rust (`glue`), mlf-build's own C (`support`) and the Rust module (`rust`).
+//!
+//! The functions here return files as data and touch no disk, environment or
+//! Cargo: the Builder decides where they go and when they are rewritten.
 
 pub(crate) mod glue;
 pub(crate) mod rust;
 pub(crate) mod support;
+
+#[cfg(test)]
+mod golden;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::plan::model::{ModulePlan, Plan};
+
+/// One generated file: where it goes, relative to the directory the producing function names, and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GeneratedFile {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+impl GeneratedFile {
+    /// Whether the file is a C source to compile (else a header).
+    pub fn is_c_source(&self) -> bool {
+        self.path.extension().is_some_and(|extension| extension == "c")
+    }
+}
+
+/// Every module's glue header and source for the package (crate) `package`,
+/// module by module, relative to the glue directory (the include directory of
+/// the glue and of bindgen). A graph module's weights are not among them: see
+/// [`params_source`].
+pub(crate) fn c_files(plan: &Plan, package: &str) -> Vec<GeneratedFile> {
+    plan.modules
+        .iter()
+        .flat_map(|module| {
+            let glue = glue::generate(module, package);
+            [
+                GeneratedFile { path: glue.header_name.into(), bytes: glue.header.into_bytes() },
+                GeneratedFile { path: glue.source_name.into(), bytes: glue.source.into_bytes() },
+            ]
+        })
+        .collect()
+}
+
+/// A graph module's weights as a C source of their own, relative to the glue
+/// directory, and what writes it: the weights can be tens of megabytes, so
+/// they are streamed to the file rather than held as text.
+pub(crate) fn params_source(module: &ModulePlan) -> Option<(PathBuf, impl Fn(&mut dyn std::io::Write) -> std::io::Result<()> + '_)> {
+    let path = glue::params_file_name(module)?;
+    Some((path.into(), move |out: &mut dyn std::io::Write| glue::write_params_source(module, out)))
+}
+
+/// Each module's Rust (`mlf/<m>.rs`, relative to `OUT_DIR`), in the plan's
+/// order, over the bindgen text of each module (same order); with `mlf_rt`
+/// each module also implements `mlf_rt::Model`.
+pub(crate) fn rust_files(plan: &Plan, bindings: &[String], provenance: &rust::Provenance<'_>, mlf_rt: bool) -> Result<Vec<GeneratedFile>> {
+    assert_eq!(plan.modules.len(), bindings.len(), "one bindings text per module");
+    plan.modules
+        .iter()
+        .zip(bindings)
+        .map(|(module, bindings)| {
+            let text = rust::module_rust(module, bindings, provenance, mlf_rt)?;
+            Ok(GeneratedFile { path: rust_path(module), bytes: text.into_bytes() })
+        })
+        .collect()
+}
+
+fn rust_path(module: &ModulePlan) -> PathBuf {
+    ["mlf", &format!("{}.rs", module.name)].iter().collect()
+}
+
+/// `mlf/mod.rs` (relative to `OUT_DIR`): a `pub mod` for each module built
+/// into this `OUT_DIR` so far, by name, with whether it implements `mlf_rt::Model`.
+pub(crate) fn module_index(modules: &BTreeMap<String, bool>) -> GeneratedFile {
+    GeneratedFile { path: ["mlf", "mod.rs"].iter().collect(), bytes: rust::module_index(modules).into_bytes() }
+}

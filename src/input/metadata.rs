@@ -230,10 +230,10 @@ fn version(root: &At<'_>) -> Result<u32> {
 
 /// Module names become C identifiers and file names: refuse anything else.
 fn check_module_name(name: &str, modules: &At<'_>) -> Result<()> {
-    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+    if crate::ident::is_c_identifier(name) {
         return Ok(());
     }
-    Err(modules.error(format!("has a module named {name:?}; expected letters, digits and `_` only")))
+    Err(modules.error(format!("has a module named {name:?}; expected a C identifier ({})", crate::ident::C_IDENTIFIER_RULE)))
 }
 
 fn module_meta(name: &str, at: &At<'_>, version: u32) -> Result<ModuleMeta> {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
@@ -183,19 +184,19 @@ fn numeric_group_end(code: &[u8], open: usize) -> Option<usize> {
 pub(crate) struct InterfaceHeader {
     pub path: String,
     /// Members of `struct tvmgen_<m>_inputs`, in declaration order.
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
+    pub inputs: Vec<CIdent>,
+    pub outputs: Vec<CIdent>,
     /// Members of `struct tvmgen_<m>_workspace_pools` (pools the application supplies).
-    pub pools: Vec<String>,
+    pub pools: Vec<CIdent>,
     /// Members of `struct tvmgen_<m>_devices` (BYOC device handles).
-    pub devices: Vec<String>,
+    pub devices: Vec<CIdent>,
     /// `#define NAME value` lines, continuation lines joined.
     pub macros: BTreeMap<String, String>,
     /// Whether `tvmgen_<m>_map_inputs` exists (USMP `use_workspace_io`).
     pub maps_inputs: bool,
     /// The defined function to call with the buffers (inputs then outputs)
     /// when no source defines the `tvmgen_<m>_run` the header declares.
-    pub direct_entry: Option<String>,
+    pub direct_entry: Option<CIdent>,
 }
 
 impl InterfaceHeader {
@@ -205,13 +206,17 @@ impl InterfaceHeader {
 
     pub fn parse(module: &str, path: &str, text: &str) -> Result<InterfaceHeader> {
         let code = strip_comments(text);
-        let struct_members = |suffix: &str| struct_fields(&code, &format!("tvmgen_{module}_{suffix}"));
+        // Members become C designators in the glue: each must pass the identifier rule.
+        let struct_members = |suffix: &str| -> Result<Vec<CIdent>> {
+            let members = struct_fields(&code, &format!("tvmgen_{module}_{suffix}")).unwrap_or_default();
+            members.iter().map(|member| CIdent::new(&format!("module `{module}`: struct member in {path}"), member)).collect()
+        };
         let header = InterfaceHeader {
             path: path.to_string(),
-            inputs: struct_members("inputs").unwrap_or_default(),
-            outputs: struct_members("outputs").unwrap_or_default(),
-            pools: struct_members("workspace_pools").unwrap_or_default(),
-            devices: struct_members("devices").unwrap_or_default(),
+            inputs: struct_members("inputs")?,
+            outputs: struct_members("outputs")?,
+            pools: struct_members("workspace_pools")?,
+            devices: struct_members("devices")?,
             macros: macros(&code),
             maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
             direct_entry: None,
@@ -239,7 +244,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
     for path in tree.files_under(INCLUDE_DIR) {
         let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
         let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !crate::ident::is_c_identifier(name) {
             continue;
         }
         let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));

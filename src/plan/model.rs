@@ -3,6 +3,7 @@
 //! source scanner's types it carries.
 
 use crate::dtype::DType;
+use crate::ident::CIdent;
 use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
 
 /// Everything the later stages need to build one archive.
@@ -18,7 +19,7 @@ pub(crate) struct Plan {
 #[derive(Debug, Clone)]
 pub(crate) struct ModulePlan {
     /// Module name as TVM wrote it (`default`, `vision`).
-    pub name: String,
+    pub name: CIdent,
     pub entry: Entry,
     pub codegen: Codegen,
     pub needs: CodeNeeds,
@@ -43,11 +44,11 @@ pub(crate) enum Entry {
     Graph(Schedule),
     /// `tvmgen_<m>_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* handle)`
     /// defined in `file`, one `DLTensor*` per input then output: TVM >= 0.9 packed API and August 2021 archives.
-    Packed { function: String, file: String },
+    Packed { function: CIdent, file: String },
     /// `const tvm_model_t <symbol>` defined in `file` (TVM main-branch builds, May to August 2021).
-    LegacyDescriptor { symbol: String, file: String },
+    LegacyDescriptor { symbol: CIdent, file: String },
     /// A `tvm.build` operator: packed `function` taking its tensors in the order of `args`.
-    Operator { function: String, file: String, args: Vec<OperatorSlot> },
+    Operator { function: CIdent, file: String, args: Vec<OperatorSlot> },
 }
 
 /// Where one argument of an operator comes from.
@@ -172,7 +173,7 @@ impl Tensor {
 #[derive(Debug, Clone)]
 pub(crate) struct Pool {
     /// Member name in `struct tvmgen_<m>_workspace_pools`.
-    pub name: String,
+    pub name: CIdent,
     pub size_bytes: u64,
     /// Bytes the application must place in a constant pool; `None` for a workspace pool.
     pub constant_data: Option<Vec<u8>>,
@@ -204,7 +205,7 @@ pub(crate) struct Schedule {
     /// How many weights are linked into the C code (looked up by storage id).
     pub linked_params: usize,
     /// The C symbol that returns linked weights (`_lookup_linked_param`).
-    pub lookup_symbol: Option<String>,
+    pub lookup_symbol: Option<CIdent>,
 }
 
 /// One `DLTensor` an operator receives.
@@ -236,7 +237,7 @@ pub(crate) enum Place {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Call {
     pub node: usize,
-    pub func_name: String,
+    pub func_name: CIdent,
     /// Indices into `tensors`: inputs then outputs.
     pub args: Vec<usize>,
     /// The region of the storage `TVMBackendAllocWorkspace` serves during

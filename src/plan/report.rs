@@ -123,7 +123,7 @@ impl ModuleReport {
             inferred.push("workspace is a static array of the generated code (USMP without application pools)".to_string());
         }
         ModuleReport {
-            name: module.name.clone(),
+            name: module.name.to_string(),
             mlf_version,
             executor: executor.to_string(),
             interface: interface.to_string(),

@@ -4,6 +4,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::graph;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
@@ -82,27 +83,32 @@ fn plan_c_interface(
     let main_types = sources::main_parameter_types(sources, &codegen, &name);
     let code_types =
         if main_types.is_empty() { sources::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
+    let (input_names, output_names) = (member_names(&interface.inputs), member_names(&interface.outputs));
     let resolver = TensorResolver {
         meta,
         main: main_memory(meta),
         header: Some(&interface),
         file: header_path,
-        input_names: &interface.inputs,
-        output_names: &interface.outputs,
+        input_names: &input_names,
+        output_names: &output_names,
         relay: &relay,
         main_types: &main_types,
         code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
     let pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
-    Ok(finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools))
+    finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
+}
+
+fn member_names(members: &[CIdent]) -> Vec<String> {
+    members.iter().map(CIdent::to_string).collect()
 }
 
 /// `None` when a source or object defines the `tvmgen_<m>_run` the header
 /// declares; else the defined model function that takes the buffers directly
 /// (`tvmgen_<m>_run_model` or `tvmgen_<m>___tvm_main__` with one parameter per
 /// tensor), or a refusal naming the undefined function.
-fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<String>> {
+fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<CIdent>> {
     let run = format!("tvmgen_{name}_run");
     let definitions = sources::Definitions::of(sources, codegen);
     if definitions.defines(&run) {
@@ -118,7 +124,7 @@ fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface
                 "{} declares `{run}`, which no source defines; calling the defined `{function}` with the {tensors} tensor buffers instead",
                 interface.path
             ));
-            Ok(Some(function))
+            CIdent::new(&format!("module `{name}`: model function"), &function).map(Some)
         }
         _ => Err(Error::new(
             ErrorKind::Metadata,
@@ -205,7 +211,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         .in_file(graph_path)
         .help("the graph and the generated code must come from the same export; re-export the archive without removing files"));
     }
-    Ok(finish_plan(sources, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new()))
+    finish_plan(sources, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new())
 }
 
 /// Argument nodes that are not parameters of the Relay `@main` are weights
@@ -280,6 +286,7 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
     let (entry, file, declared) = match found {
         sources::HeaderlessEntry::Descriptor { symbol, file, inputs, outputs } => {
             let declared = inputs.zip(outputs);
+            let symbol = CIdent::new(&format!("module `{name}`: descriptor"), &symbol)?;
             (Entry::LegacyDescriptor { symbol, file: file.clone() }, file, declared)
         }
         sources::HeaderlessEntry::Packed { function, file, arguments } => {
@@ -289,6 +296,7 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
                 _ => relay.results.len().max(1),
             };
             let declared = (arguments > outputs).then(|| (arguments - outputs, outputs));
+            let function = CIdent::new(&format!("module `{name}`: function"), &function)?;
             (Entry::Packed { function, file: file.clone() }, file, declared)
         }
     };
@@ -325,7 +333,7 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
         code_types: &code_types,
     };
     let (inputs, outputs) = resolver.resolve()?;
-    Ok(finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new()))
+    finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
 }
 
 /// A `tvm.build` operator: tensors from the metadata's memory map; which are
@@ -388,8 +396,9 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
             inputs.push(tensor);
         }
     }
-    let entry = Entry::Operator { function: function.name.clone(), file, args: slots };
-    Ok(finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new()))
+    let function = CIdent::new(&format!("module `{}`: function", meta.name), &function.name)?;
+    let entry = Entry::Operator { function, file, args: slots };
+    finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
 }
 
 fn finish_plan(
@@ -400,7 +409,7 @@ fn finish_plan(
     inputs: Vec<Tensor>,
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
-) -> ModulePlan {
+) -> Result<ModulePlan> {
     let needs = sources::code_needs(sources, &codegen);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
@@ -416,8 +425,8 @@ fn finish_plan(
         _ if needs.workspace_allocator => round_up(memory.workspace_bytes, alignment).saturating_add(alignment),
         _ => 0,
     };
-    ModulePlan {
-        name: meta.name.clone(),
+    Ok(ModulePlan {
+        name: CIdent::new("module name", &meta.name)?,
         entry,
         codegen,
         needs,
@@ -428,7 +437,7 @@ fn finish_plan(
         alignment,
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
-    }
+    })
 }
 
 fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
@@ -451,10 +460,10 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
     }
 }
 
-fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool> {
+fn plan_pool(header: &InterfaceHeader, module: &str, pool: &CIdent) -> Result<Pool> {
     let prefix = format!("TVMGEN_{}_{}", module.to_uppercase(), pool.to_uppercase());
     if let Some(size) = header.macro_u64(&format!("{prefix}_WORKSPACE_POOL_SIZE")) {
-        return Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: None });
+        return Ok(Pool { name: pool.clone(), size_bytes: size, constant_data: None });
     }
     let missing = |what: &str| {
         Error::new(ErrorKind::Metadata, format!("pool `{pool}` has no {what} macro `{prefix}_…`"))
@@ -472,7 +481,7 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &str) -> Result<Pool>
     }
     // TVM pads constant data to the alignment; the pool itself is `size` bytes.
     data.truncate(usize::try_from(size).unwrap_or(usize::MAX));
-    Ok(Pool { name: pool.to_string(), size_bytes: size, constant_data: Some(data) })
+    Ok(Pool { name: pool.clone(), size_bytes: size, constant_data: Some(data) })
 }
 
 /// Finds each header tensor's type and size in the best source the archive has:

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
 use crate::input::graph::{EntryRef, Graph, NodeOp};
 use crate::input::metadata::Storage;
 use crate::input::params::Param;
@@ -67,7 +68,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 
     let params: BTreeMap<&str, &Param> = with.params.iter().map(|p| (p.name.as_str(), p)).collect();
     let (lookup_symbol, linked_sids) = match &with.linked {
-        Some((symbol, sids)) => (Some(symbol.clone()), sids.as_slice()),
+        Some((symbol, sids)) => (Some(CIdent::new("linked-weight lookup function", symbol)?), sids.as_slice()),
         None => (None, &[][..]),
     };
 
@@ -222,14 +223,13 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         if func_name == NOP {
             continue;
         }
-        if !crate::ident::is_c_identifier(func_name) {
-            return Err(graph_error(format!("node {node_id} `{}` calls `{func_name}`, which is not a C function name", node.name)));
-        }
+        let what = format!("node {node_id} `{}`: operator", crate::error::printable(&node.name));
+        let func_name = CIdent::new(&what, func_name).map_err(|error| error.in_file(with.graph_path))?;
         let first = graph.node_row_ptr[node_id];
         let entries = node.inputs.iter().map(|&r| graph.entry_id(r)).chain(first..first + num_outputs);
         let args = entries.map(|entry| tensor_index(describe(entry, *flatten_data))).collect();
         let workspace = region_of(Holds::Workspace(calls.len()));
-        calls.push(Call { node: node_id, func_name: func_name.clone(), args, workspace });
+        calls.push(Call { node: node_id, func_name, args, workspace });
     }
     let mut copies = Vec::new();
     for (index, &entry) in heads.iter().enumerate() {
