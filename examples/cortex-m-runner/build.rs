@@ -98,9 +98,7 @@ fn main() {
 
     let mut firmware = String::new();
     writeln!(firmware, "/// The model: module `{}` of the archive.", module.name).unwrap();
-    // The generated code keeps to mlf-build's rust-version (1.85), older than `is_multiple_of`.
-    writeln!(firmware, "#[allow(dead_code, clippy::manual_is_multiple_of)]\nmod model {{\n    include!({:?});\n}}", module.rust_file)
-        .unwrap();
+    writeln!(firmware, "#[allow(dead_code)]\nmod model {{\n    include!({:?});\n}}", module.rust_file).unwrap();
     writeln!(firmware, "/// The archive the firmware was built from.").unwrap();
     writeln!(firmware, "const ARCHIVE: &str = {:?};", archive.display().to_string()).unwrap();
     for (index, path) in inputs.iter().enumerate() {

@@ -7,9 +7,7 @@ use std::process::ExitCode;
 use mlf_rt::{Model, Visitor};
 
 /// Every module of the archive, as `$OUT_DIR/mlf/mod.rs` declares them.
-// The runner uses only the generic part of the API; the generated code keeps
-// to mlf-build's rust-version (1.85), older than `is_multiple_of`.
-#[allow(dead_code, clippy::manual_is_multiple_of)]
+#[allow(dead_code)] // the runner uses only the generic part of the API
 mod models {
     include!(concat!(env!("OUT_DIR"), "/mlf/mod.rs"));
 }
