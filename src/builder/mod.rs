@@ -453,7 +453,6 @@ impl Builder {
         let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
-        let mlf_dir = settings.out_dir.join("mlf");
         let bindings = plan
             .modules
             .iter()
@@ -468,9 +467,9 @@ impl Builder {
             let rust_file = settings.out_dir.join(&file.path);
             write_if_changed(&rust_file, &file.bytes)?;
             let report = ModuleReport::new(module, metadata.version);
-            let json_file = mlf_dir.join(format!("{}.json", module.name));
-            let json = serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
-            write_if_changed(&json_file, json.as_bytes())?;
+            let json = codegen::report_file(&report);
+            let json_file = settings.out_dir.join(&json.path);
+            write_if_changed(&json_file, &json.bytes)?;
             modules.push(GeneratedModule {
                 name: module.name.to_string(),
                 rust_file,

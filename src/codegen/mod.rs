@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::plan::model::{ModulePlan, Plan};
+use crate::plan::report::ModuleReport;
 
 /// One generated file: where it goes, relative to the directory the producing function names, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,4 +80,12 @@ fn rust_path(module: &ModulePlan) -> PathBuf {
 /// into this `OUT_DIR` so far, by name, with whether it implements `mlf_rt::Model`.
 pub(crate) fn module_index(modules: &BTreeMap<String, bool>) -> GeneratedFile {
     GeneratedFile { path: ["mlf", "mod.rs"].iter().collect(), bytes: rust::module_index(modules).into_bytes() }
+}
+
+/// `mlf/<m>.json` (relative to `OUT_DIR`): the module's report as `mlf-build
+/// inspect --json` prints it (schema in README.md).
+pub(crate) fn report_file(report: &ModuleReport) -> GeneratedFile {
+    // A `Value` of strings and numbers always serializes.
+    let json = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
+    GeneratedFile { path: ["mlf", &format!("{}.json", report.name)].iter().collect(), bytes: json.into_bytes() }
 }
