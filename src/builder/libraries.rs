@@ -179,11 +179,6 @@ pub(super) fn model_library(
     Ok((library, generated))
 }
 
-/// The largest archive file whose bytes may be in memory beside libclang
-/// (see `Builder::probe_and_prepare`): a graph archive's weights are held up to three times
-/// (read, parsed, laid out), so this keeps the growth under 16 MB.
-pub(super) const PRELOAD_MAX_ARCHIVE_BYTES: u64 = 4 << 20;
-
 /// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.
 const DEFAULT_CRT_CONFIG: &str = "/* crt_config.h written by mlf-build: TVM's defaults. */
 #ifndef TVM_RUNTIME_CRT_CONFIG_H_

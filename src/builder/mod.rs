@@ -338,7 +338,7 @@ impl Builder {
     fn probe_and_prepare(&self, settings: &Settings) -> Result<(Toolchain, Prepared)> {
         // libclang (~80 MB resident) loads while the toolchain is probed, unless
         // the archive is large: then only once its files are out of memory.
-        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= libraries::PRELOAD_MAX_ARCHIVE_BYTES);
+        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
         if small {
             // Not joined: bindgen waits for the library itself if it is still loading.
             std::thread::spawn(bindings::preload);
@@ -483,6 +483,11 @@ impl Builder {
         Ok(modules)
     }
 }
+
+/// The largest archive file whose bytes may be in memory beside libclang
+/// (see `Builder::probe_and_prepare`): a graph archive's weights are held up to three times
+/// (read, parsed, laid out), so this keeps the growth under 16 MB.
+const PRELOAD_MAX_ARCHIVE_BYTES: u64 = 4 << 20;
 
 /// The Builder's options and Cargo's variables, resolved once per build.
 struct Settings {

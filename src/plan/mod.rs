@@ -72,11 +72,10 @@ pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned
     WARNINGS.with(|warnings| warnings.borrow_mut().clear());
     let planned = plan_checked(tree, options);
     let warnings = WARNINGS.with(|warnings| std::mem::take(&mut *warnings.borrow_mut()));
-    planned.map(|planned| Planned { warnings: [planned.warnings, warnings].concat(), ..planned })
+    planned.map(|(tree, metadata, plan)| Planned { tree, metadata, plan, warnings })
 }
 
-fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
-    let mut warnings = Vec::new();
+fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<(Tree, Metadata, Plan)> {
     let mut metadata = match tree.get("metadata.json") {
         Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
         None => {
@@ -87,13 +86,13 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
                 )
                 .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
             })?;
-            warnings.extend(inferred.modules.iter().map(|module| {
-                format!(
+            for module in &inferred.modules {
+                warn(format!(
                     "the archive has no metadata.json: module `{}` is inferred from {} (tensor names, _SIZE and pool macros) and the sources' typed signatures",
                     module.name,
                     sources::InterfaceHeader::path_for(&module.name)
-                )
-            }));
+                ));
+            }
             inferred
         }
     };
@@ -103,13 +102,13 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
     }
     let tree = rename::apply(tree, &mut metadata, options.renames)?;
     let plan = resolve::plan(&tree, &metadata)?;
-    for module in &plan.modules {
-        warnings.extend(module.codegen.ignored.iter().map(|path| format!("ignoring `{path}`: not a C/C++ source or object")));
+    for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
+        warn(format!("ignoring `{path}`: not a C/C++ source or object"));
     }
     names::check_plan(&plan)?;
     limits::check_plan(&plan)?;
     if let Some(target) = options.target {
         checks::check_target(&plan, target, &metadata)?;
     }
-    Ok(Planned { tree, metadata, plan, warnings })
+    Ok((tree, metadata, plan))
 }

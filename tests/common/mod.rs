@@ -87,15 +87,17 @@ pub fn in_child_with(vars: &[(&str, &str)]) -> bool {
 pub fn scratch(name: &str) -> PathBuf {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     static CALLS: AtomicUsize = AtomicUsize::new(0);
+    // A child of `in_child_with` runs beside its parent's siblings: it clears
+    // nothing, and its names differ from theirs.
+    let in_child = std::env::var_os(CHILD).is_some();
     let root = ROOT.get_or_init(|| {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(env!("CARGO_CRATE_NAME"));
-        // A child of `in_child_with` runs beside its parent's siblings: it clears nothing.
-        if std::env::var_os(CHILD).is_none() {
+        if !in_child {
             let _ = std::fs::remove_dir_all(&root);
         }
         root
     });
-    let child = if std::env::var_os(CHILD).is_some() { "-child" } else { "" };
+    let child = if in_child { "-child" } else { "" };
     let dir = root.join(format!("{name}{child}-{}", CALLS.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
