@@ -23,6 +23,18 @@ pub(crate) fn corpus_dir() -> Option<PathBuf> {
     }
 }
 
+/// `../shared/third-party/<name>` (C libraries archives call), or `None`
+/// (after a SKIP line) when it is absent.
+pub(crate) fn third_party(name: &str) -> Option<PathBuf> {
+    let dir = shared_dir().join("third-party").join(name);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        skip(&format!("{} is absent", dir.display()));
+        None
+    }
+}
+
 thread_local! {
     /// libtest runs each test on a thread of its own: one SKIP line per test.
     static SKIPPED: Cell<bool> = const { Cell::new(false) };

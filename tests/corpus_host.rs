@@ -64,13 +64,15 @@ fn corpus_cases_on_the_host() {
 }
 
 fn host_verdict(case: &Case) -> Verdict {
-    if !case.needs.is_empty() {
-        return Verdict::Skip(format!("needs {}: the host runner does not build external kernels yet", case.needs.join(", ")));
-    }
+    let libraries = match case.library_env() {
+        Ok(libraries) => libraries,
+        Err(verdict) => return verdict,
+    };
     let refusal = MUST_REFUSE.iter().find(|(name, _)| *name == case.name).map(|(_, words)| *words);
     let build = common::cargo(TARGET_DIR)
         .args(["build", "--release", "--quiet", "-p", "host-runner"])
         .env("MLF_ARCHIVE", &case.archive)
+        .envs(libraries)
         .output()
         .expect("cargo runs");
     let stderr = common::failure_text(&build);

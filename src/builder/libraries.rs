@@ -17,6 +17,8 @@ use crate::toolchain::bindings;
 use crate::toolchain::compile::Library;
 use crate::toolchain::target::Target;
 
+use super::kernels::KernelCode;
+
 /// Settings that change compiled code, shared by the model and support libraries.
 pub(super) struct CompileConfig<'a> {
     pub base: &'a cc::Build,
@@ -151,6 +153,12 @@ pub(super) fn model_library(
     };
     write_if_changed(&gen_dir.join("crt_config.h"), &crt_config)?;
     generated.extend(&crt_config);
+    if let Some(kernels) = extra.kernels {
+        for wrapper in &kernels.wrappers {
+            write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
+            c_sources.push(gen_dir.join(&wrapper.path));
+        }
+    }
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
     for source in extra.sources {
         extra.directives.rerun_if_changed(source)?;
@@ -205,6 +213,7 @@ fn include_dirs(plan: &Plan, tree_dir: &Path, gen_dir: &Path, extra: &ExtraCode<
     let runtime_include = if plan.has_runtime { tree_dir.join("runtime/include") } else { support.join("runtime-include") };
     let mut dirs = vec![tree_dir.join(sources::INCLUDE_DIR), gen_dir.to_path_buf(), runtime_include, support.join("include")];
     dirs.extend(extra.include_dirs.iter().cloned());
+    dirs.extend(extra.kernels.map(|kernels| kernels.include_dir.clone()));
     dirs
 }
 
@@ -245,6 +254,8 @@ pub(super) struct ExtraCode<'a> {
     pub sources: &'a [PathBuf],
     pub defines: &'a [(String, Option<String>)],
     pub support_dir: &'a Path,
+    /// CMSIS-NN, when the archive's code calls it.
+    pub kernels: Option<&'a KernelCode>,
     /// Where the rerun lines for the sources and include directories go.
     pub directives: Directives,
 }
@@ -254,13 +265,17 @@ impl ExtraCode<'_> {
     /// paths, defines, the sources' bytes and the include directories' file list and times.
     pub fn fingerprint(&self) -> Result<Vec<u8>> {
         let mut text = format!("{:?}|{:?}|{:?}", self.include_dirs, self.sources, self.defines).into_bytes();
-        for source in self.sources {
+        let kernel_sources = self.kernels.iter().flat_map(|kernels| &kernels.originals);
+        for source in self.sources.iter().chain(kernel_sources.clone()) {
             text.extend(
                 std::fs::read(source)
                     .map_err(|e| Error::io("read", source, e).help("Builder::source paths are relative to the package root"))?,
             );
         }
-        for dir in self.include_dirs {
+        for source in kernel_sources {
+            self.directives.rerun_if_changed(source)?;
+        }
+        for dir in self.include_dirs.iter().chain(self.kernels.map(|kernels| &kernels.include_dir)) {
             self.directives.rerun_if_changed(dir)?;
             if !dir.is_dir() {
                 return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))

@@ -4,6 +4,7 @@
 //! the output directory and tell Cargo.
 
 mod diagnose;
+mod kernels;
 mod libraries;
 mod registry;
 
@@ -24,6 +25,7 @@ use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::Library;
 use crate::toolchain::target::{self, Target, Toolchain};
 use crate::toolchain::{bindings, joined};
+use kernels::KernelCode;
 use libraries::{CompileConfig, ExtraCode};
 
 /// Builds one Model Library Format archive into the crate being compiled.
@@ -43,6 +45,7 @@ pub struct Builder {
     include_dirs: Vec<PathBuf>,
     sources: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
+    cmsis_nn: Option<PathBuf>,
     limits: Limits,
     mlf_rt: bool,
 }
@@ -103,6 +106,7 @@ impl Builder {
             include_dirs: Vec::new(),
             sources: Vec::new(),
             defines: Vec::new(),
+            cmsis_nn: None,
             limits: Limits::default(),
             mlf_rt: false,
         }
@@ -265,6 +269,24 @@ impl Builder {
         self
     }
 
+    /// The CMSIS-NN to compile with an archive whose code calls it (TVM's
+    /// `cmsis-nn` target): the folder holding its `Include/` and `Source/`,
+    /// relative to the package root. Default: the `CMSIS_NN_PATH` environment
+    /// variable. Only the sources defining what the archive calls, and what
+    /// those call, are compiled, with the same core flags as the model, so
+    /// CMSIS-NN picks its DSP, MVE or portable code for the core.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("vww_cmsis_nn.tar").cmsis_nn("third_party/CMSIS-NN").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cmsis_nn(mut self, dir: impl AsRef<Path>) -> Builder {
+        self.cmsis_nn = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
@@ -290,6 +312,14 @@ impl Builder {
         settings.env.directives.rerun_if_changed(&self.archive)?;
         let (toolchain, prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
+        let mut warnings = prepared.warnings.clone();
+        if let Some(kernels) = &prepared.kernels {
+            let probe_dir = prepared.work.join("kernel-probe");
+            for warning in kernels::check_scratch(kernels, &prepared.plan, toolchain.compiled_isa, &settings.target.host, &probe_dir)? {
+                settings.env.directives.warning(&warning);
+                warnings.push(warning);
+            }
+        }
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
         prepared.model.link()?;
         support.link()?;
@@ -297,7 +327,7 @@ impl Builder {
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &self.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
-        Ok(Output { modules, warnings: prepared.warnings })
+        Ok(Output { modules, warnings })
     }
 
     /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
@@ -323,12 +353,13 @@ impl Builder {
         Ok(Settings { out_dir, target, env, show_warnings, package, support_dir })
     }
 
-    fn extra_code<'a>(&'a self, settings: &'a Settings) -> ExtraCode<'a> {
+    fn extra_code<'a>(&'a self, settings: &'a Settings, kernels: Option<&'a KernelCode>) -> ExtraCode<'a> {
         ExtraCode {
             include_dirs: &self.include_dirs,
             sources: &self.sources,
             defines: &self.defines,
             support_dir: &settings.support_dir,
+            kernels,
             directives: settings.env.directives,
         }
     }
@@ -365,6 +396,7 @@ impl Builder {
         for warning in &warnings {
             settings.env.directives.warning(warning);
         }
+        let kernels = kernels::cmsis_nn(&plan, self.cmsis_nn.as_deref(), &settings.env, &self.include_dirs)?;
         registry::claim_symbols(&settings.out_dir, &self.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
         // first names this archive's work directory and library.
@@ -377,18 +409,18 @@ impl Builder {
             std::thread::spawn(bindings::preload);
         }
         support::write(&settings.support_dir)?;
-        let extra = self.extra_code(settings);
+        let extra = self.extra_code(settings, kernels.as_ref());
         let (model, generated_c) = libraries::model_library(&plan, &stem, &work, &settings.package, settings.show_warnings, &extra)?;
-        Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c })
+        Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c, kernels })
     }
 
     /// Compiles the model's library and runs bindgen on its headers, unless an
     /// identical build is cached; returns the support library, compiled too.
     fn compile_and_bind(&self, settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Library> {
-        let Prepared { tree, plan, work, model, generated_c, .. } = prepared;
+        let Prepared { tree, plan, work, model, generated_c, kernels, .. } = prepared;
         let base = &toolchain.build;
         let config = CompileConfig { base, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
-        let extra = self.extra_code(settings);
+        let extra = self.extra_code(settings, kernels.as_ref());
         let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
         let extra_fingerprint = extra.fingerprint()?;
         let key = || -> Result<String> {
@@ -517,6 +549,8 @@ struct Prepared {
     model: Library,
     /// The text of everything generated, part of the cache key.
     generated_c: Vec<u8>,
+    /// CMSIS-NN, when the archive's code calls it.
+    kernels: Option<KernelCode>,
 }
 
 /// `<work>/gen/<module>_bindings.rs`: bindgen's output, kept for cached rebuilds.

@@ -5,6 +5,7 @@
 //! Cargo: the Builder decides where they go and when they are rewritten.
 
 pub(crate) mod glue;
+pub(crate) mod kernel_probe;
 pub(crate) mod rust;
 pub(crate) mod support;
 
@@ -14,7 +15,7 @@ mod golden;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::plan::model::{ModulePlan, Plan};
 use crate::plan::report::ModuleReport;
 
@@ -88,4 +89,26 @@ pub(crate) fn report_file(report: &ModuleReport) -> GeneratedFile {
     // A `Value` of strings and numbers always serializes.
     let json = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
     GeneratedFile { path: ["mlf", &format!("{}.json", report.name)].iter().collect(), bytes: json.into_bytes() }
+}
+
+/// One C file per kernel library source (`sources`, relative to `root`, an
+/// absolute path), relative to the glue directory: each includes `<stdint.h>`
+/// and then the source, because CMSIS-NN v4.1.0's `Internal/arm_nn_compiler.h`
+/// uses `uint32_t` before anything includes `<stdint.h>` off Arm. The user's
+/// copy of the library is never edited.
+pub(crate) fn kernel_wrappers(root: &std::path::Path, sources: &[String]) -> Result<Vec<GeneratedFile>> {
+    sources
+        .iter()
+        .map(|source| {
+            let original = root.join(source);
+            let text = original.to_string_lossy();
+            // A header name ends at `"` or a line end, and has no escapes.
+            if text.contains(['"', '\n', '\r']) || original.to_str().is_none() {
+                return Err(Error::new(ErrorKind::Config, format!("`{}`: a path C cannot #include", original.display()))
+                    .help("move the kernel library to a folder whose path has no `\"`, line break or non-UTF-8 byte"));
+            }
+            let bytes = format!("/* Written by mlf-build: {source} with <stdint.h> first. */\n#include <stdint.h>\n#include \"{text}\"\n");
+            Ok(GeneratedFile { path: ["kernels", source.as_str()].iter().collect(), bytes: bytes.into_bytes() })
+        })
+        .collect()
 }

@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
+use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
@@ -281,7 +282,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
     (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
-fn strip_comments(text: &str) -> String {
+pub(crate) fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("/*") {
@@ -480,6 +481,12 @@ impl Definitions {
 /// Names of the functions `code` defines: an identifier, its parenthesised
 /// parameters, then a body. Control statements are not functions.
 fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
+    function_definitions(code).map(|(name, _)| name)
+}
+
+/// `(name, body)` of every function `code` defines (the body between its braces,
+/// or to the end of `code` when unclosed). Control statements are not functions.
+pub(crate) fn function_definitions(code: &str) -> impl Iterator<Item = (&str, &str)> {
     const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
     code.match_indices('(').filter_map(move |(at, _)| {
         let head = code[..at].trim_end_matches([' ', '\t']);
@@ -490,7 +497,8 @@ fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
         }
         let after = &code[at + 1..];
         let close = closing(after, '(', ')')?;
-        after[close + 1..].trim_start().starts_with('{').then_some(name)
+        let body = after[close + 1..].trim_start().strip_prefix('{')?;
+        Some((name, closing(body, '{', '}').map_or(body, |end| &body[..end])))
     })
 }
 
@@ -544,7 +552,7 @@ fn workspace_bytes_within<'n>(
 
 /// Identifiers followed by `(` in a function body: the functions it calls (and
 /// some keywords and macros, which are no defined function's name).
-fn called_functions(body: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn called_functions(body: &str) -> impl Iterator<Item = &str> {
     body.match_indices('(').filter_map(move |(at, _)| {
         let head = body[..at].trim_end_matches([' ', '\t']);
         let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
@@ -613,6 +621,21 @@ pub(crate) struct CodeNeeds {
     pub dsp: Option<(String, String)>,
     /// `(file, header)` where Helium (MVE) intrinsics come in: `arm_mve.h`.
     pub mve: Option<(String, String)>,
+    /// What the code calls of CMSIS-NN, when it includes CMSIS-NN's headers.
+    pub cmsis_nn: Option<KernelCalls>,
+}
+
+/// A kernel library the code includes, and what the code calls without defining it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KernelCalls {
+    /// The first source including one of the library's headers, and that header.
+    pub file: String,
+    pub header: String,
+    /// Functions (and function-like macros) the module's sources call but do not
+    /// define: the library's among them, and the C library's (`memset`, `expf`).
+    pub undefined: std::collections::BTreeSet<String>,
+    /// The calls that give a kernel a scratch buffer, and its size.
+    pub scratch: Vec<ScratchCall>,
 }
 
 /// ACLE / CMSIS intrinsics of the Arm DSP extension (lowercase; CMSIS spells them in capitals):
@@ -679,6 +702,26 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         }
         if needs.mve.is_none() {
             needs.mve = included_headers(text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
+        }
+        if needs.cmsis_nn.is_none() {
+            needs.cmsis_nn = included_headers(text).find(|header| CMSIS_NN_HEADERS.contains(header)).map(|header| KernelCalls {
+                file: path.clone(),
+                header: header.to_string(),
+                undefined: Default::default(),
+                scratch: Vec::new(),
+            });
+        }
+    }
+    if let Some(kernels) = &mut needs.cmsis_nn {
+        let definitions = Definitions::of(sources, codegen);
+        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+            let code = strip_comments(sources.text(path));
+            let called =
+                called_functions(&code).filter(|name| !name.starts_with(|c: char| c.is_ascii_digit()) && !definitions.defines(name));
+            kernels.undefined.extend(called.map(str::to_string));
+            // The structures' numbers, which `text` leaves out, are what the scratch sizes follow from.
+            let raw = String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default());
+            kernels.scratch.extend(scratch_calls(path, &raw));
         }
     }
     needs

@@ -132,8 +132,28 @@ pub struct Case {
     pub atol: f64,
     /// Real-world cases: the top-1 class each vector must give.
     pub reference_top1: Vec<usize>,
-    /// External libraries the archive's code calls (`needs` in case.json), e.g. `CMSIS-NN`.
-    pub needs: Vec<String>,
+    /// External libraries the archive's code calls (`needs` in case.json): the
+    /// library's name (`CMSIS-NN`) and the text naming its folder under `../shared`.
+    pub needs: Vec<(String, String)>,
+}
+
+impl Case {
+    /// The environment variables that give the Builder the libraries the case
+    /// needs (`CMSIS_NN_PATH`), or why they cannot be given.
+    pub fn library_env(&self) -> Result<Vec<(&'static str, PathBuf)>, Verdict> {
+        self.needs
+            .iter()
+            .map(|(name, text)| {
+                // `"../shared/third-party/CMSIS-NN/v4.1.0 (why)"`: a path from the repository root first.
+                let dir = repo_root().join(text.split_whitespace().next().unwrap_or_default());
+                match name.as_str() {
+                    _ if !dir.is_dir() => Err(Verdict::Skip(format!("needs {name} at {}, which is absent", dir.display()))),
+                    "CMSIS-NN" => Ok(("CMSIS_NN_PATH", dir)),
+                    _ => Err(Verdict::Fail(format!("needs {name}, a library mlf-build does not know"))),
+                }
+            })
+            .collect()
+    }
 }
 
 fn load_json(path: &Path) -> Value {
@@ -176,7 +196,12 @@ fn load_case(dir: &Path, real_world: bool) -> Case {
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as usize).collect())
             .unwrap_or_default(),
-        needs: json["needs"].as_object().map(|needs| needs.keys().cloned().collect()).unwrap_or_default(),
+        needs: json["needs"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, text)| (name.clone(), text.as_str().unwrap_or_default().to_string()))
+            .collect(),
     };
     if real_world {
         let dtype = str_field(&json["output"], "dtype").to_string();

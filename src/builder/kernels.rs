@@ -1,0 +1,230 @@
+//! CMSIS-NN for archives whose code calls it: where the library is, which of
+//! its sources to compile, and the wrappers those sources compile through.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::cargo::cache;
+use crate::cargo::env::Env;
+use crate::cargo::write::write_if_changed;
+use crate::codegen::kernel_probe::{self, KernelPath, ScratchProbe};
+use crate::codegen::{self, GeneratedFile};
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::kernel_library::{KernelLibrary, ScratchCall};
+use crate::plan::model::Plan;
+use crate::toolchain::target::CoreIsa;
+
+/// The environment variable naming a CMSIS-NN checkout when `Builder::cmsis_nn` is not called.
+pub(super) const CMSIS_NN_PATH: &str = "CMSIS_NN_PATH";
+
+/// CMSIS-NN as one build compiles it.
+#[derive(Debug)]
+pub(super) struct KernelCode {
+    pub library: KernelLibrary,
+    /// The library's `Include/`.
+    pub include_dir: PathBuf,
+    /// The library's sources the archive needs, as found.
+    pub originals: Vec<PathBuf>,
+    /// What is compiled for each original, relative to the glue directory.
+    pub wrappers: Vec<GeneratedFile>,
+}
+
+/// CMSIS-NN for `plan`: `None` when its code calls none, or includes it from
+/// a directory the user added with `Builder::include_dir`.
+pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dirs: &[PathBuf]) -> Result<Option<KernelCode>> {
+    let calls: Vec<_> = plan.modules.iter().filter_map(|module| module.needs.cmsis_nn.as_ref()).collect();
+    let Some(first) = calls.first() else { return Ok(None) };
+    let undefined: BTreeSet<String> = calls.iter().flat_map(|calls| calls.undefined.iter().cloned()).collect();
+    // CMSIS-NN's names all start `arm_`; the rest may be the C library's.
+    let kernels: Vec<&str> = undefined.iter().map(String::as_str).filter(|name| name.starts_with("arm_")).collect();
+    let dir = match given.map(Path::to_path_buf).or_else(|| env.var(CMSIS_NN_PATH).map(PathBuf::from)) {
+        Some(dir) => dir,
+        None if include_dirs.iter().any(|dir| dir.join(&first.header).is_file()) => return Ok(None),
+        None => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "this archive calls CMSIS-NN ({}) and includes <{}>, but no CMSIS-NN was given",
+                    listed(&kernels),
+                    first.header
+                ),
+            )
+            .in_file(first.file.clone())
+            .help(format!(
+                "pass the folder holding CMSIS-NN's Include/ and Source/ with Builder::cmsis_nn(dir) or the {CMSIS_NN_PATH} environment variable \
+                 (TVM 0.14-0.18 were tested against CMSIS-NN v4.1.0: git clone --branch v4.1.0 https://github.com/ARM-software/CMSIS-NN)"
+            )))
+        }
+    };
+    let library = KernelLibrary::read_cmsis_nn(&dir)?;
+    let selection = library.select(&undefined);
+    let missing: Vec<&str> = kernels.iter().copied().filter(|name| selection.undefined.contains(*name)).collect();
+    if !missing.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!(
+                "the archive calls {} which CMSIS-NN at `{}` ({}) does not define",
+                listed(&missing),
+                dir.display(),
+                library.version.as_deref().unwrap_or("revision unknown")
+            ),
+        )
+        .in_file(first.file.clone())
+        .help("the archive was compiled against another CMSIS-NN release: pass that one (TVM 0.14-0.18 used v4.1.0)"));
+    }
+    // Absolute, so the wrappers include the same files from wherever the compiler runs.
+    let root = dir.canonicalize().map_err(|e| Error::io("read", &dir, e))?;
+    let wrappers = codegen::kernel_wrappers(&root, &selection.sources)?;
+    let originals = selection.sources.iter().map(|source| root.join(source)).collect();
+    Ok(Some(KernelCode { include_dir: root.join("Include"), library, originals, wrappers }))
+}
+
+/// `a, b, c` (at most eight names, then how many more).
+fn listed(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
+/// Refuses calls whose scratch buffer is smaller than what CMSIS-NN's code for
+/// the compiled core needs, asking the library itself (a host program calling
+/// its `*_get_buffer_size` functions); returns a warning per call it cannot ask about.
+pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>, host: &str, dir: &Path) -> Result<Vec<String>> {
+    let calls: Vec<&ScratchCall> = plan.modules.iter().filter_map(|m| m.needs.cmsis_nn.as_ref()).flat_map(|k| &k.scratch).collect();
+    let path = match isa {
+        Some(isa) if isa.mve => KernelPath::Mve,
+        Some(isa) if isa.dsp => KernelPath::Dsp,
+        _ => KernelPath::Portable,
+    };
+    let owned: Vec<ScratchCall> = calls.iter().map(|call| (*call).clone()).collect();
+    let probe = kernel_probe::scratch_probe(&owned, &code.library.declarations, path);
+    let version = code.library.version.as_deref().unwrap_or("revision unknown");
+    let mut warnings: Vec<String> = probe
+        .unasked
+        .iter()
+        .map(|(index, why)| {
+            let call = calls[*index];
+            format!(
+                "{}: the scratch of {}'s call to {} ({} bytes) is not checked: {why}",
+                call.file, call.function, call.kernel, call.reserved
+            )
+        })
+        .collect();
+    let Some(source) = &probe.source else { return Ok(warnings) };
+    let needed = match run_probe(code, &probe, source, host, dir) {
+        Ok(needed) => needed,
+        Err(why) => {
+            warnings.push(format!("the scratch sizes of the archive's CMSIS-NN calls are not checked: {why}"));
+            return Ok(warnings);
+        }
+    };
+    let short: Vec<String> = probe
+        .asked
+        .iter()
+        .zip(&needed)
+        .filter(|(&(index, _), &needed)| needed > calls[index].reserved)
+        .map(|(&(index, ref function), needed)| {
+            let call = calls[index];
+            format!("{} ({}) gives {} {} bytes where {function} says {needed}", call.function, call.file, call.kernel, call.reserved)
+        })
+        .collect();
+    if let Some(first) = probe.asked.iter().zip(&needed).find(|(&(index, _), &needed)| needed > calls[index].reserved) {
+        let file = calls[first.0 .0].file.clone();
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!(
+                "the archive's CMSIS-NN calls reserve less scratch than CMSIS-NN {version} needs in its {} code, which this core compiles: {}",
+                path.describe(),
+                short.join("; ")
+            ),
+        )
+        .in_file(file)
+        .help(
+            "TVM sized the scratch buffers for the core and CMSIS-NN release it compiled for: build for that kind of core \
+             (one with the same DSP or Helium extensions) or with that release; a smaller buffer makes the kernel fail or write past it",
+        ));
+    }
+    Ok(warnings)
+}
+
+/// Compiles and runs the probe on the host (cached by its inputs); the bytes each asked call needs.
+fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> std::result::Result<Vec<u64>, String> {
+    let selection = code.library.select(&probe.size_functions());
+    let root = &code.library.root;
+    let wrappers = codegen::kernel_wrappers(root, &selection.sources).map_err(|e| e.to_string())?;
+    let compiler = cc::Build::new()
+        .cargo_metadata(false)
+        .target(host)
+        .host(host)
+        .opt_level(0)
+        .debug(false)
+        .warnings(false)
+        .try_get_compiler()
+        .map_err(|e| format!("no C compiler for the host {host}: {e}"))?;
+    let mut key_parts: Vec<Vec<u8>> = vec![source.as_bytes().to_vec(), format!("{:?} {:?}", compiler.path(), compiler.args()).into_bytes()];
+    for original in &selection.sources {
+        let path = root.join(original);
+        key_parts.push(std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+    }
+    let stamp = cache::Stamp { path: dir.join("stamp"), key: cache::key(&key_parts.iter().map(Vec::as_slice).collect::<Vec<_>>()) };
+    let sizes_file = dir.join("sizes.txt");
+    let output = if stamp.is_current() && sizes_file.is_file() {
+        std::fs::read_to_string(&sizes_file).map_err(|e| format!("{}: {e}", sizes_file.display()))?
+    } else {
+        let output = compile_and_run(&compiler, source, &wrappers, &code.include_dir, dir)?;
+        write_if_changed(&sizes_file, output.as_bytes()).map_err(|e| e.to_string())?;
+        stamp.record().map_err(|e| e.to_string())?;
+        output
+    };
+    let sizes: Vec<u64> = output
+        .lines()
+        .map(|line| line.trim().parse::<u64>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| format!("the probe printed `{}`: {e}", output.trim()))?;
+    if sizes.len() != probe.asked.len() {
+        return Err(format!("the probe printed {} sizes for {} calls", sizes.len(), probe.asked.len()));
+    }
+    Ok(sizes)
+}
+
+fn compile_and_run(
+    compiler: &cc::Tool,
+    source: &str,
+    wrappers: &[GeneratedFile],
+    include_dir: &Path,
+    dir: &Path,
+) -> std::result::Result<String, String> {
+    let main = dir.join("probe.c");
+    write_if_changed(&main, source.as_bytes()).map_err(|e| e.to_string())?;
+    let mut command = compiler.to_command();
+    let executable = dir.join(if cfg!(windows) { "probe.exe" } else { "probe" });
+    if compiler.is_like_msvc() {
+        command
+            .arg(format!("/I{}", include_dir.display()))
+            .arg(format!("/Fe{}", executable.display()))
+            .arg(format!("/Fo{}\\", dir.display()));
+    } else {
+        command.arg("-I").arg(include_dir).arg("-o").arg(&executable);
+    }
+    command.arg(&main);
+    for wrapper in wrappers {
+        let path = dir.join(&wrapper.path);
+        write_if_changed(&path, &wrapper.bytes).map_err(|e| e.to_string())?;
+        command.arg(path);
+    }
+    let built = command.output().map_err(|e| format!("{:?}: {e}", compiler.path()))?;
+    if !built.status.success() {
+        return Err(format!(
+            "the host compiler failed: {}",
+            String::from_utf8_lossy(&built.stderr).lines().take(5).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    let ran = std::process::Command::new(&executable).output().map_err(|e| format!("{}: {e}", executable.display()))?;
+    if !ran.status.success() {
+        return Err(format!("{} failed: {}", executable.display(), ran.status));
+    }
+    Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
+}

@@ -1,0 +1,408 @@
+//! A kernel library the archive's code calls (BYOC: CMSIS-NN): which of its
+//! sources define which functions and what each calls, read from the
+//! library's own code, so a build compiles only what the archive needs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::input::sources;
+
+/// CMSIS-NN's public headers: archives whose code includes one call CMSIS-NN.
+pub(crate) const CMSIS_NN_HEADERS: &[&str] = &["arm_nnfunctions.h", "arm_nnsupportfunctions.h", "arm_nn_types.h", "arm_nn_math_types.h"];
+
+/// The header that marks a CMSIS-NN checkout (below `Include/`) and states its revision.
+const CMSIS_NN_API_HEADER: &str = "arm_nnfunctions.h";
+
+/// One C source of the library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LibrarySource {
+    /// Relative to the library's folder, `/`-separated.
+    pub path: String,
+    /// Every identifier called anywhere in the file: compiled, it needs them all.
+    calls: BTreeSet<String>,
+}
+
+/// What a kernel library's code defines and calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct KernelLibrary {
+    /// The folder holding `Include/` and `Source/`.
+    pub root: PathBuf,
+    /// `$Revision` and `$Date` of the API header, as the library states its version.
+    pub version: Option<String>,
+    sources: Vec<LibrarySource>,
+    /// Function name → the sources defining it (indexes into `sources`).
+    defined_in: BTreeMap<String, Vec<usize>>,
+    /// Functions and function-like macros defined in headers → what their bodies call.
+    header_calls: BTreeMap<String, BTreeSet<String>>,
+    /// Function name → its parameter list as declared in the headers.
+    pub declarations: BTreeMap<String, String>,
+}
+
+/// The sources a build must compile, and the called functions the library does not define.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Selection {
+    /// Relative paths, sorted.
+    pub sources: Vec<String>,
+    pub undefined: BTreeSet<String>,
+}
+
+impl KernelLibrary {
+    /// Reads the CMSIS-NN checkout at `root` (the folder holding `Include/` and `Source/`).
+    pub fn read_cmsis_nn(root: &Path) -> Result<KernelLibrary> {
+        let api_header = root.join("Include").join(CMSIS_NN_API_HEADER);
+        if !api_header.is_file() || !root.join("Source").is_dir() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("`{}` is not a CMSIS-NN checkout: expected Include/{CMSIS_NN_API_HEADER} and Source/ in it", root.display()),
+            )
+            .help("pass the folder that holds CMSIS-NN's Include/ and Source/ (a clone of github.com/ARM-software/CMSIS-NN, or the CMSIS-NN folder of a CMSIS pack)"));
+        }
+        let read_all = |dir: &Path, extension: &str| -> Result<Vec<(String, String)>> {
+            c_files(dir, extension)?
+                .into_iter()
+                .map(|path| {
+                    let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
+                    let relative = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect();
+                    Ok((join_slash(relative), String::from_utf8_lossy(&bytes).into_owned()))
+                })
+                .collect()
+        };
+        let headers = read_all(&root.join("Include"), "h")?;
+        let sources = read_all(&root.join("Source"), "c")?;
+        Ok(KernelLibrary::from_texts(root, &headers, &sources))
+    }
+
+    /// The library described by the texts of its headers and sources (paths relative to `root`).
+    pub fn from_texts(root: &Path, headers: &[(String, String)], sources: &[(String, String)]) -> KernelLibrary {
+        let mut library = KernelLibrary { root: root.to_path_buf(), ..KernelLibrary::default() };
+        for (path, text) in headers {
+            let code = sources::strip_comments(text);
+            if path.ends_with(CMSIS_NN_API_HEADER) {
+                library.version = revision(text);
+            }
+            for (name, body) in sources::function_definitions(&code) {
+                library.header_calls.entry(name.to_string()).or_default().extend(calls(body));
+            }
+            for (name, body) in function_like_macros(&code) {
+                library.header_calls.entry(name.to_string()).or_default().extend(calls(&body));
+            }
+            library.declarations.extend(declarations(&code));
+        }
+        for (index, (path, text)) in sources.iter().enumerate() {
+            let code = sources::strip_comments(text);
+            for (name, _) in sources::function_definitions(&code) {
+                let files = library.defined_in.entry(name.to_string()).or_default();
+                if !files.contains(&index) {
+                    files.push(index);
+                }
+            }
+            library.sources.push(LibrarySource { path: path.clone(), calls: calls(&code).collect() });
+        }
+        library
+    }
+
+    /// The sources defining `called` and, in turn, what those call; `undefined`
+    /// lists what neither the sources nor the headers define.
+    pub fn select(&self, called: &BTreeSet<String>) -> Selection {
+        let mut selected = BTreeSet::new();
+        let mut undefined = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut pending: Vec<&str> = called.iter().map(String::as_str).collect();
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name) {
+                continue;
+            }
+            if let Some(body_calls) = self.header_calls.get(name) {
+                pending.extend(body_calls.iter().map(String::as_str));
+            }
+            match self.defined_in.get(name) {
+                Some(files) => {
+                    for &index in files {
+                        if selected.insert(index) {
+                            pending.extend(self.sources[index].calls.iter().map(String::as_str));
+                        }
+                    }
+                }
+                None if !self.header_calls.contains_key(name) => {
+                    undefined.insert(name.to_string());
+                }
+                None => {}
+            }
+        }
+        let mut sources: Vec<String> = selected.into_iter().map(|index| self.sources[index].path.clone()).collect();
+        sources.sort();
+        Selection { sources, undefined }
+    }
+}
+
+/// A kernel call the archive's code makes with a scratch buffer: `cmsis_nn_context
+/// ctx = {buf, 4464};` then `arm_..._s8(&ctx, ...)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScratchCall {
+    pub file: String,
+    /// The generated function making the call.
+    pub function: String,
+    pub kernel: String,
+    /// Bytes the context states.
+    pub reserved: u64,
+    /// The call's argument expressions.
+    pub args: Vec<String>,
+    /// The `cmsis_nn_*` structures the function initializes, in order.
+    pub locals: Vec<KernelLocal>,
+}
+
+/// `cmsis_nn_<type> <name> = {<init>};` in generated code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KernelLocal {
+    pub type_name: String,
+    pub name: String,
+    /// Between the braces.
+    pub init: String,
+}
+
+/// Every kernel call in `code` (a source of the archive, `file`) given a
+/// `cmsis_nn_context` whose size is a constant.
+pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
+    let code = sources::strip_comments(code);
+    let mut calls = Vec::new();
+    for (function, body) in sources::function_definitions(&code) {
+        let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
+        for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
+            let Some(reserved) = context.init.rsplit(',').next().and_then(|size| sources::parse_c_integer(size.trim())) else { continue };
+            let reference = format!("&{}", context.name);
+            for (kernel, args) in call_expressions(body) {
+                if args.first().is_some_and(|first| first.split_whitespace().collect::<String>() == reference) {
+                    let (file, function) = (file.to_string(), function.to_string());
+                    calls.push(ScratchCall { file, function, kernel: kernel.to_string(), reserved, args, locals: locals.clone() });
+                }
+            }
+        }
+    }
+    calls
+}
+
+fn kernel_local(statement: &str) -> Option<KernelLocal> {
+    let statement = statement.trim();
+    let (declaration, init) = statement.split_once('=')?;
+    let mut words = declaration.split_whitespace();
+    let (type_name, name) = (words.next()?, words.next()?);
+    let init = init.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let identifier = |word: &str| !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (type_name.starts_with("cmsis_nn_") && identifier(name) && words.next().is_none()).then(|| KernelLocal {
+        type_name: type_name.to_string(),
+        name: name.to_string(),
+        init: init.trim().to_string(),
+    })
+}
+
+/// `(callee, argument expressions)` of every call in `body`.
+fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
+    let mut found = Vec::new();
+    for (at, _) in body.match_indices('(') {
+        let head = &body[..at];
+        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let callee = &head[start..];
+        if callee.is_empty() || callee.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Some(close) = closing_paren(&body[at + 1..]) {
+            found.push((callee, split_arguments(&body[at + 1..at + 1 + close])));
+        }
+    }
+    found
+}
+
+fn split_arguments(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(text[start..].trim().to_string());
+    parts
+}
+
+/// Identifiers followed by `(`, without the ones that cannot name a function.
+fn calls(code: &str) -> impl Iterator<Item = String> + '_ {
+    sources::called_functions(code).filter(|name| !name.starts_with(|c: char| c.is_ascii_digit())).map(str::to_string)
+}
+
+/// `(name, body)` of every `#define NAME(args) body` (continued lines joined).
+fn function_like_macros(code: &str) -> Vec<(&str, String)> {
+    let mut macros = Vec::new();
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|rest| rest.strip_prefix("define")) else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let (name, after) = rest.split_at(name_end);
+        let mut body = after.strip_prefix('(').map(str::to_string);
+        let mut continued = line.trim_end().ends_with('\\');
+        while continued {
+            let Some(next) = lines.next() else { break };
+            continued = next.trim_end().ends_with('\\');
+            if let Some(body) = &mut body {
+                body.push_str(next);
+            }
+        }
+        if let Some(body) = body.filter(|_| !name.is_empty()) {
+            macros.push((name, body));
+        }
+    }
+    macros
+}
+
+/// `name → parameter list` of the function declarations (`T name(params);`) in `code`.
+fn declarations(code: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices('(') {
+        let head = code[..at].trim_end();
+        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let name = &head[start..];
+        // A declaration follows a return type: a name or `*` before it.
+        let before = head[..start].trim_end();
+        if name.is_empty() || !before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '*') {
+            continue;
+        }
+        let after = &code[at + 1..];
+        let Some(close) = closing_paren(after) else { continue };
+        if after[close + 1..].trim_start().starts_with(';') {
+            found.push((name.to_string(), after[..close].split_whitespace().collect::<Vec<_>>().join(" ")));
+        }
+    }
+    found
+}
+
+fn closing_paren(text: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            ';' | '{' | '}' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `V.11.3.0 (13 January 2023)` from the header's `$Revision:` and `$Date:` lines.
+fn revision(text: &str) -> Option<String> {
+    let field = |key: &str| {
+        text.lines().find_map(|line| line.split_once(key).map(|(_, value)| value.trim().trim_end_matches('$').trim().to_string()))
+    };
+    let revision = field("$Revision:").filter(|value| !value.is_empty() && value.len() <= 40)?;
+    Some(match field("$Date:").filter(|value| !value.is_empty() && value.len() <= 40) {
+        Some(date) => format!("{revision} ({date})"),
+        None => revision,
+    })
+}
+
+/// Every file below `dir` whose name ends in `.<extension>`, sorted.
+fn c_files(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))? {
+            let path = entry.map_err(|e| Error::io("read", &dir, e))?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == extension) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn join_slash(parts: Vec<std::borrow::Cow<'_, str>>) -> String {
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(path: &str, code: &str) -> (String, String) {
+        (path.to_string(), code.to_string())
+    }
+
+    fn library() -> KernelLibrary {
+        let headers = [text(
+            "Include/arm_nnfunctions.h",
+            "/*\n * $Date:        1 May 2023\n * $Revision:    V.1.2.3\n */\n\
+             int32_t arm_conv(const cmsis_nn_context *ctx, const cmsis_nn_dims *input_dims);\n\
+             int32_t arm_conv_get_buffer_size(const cmsis_nn_dims *input_dims);\n\
+             static inline int helper(int x) { return arm_support(x); }\n\
+             #define CALLS_TABLE(x) arm_table_lookup(x)\n",
+        )];
+        let sources = [
+            text("Source/Conv/arm_conv.c", "int32_t arm_conv(const cmsis_nn_context *ctx) { return helper(1) + CALLS_TABLE(2); }"),
+            text("Source/Support/arm_support.c", "int arm_support(int x) { return x; }"),
+            text("Source/Support/arm_table.c", "int arm_table_lookup(int x) { return memcpy(0, 0, x); }"),
+            text("Source/Other/arm_unused.c", "int arm_unused(void) { return arm_conv(0); }"),
+        ];
+        KernelLibrary::from_texts(Path::new("lib"), &headers, &sources)
+    }
+
+    #[test]
+    fn selects_what_the_called_functions_need_through_headers_and_macros() {
+        let selection = library().select(&["arm_conv".to_string()].into());
+        assert_eq!(selection.sources, ["Source/Conv/arm_conv.c", "Source/Support/arm_support.c", "Source/Support/arm_table.c"]);
+        assert_eq!(selection.undefined, ["memcpy".to_string()].into());
+    }
+
+    #[test]
+    fn finds_the_scratch_each_kernel_call_is_given() {
+        let code = "int32_t f(int8_t* in, uint8_t* ws) {\n  void* buf = (&(ws[64]));\n  cmsis_nn_context context= {buf,4464};\n  \
+                    cmsis_nn_tile stride = {1,1};\n  cmsis_nn_conv_params conv_params = {0, 0, stride};\n  \
+                    cmsis_nn_dims input_dims = {1,8,8,3};\n  arm_status s = arm_conv(&context, &conv_params, &input_dims, in);\n  return 0;\n}";
+        let calls = scratch_calls("lib2.c", code);
+        assert_eq!(calls.len(), 1);
+        let call = &calls[0];
+        assert_eq!((call.function.as_str(), call.kernel.as_str(), call.reserved), ("f", "arm_conv", 4464));
+        assert_eq!(call.args, ["&context", "&conv_params", "&input_dims", "in"]);
+        let names: Vec<&str> = call.locals.iter().map(|local| local.name.as_str()).collect();
+        assert_eq!(names, ["context", "stride", "conv_params", "input_dims"]);
+        assert_eq!(call.locals[3].init, "1,8,8,3");
+    }
+
+    #[test]
+    fn reads_the_revision_and_the_declarations() {
+        let library = library();
+        assert_eq!(library.version.as_deref(), Some("V.1.2.3 (1 May 2023)"));
+        assert_eq!(library.declarations["arm_conv_get_buffer_size"], "const cmsis_nn_dims *input_dims");
+        assert_eq!(library.declarations["arm_conv"], "const cmsis_nn_context *ctx, const cmsis_nn_dims *input_dims");
+    }
+
+    #[test]
+    fn the_shared_cmsis_nn_checkouts_select_a_few_sources() {
+        let Some(dir) = crate::test_support::third_party("CMSIS-NN") else { return };
+        for version in ["v4.1.0", "v7.0.0"] {
+            let library = KernelLibrary::read_cmsis_nn(&dir.join(version)).expect("a CMSIS-NN checkout");
+            let called = ["arm_convolve_wrapper_s8", "arm_avgpool_s8", "arm_softmax_s8"].map(str::to_string).into();
+            let selection = library.select(&called);
+            assert!(selection.sources.iter().any(|s| s.ends_with("arm_convolve_wrapper_s8.c")), "{version}: {selection:?}");
+            assert!(selection.sources.len() < 25, "{version}: {} sources", selection.sources.len());
+            assert!(selection.undefined.iter().all(|name| !name.starts_with("arm_")), "{version}: {:?}", selection.undefined);
+            assert!(library.version.is_some());
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Archives whose code calls CMSIS-NN (TVM's `cmsis-nn` target), built with the
+//! CMSIS-NN releases in `../shared/third-party`: what is compiled, what is
+//! refused and how. Inference with it runs in tests/corpus_host.rs and
+//! tests/corpus_qemu.rs (`etiss-vww-muriscvnn-rvv-tvm017`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use mlf_build::{Builder, ErrorKind};
+
+const CASE: &str = "etiss-vww-muriscvnn-rvv-tvm017";
+
+/// The case's archive unpacked into a fresh directory, to be edited.
+fn unpack(name: &str) -> Option<PathBuf> {
+    let case = common::corpus_case(CASE)?;
+    let dir = common::scratch(name).join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&dir).unwrap();
+    Some(dir)
+}
+
+/// `../shared/third-party/CMSIS-NN/<version>`, or `None` after a SKIP line.
+fn cmsis_nn(version: &str) -> Option<PathBuf> {
+    let dir = common::shared_dir().join("third-party/CMSIS-NN").join(version);
+    if !dir.is_dir() {
+        common::skip(&format!("{} is absent", dir.display()));
+        return None;
+    }
+    Some(dir)
+}
+
+/// `Builder::build` for the host in-process, printing nothing; `library` as `Builder::cmsis_nn`.
+fn build(archive: &Path, library: Option<&Path>) -> mlf_build::Result<mlf_build::Output> {
+    let host = common::host_triple();
+    let mut builder = Builder::new(archive).out_dir(archive.with_file_name("out")).target(&host).host(host).cargo_metadata(false);
+    if let Some(library) = library {
+        builder = builder.cmsis_nn(library);
+    }
+    builder.build()
+}
+
+/// The kernel sources a build compiled (its wrappers under the output directory).
+fn compiled_kernels(archive: &Path) -> Vec<String> {
+    let dir = archive.with_file_name("out").join("mlf/build/default/gen/kernels");
+    let mut found = Vec::new();
+    let mut pending = vec![dir];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.path().is_dir() {
+                pending.push(entry.path());
+            } else {
+                found.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn without_cmsis_nn_the_error_names_the_kernels_and_both_ways_to_give_it() {
+    // The variable the Builder falls back to is emptied, whatever the caller's environment.
+    if !common::in_child_with(&[("CMSIS_NN_PATH", "")]) {
+        return;
+    }
+    let Some(archive) = unpack("missing") else { return };
+    let error = build(&archive, None).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    let text = error.to_string();
+    for words in
+        ["calls CMSIS-NN", "arm_convolve_wrapper_s8", "arm_softmax_s8", "default_lib2.c", "Builder::cmsis_nn", "CMSIS_NN_PATH", "v4.1.0"]
+    {
+        assert!(text.contains(words), "`{words}` missing from: {text}");
+    }
+}
+
+#[test]
+fn each_release_compiles_only_the_kernels_the_archive_calls() {
+    for version in ["v4.1.0", "v7.0.0"] {
+        let (Some(archive), Some(library)) = (unpack(&format!("select-{version}")), cmsis_nn(version)) else { return };
+        let output = build(&archive, Some(&library)).unwrap_or_else(|e| panic!("{version}: {e}"));
+        assert!(output.warnings.is_empty(), "{version}: {:?}", output.warnings);
+        let compiled = compiled_kernels(&archive);
+        let all = walk_c_files(&library.join("Source"));
+        for kernel in ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_avgpool_s8.c", "arm_softmax_s8.c"] {
+            assert!(compiled.iter().any(|name| name == kernel), "{version}: {kernel} not in {compiled:?}");
+        }
+        let unused = ["lstm", "svdf", "elementwise", "convolve_s16", "max_pool"];
+        assert!(!compiled.iter().any(|name| unused.iter().any(|part| name.contains(part))), "{version}: {compiled:?}");
+        assert!(compiled.len() * 3 < all, "{version}: {} of {all} sources compiled", compiled.len());
+    }
+}
+
+fn walk_c_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| match entry.path() {
+            path if path.is_dir() => walk_c_files(&path),
+            path => usize::from(path.extension().is_some_and(|ext| ext == "c")),
+        })
+        .sum()
+}
+
+#[test]
+fn a_scratch_buffer_smaller_than_the_library_needs_is_refused_with_both_numbers() {
+    let (Some(archive), Some(library)) = (unpack("scratch"), cmsis_nn("v4.1.0")) else { return };
+    // The first convolution (3x3x3 filter) needs 2 * 27 int16 = 108 bytes on the host's portable path.
+    let source = archive.join("codegen/host/src/default_lib2.c");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let edited = text.replacen("{context_buffer_0_let,128}", "{context_buffer_0_let,100}", 1);
+    assert_ne!(edited, text, "the archive's first convolution no longer reserves 128 bytes");
+    std::fs::write(&source, edited).unwrap();
+    let error = build(&archive, Some(&library)).unwrap_err();
+    let text = error.to_string();
+    for words in
+        ["default_lib2.c", "tvmgen_default_cmsis_nn_main_0", "arm_convolve_wrapper_s8 100 bytes", "says 108", "portable C", "V.11.3.0"]
+    {
+        assert!(text.contains(words), "`{words}` missing from: {text}");
+    }
+}
+
+#[test]
+fn a_kernel_the_release_does_not_define_is_refused_naming_it_and_the_release() {
+    let (Some(archive), Some(library)) = (unpack("undefined"), cmsis_nn("v4.1.0")) else { return };
+    std::fs::write(
+        archive.join("codegen/host/src/default_lib3.c"),
+        "#include <arm_nnfunctions.h>\nint32_t mlf_wild_call(void) { return (int32_t)arm_convolve_from_the_future_s8(0); }\n",
+    )
+    .unwrap();
+    let error = build(&archive, Some(&library)).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("arm_convolve_from_the_future_s8") && text.contains("V.11.3.0") && text.contains("another CMSIS-NN release"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_folder_that_is_not_cmsis_nn_is_refused_saying_what_it_lacks() {
+    let Some(archive) = unpack("not-a-checkout") else { return };
+    let error = build(&archive, Some(&archive)).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("is not a CMSIS-NN checkout") && text.contains("Include/arm_nnfunctions.h"), "{text}");
+}
