@@ -5,6 +5,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod graph;
+pub(crate) mod loops;
 pub(crate) mod metadata;
 pub(crate) mod params;
 pub(crate) mod sources;
