@@ -355,22 +355,11 @@ fn strip_to_codegen(archive: &Path) {
     std::fs::remove_file(archive.join("metadata.json")).unwrap();
     std::fs::remove_dir_all(archive.join("src")).unwrap();
     edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
-        text.lines()
-            .filter(|line| !(line.starts_with("#define TVMGEN_") && line.ends_with_size()))
-            .map(|line| format!("{line}\n"))
-            .collect()
+        // `#define TVMGEN_<M>_<NAME>_SIZE <n>`, the workspace's included.
+        let size_macro =
+            |line: &str| line.starts_with("#define TVMGEN_") && line.split_whitespace().nth(1).is_some_and(|n| n.ends_with("_SIZE"));
+        text.lines().filter(|line| !size_macro(line)).map(|line| format!("{line}\n")).collect()
     });
-}
-
-trait SizeMacro {
-    fn ends_with_size(&self) -> bool;
-}
-
-impl SizeMacro for &str {
-    /// `#define TVMGEN_<M>_<NAME>_SIZE <n>`, the workspace's included.
-    fn ends_with_size(&self) -> bool {
-        self.split_whitespace().nth(1).is_some_and(|name| name.ends_with("_SIZE"))
-    }
 }
 
 // Issue 19.2: without metadata.json and `_SIZE` macros, element types come from

@@ -313,7 +313,7 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
             let Some((n_in, n_out)) = declared else {
                 return Err(Error::new(ErrorKind::Metadata, format!("cannot tell how many inputs and outputs module `{name}` has"))
                     .in_file(file)
-                    .help("neither metadata.json (TVM >= 0.11) nor the entry point states it; re-export the archive with TVM >= 0.11"));
+                    .help("neither metadata.json nor the entry point states it: restore metadata.json (TVM >= 0.11 lists inputs and outputs there) from the original archive"));
             };
             // Relay lists the model inputs first, then the weights.
             let inputs: Vec<String> = (0..n_in)
