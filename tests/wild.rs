@@ -290,9 +290,11 @@ fn garbage_size_macro_is_outvoted_when_names_differ() {
     );
 }
 
-// Issue 8.2: a metadata size that disagrees with what the code uses is outvoted
-// by the header and the Relay shapes; with no third source, the build is refused
-// naming both values, never run with a buffer the C code writes past.
+// Issue 8.2 and 19.3: a metadata size that disagrees with what the code uses is
+// outvoted by the header and the Relay shapes; with no third source, the code
+// settles it (with a warning naming the value that lost); when the code reaches
+// neither value, the build is refused naming both, never run with a buffer the
+// C code writes past.
 #[test]
 fn shrunk_metadata_size_is_outvoted_or_refused() {
     let Some(case) = common::corpus_case("kws_int8-aot_c") else { return };
@@ -303,14 +305,114 @@ fn shrunk_metadata_size_is_outvoted_or_refused() {
     let output = build_in_process(&archive).unwrap();
     assert_eq!(output.modules[0].memory.outputs, 6);
     std::fs::remove_file(archive.join("src/default.relay")).unwrap();
+    let output = build_in_process(&archive).unwrap();
+    assert_eq!(output.modules[0].memory.outputs, 6);
+    assert!(
+        output.warnings.iter().any(|w| w.contains("the code reaches 6 bytes")
+            && w.contains("2 bytes from metadata.json memory.functions.main.outputs.output is not")),
+        "{:?}",
+        output.warnings
+    );
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 6", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 8")
+    });
     let error = build_in_process(&archive).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
     assert_eq!(error.file(), Some("codegen/host/include/tvmgen_default.h"));
     assert!(
         error.to_string().contains(
-            "the sizes of tensor `output` of module `default` disagree: 2 bytes from metadata.json memory.functions.main.outputs.output; 6 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE in codegen/host/include/tvmgen_default.h"
+            "the sizes of tensor `output` of module `default` disagree: 2 bytes from metadata.json memory.functions.main.outputs.output; 8 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE in codegen/host/include/tvmgen_default.h; the code reaches 6 bytes, which none of them states"
         ),
         "{error}"
+    );
+}
+
+// Issue 19.3: TVM 0.11's `_SIZE` macros are not byte sizes. metadata.json and
+// the code agree, so the macros lose, each named in a warning; the build runs
+// with the code's sizes.
+#[test]
+fn tvm011_size_macros_lose_to_metadata_and_the_code() {
+    let Some(case) = common::corpus_case("cnn_f32-aot_c") else { return };
+    let archive = unpack(&case, "tvm011-size-macros");
+    std::fs::remove_file(archive.join("src/default.relay")).unwrap();
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_IMAGE_SIZE 3072", "#define TVMGEN_DEFAULT_IMAGE_SIZE 28332256")
+            .replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 20", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 40747632")
+    });
+    let run = assert_matches_tvm(&case, &archive);
+    for (name, bytes, lost) in [("image", 3072, 28332256), ("output", 20, 40747632)] {
+        let macro_name = format!("TVMGEN_DEFAULT_{}_SIZE", name.to_uppercase());
+        let want = format!(
+            "tensor `{name}` of module `default`: the archive's sizes disagree; the code reaches {bytes} bytes, as metadata.json memory.functions.main"
+        );
+        let lost = format!("so {bytes} bytes are used and {lost} bytes from {macro_name} in codegen/host/include/tvmgen_default.h is not");
+        assert!(run.build_stderr.contains(&want) && run.build_stderr.contains(&lost), "{}", run.build_stderr);
+    }
+}
+
+/// Removes metadata.json, the Relay text and every `_SIZE` macro of the
+/// interface header: a codegen-only tree as MLPerf Tiny v1.0 submissions ship.
+fn strip_to_codegen(archive: &Path) {
+    std::fs::remove_file(archive.join("metadata.json")).unwrap();
+    std::fs::remove_dir_all(archive.join("src")).unwrap();
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        // `#define TVMGEN_<M>_<NAME>_SIZE <n>`, the workspace's included.
+        let size_macro =
+            |line: &str| line.starts_with("#define TVMGEN_") && line.split_whitespace().nth(1).is_some_and(|n| n.ends_with("_SIZE"));
+        text.lines().filter(|line| !size_macro(line)).map(|line| format!("{line}\n")).collect()
+    });
+}
+
+// Issue 19.2: without metadata.json and `_SIZE` macros, element types come from
+// the typed definitions (lib0.c's `void*` prototype of `__tvm_main__` is not one)
+// and sizes from the loops of the operators that read the inputs and write the
+// outputs; the workspace from the static pool or the allocations. int8 and
+// float, USMP and not, one and two outputs.
+#[test]
+fn codegen_only_trees_run_from_what_the_code_does() {
+    for name in ["kws_int8-aot_c_usmp", "kws_int8-aot_c_nousmp", "cnn_f32-aot_c", "mlp_f32-aot_c", "two_outputs_f32-aot_c"] {
+        let Some(case) = common::corpus_case(name) else { return };
+        let archive = unpack(&case, &format!("codegen-only-{name}"));
+        let lib0 = std::fs::read_to_string(archive.join("codegen/host/src/default_lib0.c")).unwrap();
+        assert!(lib0.contains("tvmgen_default___tvm_main__(void*"), "{name}: lib0.c no longer declares main with void*");
+        let original = build_in_process(&unpack(&case, &format!("codegen-only-original-{name}"))).unwrap();
+        strip_to_codegen(&archive);
+        assert_matches_tvm(&case, &archive);
+        let output = build_in_process(&archive).unwrap();
+        let (built, want) = (&output.modules[0].memory, &original.modules[0].memory);
+        assert_eq!((built.inputs, built.outputs), (want.inputs, want.outputs), "{name}");
+        let rust = std::fs::read_to_string(&output.modules[0].rust_file).unwrap();
+        assert!(
+            rust.contains("the code: the loops, indices and kernel dimensions of the operators `tvmgen_default___tvm_main__`"),
+            "{name}: {rust}"
+        );
+        assert!(rust.contains("the `tvmgen_default___tvm_main__` definition"), "{name}: {rust}");
+    }
+}
+
+// Issue 19.2: when the code does not show a tensor's size, the error names the
+// fact, the files read, and how to state it.
+#[test]
+fn codegen_only_tree_whose_code_hides_a_size_is_refused_naming_the_fix() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let archive = unpack(&case, "codegen-only-hidden");
+    strip_to_codegen(&archive);
+    // The softmax that writes the output now takes its bound at run time.
+    edit(&archive.join("codegen/host/src/default_lib1.c"), |text| {
+        text.replace(
+            "i1_1 < 10; ++i1_1) {\n    T_softmax_norm",
+            "i1_1 < (int32_t)global_workspace_11_var[0]; ++i1_1) {\n    T_softmax_norm",
+        )
+    });
+    let error = build_in_process(&archive).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Metadata, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("cannot tell the size of tensor `output` of module `default`: no file states it and the code does not show it")
+            && text.contains("loop bounds")
+            && text.contains("#define TVMGEN_DEFAULT_OUTPUT_SIZE <bytes>")
+            && !text.contains("re-export"),
+        "{text}"
     );
 }
 
@@ -362,5 +464,5 @@ fn inspect_and_build_agree_on_trees_without_metadata() {
         assert_eq!(inspected.kind(), ErrorKind::NotMlf, "{name}: {inspected}");
         assert_eq!(inspected.to_string(), build_in_process(&archive).unwrap_err().to_string(), "{name}");
     }
-    assert!(accepted > 0, "no tree without metadata.json was accepted: the numbers were never compared");
+    assert_eq!(accepted, 2, "a tree without metadata.json was refused although its code states every fact");
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
+use crate::input::loops::Reach;
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
@@ -242,6 +243,8 @@ impl InterfaceHeader {
 /// the planner, which reads them from the header and the typed sources.
 pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
     let mut modules = Vec::new();
+    // Whether each module's header states its workspace; else the code says.
+    let mut stated = Vec::new();
     for path in tree.files_under(INCLUDE_DIR) {
         let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
         let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
@@ -252,9 +255,9 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
         if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
             continue;
         }
-        let workspace =
-            macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v)).unwrap_or(0);
+        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
+        stated.push(workspace.is_some());
         modules.push(ModuleMeta {
             name: name.to_string(),
             model_name: name.to_string(),
@@ -263,7 +266,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
             targets: Vec::new(),
             main: vec![MainMemory {
                 device: 1,
-                workspace_size_bytes: workspace,
+                workspace_size_bytes: workspace.unwrap_or(0),
                 constants_size_bytes: 0,
                 io_size_bytes: 0,
                 inputs: Vec::new(),
@@ -278,7 +281,23 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
             relay_path,
         });
     }
-    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut paired: Vec<(ModuleMeta, bool)> = modules.into_iter().zip(stated).collect();
+    paired.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    let (mut modules, stated): (Vec<ModuleMeta>, Vec<bool>) = paired.into_iter().unzip();
+    let names: Vec<String> = modules.iter().map(|m| m.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let sources = Sources::new(tree);
+    for (module, stated) in modules.iter_mut().zip(stated) {
+        if stated {
+            continue;
+        }
+        let codegen = codegen_for(tree, &module.name, &names);
+        let entry = format!("tvmgen_{}___tvm_main__", module.name);
+        let allocated = || workspace_bytes(&sources, &codegen, &Definitions::of(&sources, &codegen), &entry, 16);
+        if let (Some(main), Some(bytes)) = (module.main.first_mut(), static_workspace(&sources, &codegen).or_else(allocated)) {
+            main.workspace_size_bytes = bytes;
+        }
+    }
     (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
@@ -889,21 +908,77 @@ fn final_expression_out_dtype(body: &str) -> Option<DType> {
 }
 
 /// Element types of `tvmgen_<m>___tvm_main__`'s parameters, from its definition
-/// (`float* x_buffer_var, ...`); `None` for untyped (`void*`) parameters.
+/// (`float* x_buffer_var, ...`); `None` for untyped (`void*`) parameters. A
+/// prototype is not the definition: `lib0.c` declares it with `void*`.
 pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
-    let needle = format!("tvmgen_{module}___tvm_main__(");
+    let name = format!("tvmgen_{module}___tvm_main__");
+    codegen
+        .c_sources
+        .iter()
+        .find_map(|path| {
+            function_params(&strip_comments(sources.text(path)), &name).map(|params| params.split(',').map(c_pointer_dtype).collect())
+        })
+        .unwrap_or_default()
+}
+
+/// How far the code reaches into each of the first `tensors` parameters of the
+/// model function (`tvmgen_<m>___tvm_main__`, else `tvmgen_<m>_run_model`):
+/// read from the operators it passes them to (see `loops`). With the function's name.
+pub(crate) fn entry_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str, tensors: usize) -> Option<(String, Vec<Option<Reach>>)> {
+    let code = CodeReader { sources, codegen, texts: std::cell::RefCell::new(BTreeMap::new()) };
+    let entry = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")]
+        .into_iter()
+        .find(|name| code.definition(name, |_, _| ()).is_some())?;
+    let reaches = (0..tensors).map(|position| code.reach(&entry, position, 0)).collect();
+    Some((entry, reaches))
+}
+
+/// Calls deeper than this are not followed (TVM's are two deep: entry, operator).
+const MAX_CALL_DEPTH: usize = 8;
+
+/// The module's sources as written (the skeleton drops the `cmsis_nn_dims`
+/// initializers), each file read once and only when it defines a function asked for.
+struct CodeReader<'s, 't> {
+    sources: &'s Sources<'t>,
+    codegen: &'s Codegen,
+    texts: std::cell::RefCell<BTreeMap<String, std::rc::Rc<str>>>,
+}
+
+impl CodeReader<'_, '_> {
+    fn definition<T>(&self, function: &str, read: impl FnOnce(&str, &str) -> T) -> Option<T> {
+        let path = self.codegen.c_sources.iter().find(|path| function_body(self.sources.text(path), function).is_some())?;
+        let text = self
+            .texts
+            .borrow_mut()
+            .entry(path.clone())
+            .or_insert_with(|| strip_comments(&String::from_utf8_lossy(self.sources.tree.get(path).unwrap_or_default())).into())
+            .clone();
+        Some(read(function_params(&text, function)?, function_body(&text, function)?))
+    }
+
+    fn reach(&self, function: &str, position: usize, depth: usize) -> Option<Reach> {
+        if depth > MAX_CALL_DEPTH {
+            return None;
+        }
+        self.definition(function, |params, body| {
+            let name = param_names(params).get(position).cloned()?;
+            crate::input::loops::reach(params, body, &name, &|callee, at| self.reach(callee, at, depth + 1))
+        })?
+    }
+}
+
+/// The sizes of the static arrays the sources define without initializer
+/// (`static uint8_t global_workspace[15378];`): USMP's workspace pools.
+pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Option<u64> {
+    let mut total = None;
     for path in &codegen.c_sources {
-        let text = sources.text(path);
-        for (at, _) in text.match_indices(&needle) {
-            let params_text = &text[at + needle.len()..];
-            let Some(close) = params_text.find(')') else { continue };
-            let types: Vec<Option<DType>> = params_text[..close].split(',').map(c_pointer_dtype).collect();
-            if types.iter().any(Option::is_some) {
-                return types;
-            }
+        for line in strip_comments(sources.text(path)).lines() {
+            let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
+            let Some(size) = declaration.split_once('[').and_then(|(_, size)| parse_c_integer(size)) else { continue };
+            total = Some(total.unwrap_or(0u64).checked_add(size)?);
         }
     }
-    Vec::new()
+    total
 }
 
 /// Element types of the model entry's tensor arguments as the code uses them,
@@ -986,21 +1061,7 @@ fn cast_type(body: &str, name: &str) -> Option<DType> {
 }
 
 fn c_pointer_dtype(param: &str) -> Option<DType> {
-    let ty = param.trim().split('*').next()?.trim();
-    let name = match ty {
-        "int8_t" => "int8",
-        "uint8_t" => "uint8",
-        "int16_t" => "int16",
-        "uint16_t" => "uint16",
-        "int32_t" => "int32",
-        "uint32_t" => "uint32",
-        "int64_t" => "int64",
-        "uint64_t" => "uint64",
-        "float" => "float32",
-        "double" => "float64",
-        _ => return None,
-    };
-    DType::parse(name).ok()
+    crate::input::loops::pointer_dtype(param)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::graph;
+use crate::input::loops::Reach;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
@@ -94,6 +95,9 @@ fn plan_c_interface(
         relay: &relay,
         main_types: &main_types,
         code_types: &code_types,
+        sources,
+        codegen: &codegen,
+        reach: std::cell::OnceCell::new(),
     };
     let (inputs, outputs) = resolver.resolve()?;
     let pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
@@ -309,7 +313,7 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
             let Some((n_in, n_out)) = declared else {
                 return Err(Error::new(ErrorKind::Metadata, format!("cannot tell how many inputs and outputs module `{name}` has"))
                     .in_file(file)
-                    .help("neither metadata.json (TVM >= 0.11) nor the entry point states it; re-export the archive with TVM >= 0.11"));
+                    .help("neither metadata.json nor the entry point states it: restore metadata.json (TVM >= 0.11 lists inputs and outputs there) from the original archive"));
             };
             // Relay lists the model inputs first, then the weights.
             let inputs: Vec<String> = (0..n_in)
@@ -331,6 +335,9 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
         relay: &relay,
         main_types: &main_types,
         code_types: &code_types,
+        sources,
+        codegen: &codegen,
+        reach: std::cell::OnceCell::new(),
     };
     let (inputs, outputs) = resolver.resolve()?;
     finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
@@ -500,6 +507,10 @@ struct TensorResolver<'a> {
     main_types: &'a [Option<DType>],
     /// Element types the operators the entry calls use for its arguments.
     code_types: &'a [Option<DType>],
+    sources: &'a Sources<'a>,
+    codegen: &'a Codegen,
+    /// How far the code reaches into each entry argument, read on first need.
+    reach: std::cell::OnceCell<Option<(String, Vec<Option<Reach>>)>>,
 }
 
 #[derive(Clone)]
@@ -559,8 +570,8 @@ impl TensorResolver<'_> {
             sizes.push((bytes, format!("the Relay signature in {path}")));
             partial.shape = Some(ty.shape.clone());
         }
-        partial.size = self.reconcile(if is_input { "input" } else { "output" }, name, sizes)?;
         let main_position = if is_input { position } else { self.input_names.len() + position };
+        partial.size = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position)?;
         if let Some(Some(dtype)) = self.main_types.get(main_position) {
             partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
         }
@@ -572,14 +583,31 @@ impl TensorResolver<'_> {
             let path = self.meta.relay_path.clone().unwrap_or_default();
             partial.dtype.get_or_insert_with(|| (dtype, format!("the `out_dtype` of the final expression in {path}")));
         }
+        if partial.dtype.is_none() {
+            partial.dtype = self.code_size(main_position).map(|(_, dtype, source)| (dtype, source));
+        }
         Ok(partial)
+    }
+
+    /// The bytes the code reaches in entry argument `position`, the element type it
+    /// reaches them as, and how that was read. Read once, for every tensor, on first need.
+    fn code_size(&self, position: usize) -> Option<(u64, DType, String)> {
+        let tensors = self.input_names.len() + self.output_names.len();
+        let found = self.reach.get_or_init(|| sources::entry_reach(self.sources, self.codegen, &self.meta.name, tensors));
+        let (entry, reaches) = found.as_ref()?;
+        let reach = (*reaches.get(position)?)?;
+        let source = format!("the code: the loops, indices and kernel dimensions of the operators `{entry}` passes it to");
+        Some((reach.bytes()?, reach.dtype, source))
     }
 
     /// One size from the sizes the sources state: the one they all give, or
     /// the one all but one give (the odd one is reported); otherwise a refusal
     /// naming each value and its source, since a buffer sized from the wrong
     /// one would let the C code write past it.
-    fn reconcile(&self, kind: &str, name: &str, sizes: Vec<(u64, String)>) -> Result<Option<(u64, String)>> {
+    fn reconcile(&self, kind: &str, name: &str, mut sizes: Vec<(u64, String)>, position: usize) -> Result<Option<(u64, String)>> {
+        if sizes.is_empty() {
+            sizes.extend(self.code_size(position).map(|(bytes, _, source)| (bytes, source)));
+        }
         // A size no target can hold is refused as such, before sources are compared.
         for (size, source) in &sizes {
             crate::plan::limits::check_bytes(&self.meta.name, &format!("{kind} `{name}` (from {source})"), *size)
@@ -602,13 +630,36 @@ impl TensorResolver<'_> {
                 ));
                 Ok(Some((*value, sources.join(", agreed by "))))
             }
-            None => Err(Error::new(
-                ErrorKind::Metadata,
-                format!("the sizes of tensor `{name}` of module `{}` disagree: {}", self.meta.name, listed.join("; ")),
-            )
-            .in_file(self.file)
-            .help("the archive's files do not come from one export, or were edited: re-export it; mlf-build will not guess a buffer size the C code may write past")),
+            None => self.settle_by_code(name, &sizes, position),
         }
+    }
+
+    /// Two sources disagree and no majority decides: the code does, when it
+    /// reaches exactly one of the stated sizes (TVM 0.11's `_SIZE` macros are
+    /// not byte sizes); otherwise the build is refused naming every value.
+    fn settle_by_code(&self, name: &str, sizes: &[(u64, String)], position: usize) -> Result<Option<(u64, String)>> {
+        let m = &self.meta.name;
+        let listed: Vec<String> = sizes.iter().map(|(size, source)| format!("{size} bytes from {source}")).collect();
+        let code = self.code_size(position);
+        if let Some((bytes, _, code_source)) = &code {
+            if let Some((_, source)) = sizes.iter().find(|(size, _)| size == bytes) {
+                let lost: Vec<String> =
+                    sizes.iter().filter(|(size, _)| size != bytes).map(|(size, source)| format!("{size} bytes from {source}")).collect();
+                crate::plan::warn(format!(
+                    "tensor `{name}` of module `{m}`: the archive's sizes disagree; the code reaches {bytes} bytes, as {source} says, so {bytes} bytes are used and {} {} not",
+                    lost.join(" and "),
+                    if lost.len() == 1 { "is" } else { "are" }
+                ));
+                return Ok(Some((*bytes, format!("{source}, agreed by {code_source}"))));
+            }
+        }
+        let code_says = match &code {
+            Some((bytes, _, _)) => format!("the code reaches {bytes} bytes, which none of them states"),
+            None => "the code does not show how far it reaches into it".to_string(),
+        };
+        Err(Error::new(ErrorKind::Metadata, format!("the sizes of tensor `{name}` of module `{m}` disagree: {}; {code_says}", listed.join("; ")))
+            .in_file(self.file)
+            .help("one of these files was edited or comes from another export: restore metadata.json and the interface header from the original archive, or correct the wrong value by hand; mlf-build will not guess a buffer size the C code may write past"))
     }
 
     /// Archives before TVM 0.11 record only the I/O total; one unknown size is what remains of it.
@@ -637,17 +688,27 @@ impl TensorResolver<'_> {
                     .as_ref()
                     .map_or_else(|| "no Relay text (none in the archive)".to_string(), |p| format!("the Relay @main of {p}")),
             );
-            read.push(format!("the parameters of `tvmgen_{m}___tvm_main__` / `tvmgen_{m}_run_model` and of the operators they call"));
+            read.push(format!(
+                "the code of `tvmgen_{m}___tvm_main__` / `tvmgen_{m}_run_model` and of the operators they pass it to (parameter types, casts, loop bounds, indices, cmsis_nn_dims)"
+            ));
+            let size_macro = format!("TVMGEN_{}_{}_SIZE", m.to_uppercase(), partial.name.to_uppercase());
+            let help = match self.header {
+                Some(header) if what == "size" => format!(
+                    "restore metadata.json from the original archive, or state the size in the header: `#define {size_macro} <bytes>` in {}",
+                    header.path
+                ),
+                _ => "restore metadata.json (TVM >= 0.11 states every tensor's type and size there) from the original archive".to_string(),
+            };
             Error::new(
                 ErrorKind::Metadata,
                 format!(
-                    "cannot tell the {what} of tensor `{}` of module `{m}`: no source in the archive states it (read: {})",
+                    "cannot tell the {what} of tensor `{}` of module `{m}`: no file states it and the code does not show it (read: {})",
                     partial.name,
                     read.join("; ")
                 ),
             )
             .in_file(self.file)
-            .help("re-export the model with TVM >= 0.11, whose metadata.json states every tensor's type and size")
+            .help(help)
         };
         let (dtype, dtype_source) = partial.dtype.clone().ok_or_else(|| missing("element type"))?;
         let (size_bytes, size_source) = partial.size.clone().ok_or_else(|| missing("size"))?;

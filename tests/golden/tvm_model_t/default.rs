@@ -69,7 +69,7 @@ mod generated {
     }
     /// Type, size and shape of each output of the model.
     pub mod outputs {
-        /// Output 0, `output`: size from metadata.json io_size_bytes minus the other tensors; element type from the last operator the entry of module `default` passes it to.
+        /// Output 0, `output`: size from the code: the loops, indices and kernel dimensions of the operators `tvmgen_default_run_model` passes it to; element type from the last operator the entry of module `default` passes it to.
         pub mod output {
             /// Rust element type of `int8` (i8).
             pub type Element = i8;

@@ -1,0 +1,1128 @@
+//! How far a generated C function reaches into one of its buffers, read from
+//! what the code does: TVM's C is regular (`for (int32_t i = 0; i < N; ++i)`
+//! nests, affine indices like `((T*)x)[((i0 * 490) + (i1 * 10)) + i2]`, bounds
+//! checks as `if`s and ternaries), so interval arithmetic over the loop ranges
+//! bounds every index. External kernels are read from the `cmsis_nn_dims` they
+//! are given. Anything the reader does not understand that touches the buffer
+//! makes the answer unknown: a buffer is never sized from a guess.
+//!
+//! Pure: text in, facts out. All arithmetic on the code's numbers is checked.
+
+use std::collections::BTreeSet;
+
+use crate::dtype::DType;
+
+/// How much of a buffer the code reaches: indices `0..elements` of `dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reach {
+    pub elements: u64,
+    pub dtype: DType,
+}
+
+impl Reach {
+    /// The buffer's size in bytes, `None` on overflow.
+    pub fn bytes(self) -> Option<u64> {
+        self.elements.checked_mul(self.dtype.size_bytes() as u64)
+    }
+}
+
+/// Nesting allowed in statements and expressions: deeper code is not TVM's.
+const MAX_DEPTH: usize = 200;
+
+/// How far the function with parameter list `params` and body `body` (comments
+/// removed) reaches into its parameter `name`. `callee(f, i)` answers for a
+/// call passing the buffer as argument `i` of a function `f` the reader does
+/// not know as an external kernel (`None`: unknown, and so is the answer).
+/// `None` when the code does not tell, or shows an index below zero.
+pub(crate) fn reach(params: &str, body: &str, name: &str, callee: &dyn Fn(&str, usize) -> Option<Reach>) -> Option<Reach> {
+    let param = params.split(',').find(|p| last_identifier(p) == Some(name))?;
+    let tokens = tokenize(body)?;
+    let mut reader = Reader {
+        mutated: mutated(&tokens),
+        tokens,
+        at: 0,
+        depth: 0,
+        scopes: vec![vec![(name.to_string(), 0, Binding::Buffer(pointer_dtype(param)))]],
+        next_id: 1,
+        reached: None,
+        unknown: false,
+        callee,
+    };
+    while reader.at < reader.tokens.len() {
+        reader.statement()?;
+    }
+    if reader.unknown {
+        return None;
+    }
+    let (last, dtype) = reader.reached?;
+    Some(Reach { elements: u64::try_from(last).ok()?.checked_add(1)?, dtype })
+}
+
+/// The element type of a C pointer declaration or cast (`float* x`, `int8_t*`).
+pub(crate) fn pointer_dtype(declaration: &str) -> Option<DType> {
+    let ty = declaration.trim().split('*').next()?.trim().trim_start_matches("const ").trim();
+    scalar_dtype(ty)
+}
+
+fn scalar_dtype(ty: &str) -> Option<DType> {
+    let name = match ty {
+        "int8_t" | "signed char" => "int8",
+        "uint8_t" | "unsigned char" => "uint8",
+        "int16_t" => "int16",
+        "uint16_t" => "uint16",
+        "int32_t" => "int32",
+        "uint32_t" => "uint32",
+        "int64_t" => "int64",
+        "uint64_t" => "uint64",
+        "float" => "float32",
+        "double" => "float64",
+        _ => return None,
+    };
+    DType::parse(name).ok()
+}
+
+fn last_identifier(text: &str) -> Option<&str> {
+    let text = text.trim_end();
+    let start = text.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    Some(&text[start..]).filter(|ident| !ident.is_empty())
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Ident(String),
+    Int(i64),
+    /// A number that is not an integer the reader can hold (floats, huge literals).
+    Number,
+    Punct(&'static str),
+    Text,
+}
+
+const PUNCTS: &[&str] = &[
+    "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+    "(", ")", "[", "]", "{", "}", ";", ",", "?", ":", "=", "<", ">", "+", "-", "*", "/", "%", "&", "|", "^", "!", "~", ".",
+];
+
+/// Tokens of a C body without comments; preprocessor lines are skipped. `None` on a byte C has no token for.
+fn tokenize(body: &str) -> Option<Vec<Token>> {
+    let mut tokens = Vec::new();
+    for line in body.lines().filter(|line| !line.trim_start().starts_with('#')) {
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let c = bytes[i];
+            if c.is_ascii_whitespace() {
+                i += 1;
+            } else if c.is_ascii_alphabetic() || c == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                tokens.push(Token::Ident(line[start..i].to_string()));
+            } else if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_') {
+                    // An exponent's sign belongs to the number: `1e-05f`, `0x1p+3`.
+                    let exponent = matches!(bytes[i], b'e' | b'E' | b'p' | b'P') && !line[start..i].starts_with("0x");
+                    i += 1;
+                    if (exponent || matches!(bytes[i - 1], b'p' | b'P')) && matches!(bytes.get(i), Some(b'+' | b'-')) {
+                        i += 1;
+                    }
+                }
+                tokens.push(integer(&line[start..i]).map_or(Token::Number, Token::Int));
+            } else if c == b'"' || c == b'\'' {
+                i += 1;
+                while i < bytes.len() && bytes[i] != c {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                tokens.push(Token::Text);
+            } else {
+                let punct = PUNCTS.iter().find(|p| line[i..].starts_with(**p))?;
+                tokens.push(Token::Punct(punct));
+                i += punct.len();
+            }
+        }
+    }
+    Some(tokens)
+}
+
+/// A C integer literal (`42`, `0x2a`, `16u`, `(int64_t)` casts aside).
+fn integer(text: &str) -> Option<i64> {
+    let digits = text.trim_end_matches(['u', 'U', 'l', 'L']);
+    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(hex) => i64::from_str_radix(hex, 16).ok(),
+        None if digits.len() > 1 && digits.starts_with('0') => i64::from_str_radix(&digits[1..], 8).ok(),
+        None => digits.parse().ok(),
+    }
+}
+
+/// Variables the body assigns after their declaration (`x = ...`, `x += ...`,
+/// `++x`), other than a `for` header's step: they have no one range.
+fn mutated(tokens: &[Token]) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let Token::Punct(op) = token else { continue };
+        let before = i.checked_sub(1).and_then(|b| tokens.get(b));
+        match *op {
+            "++" | "--" => {
+                let after = tokens.get(i + 1);
+                let step = |t: Option<&Token>| matches!(t, Some(Token::Punct(";")));
+                let step_end = |t: Option<&Token>| matches!(t, Some(Token::Punct(")")));
+                for (side, other, other_side) in
+                    [(after, before, tokens.get(i + 2)), (before, after, i.checked_sub(2).and_then(|b| tokens.get(b)))]
+                {
+                    if let Some(Token::Ident(name)) = side {
+                        let in_for_step = (step(other) && step_end(other_side)) || (step_end(other) && step(other_side));
+                        if !in_for_step {
+                            names.insert(name.clone());
+                        }
+                    }
+                }
+            }
+            "=" | "+=" | "-=" | "*=" | "/=" | "%=" | "&=" | "|=" | "^=" | "<<=" | ">>=" => {
+                let Some(Token::Ident(name)) = before else { continue };
+                // `T name = ...` declares; `; name = ...` assigns.
+                let declared = matches!(i.checked_sub(2).and_then(|b| tokens.get(b)), Some(Token::Ident(_) | Token::Punct("*")));
+                if !declared || *op != "=" {
+                    names.insert(name.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Interval {
+    lo: i64,
+    hi: i64,
+}
+
+impl Interval {
+    fn point(value: i64) -> Interval {
+        Interval { lo: value, hi: value }
+    }
+
+    fn constant(self) -> Option<i64> {
+        (self.lo == self.hi).then_some(self.lo)
+    }
+
+    fn hull(self, other: Interval) -> Interval {
+        Interval { lo: self.lo.min(other.lo), hi: self.hi.max(other.hi) }
+    }
+
+    fn binary(self, op: &str, rhs: Interval) -> Option<Interval> {
+        let (a, b) = (self, rhs);
+        Some(match op {
+            "+" => Interval { lo: a.lo.checked_add(b.lo)?, hi: a.hi.checked_add(b.hi)? },
+            "-" => Interval { lo: a.lo.checked_sub(b.hi)?, hi: a.hi.checked_sub(b.lo)? },
+            "*" => {
+                let products = [a.lo.checked_mul(b.lo)?, a.lo.checked_mul(b.hi)?, a.hi.checked_mul(b.lo)?, a.hi.checked_mul(b.hi)?];
+                Interval { lo: *products.iter().min()?, hi: *products.iter().max()? }
+            }
+            // C division truncates and is monotonic in the dividend for a positive divisor.
+            "/" => {
+                let divisor = b.constant().filter(|d| *d > 0)?;
+                Interval { lo: a.lo / divisor, hi: a.hi / divisor }
+            }
+            "%" => {
+                let divisor = b.constant().filter(|d| *d > 0)?;
+                match (a.lo >= 0, a.hi < divisor) {
+                    (true, true) => a,
+                    (true, false) => Interval { lo: 0, hi: divisor - 1 },
+                    (false, _) => Interval { lo: -(divisor - 1), hi: divisor - 1 },
+                }
+            }
+            ">>" => {
+                let shift = u32::try_from(b.constant()?).ok().filter(|s| *s < 63)?;
+                Interval { lo: a.lo >> shift, hi: a.hi >> shift }
+            }
+            "<<" => {
+                let shift = u32::try_from(b.constant()?).ok().filter(|s| *s < 62)?;
+                a.binary("*", Interval::point(1i64 << shift))?
+            }
+            // A non-negative mask bounds the result whatever the other operand.
+            "&" => {
+                let mask = [a, b].into_iter().find(|side| side.lo >= 0 && side.constant().is_some())?.lo;
+                let other = if a.constant() == Some(mask) { b } else { a };
+                Interval { lo: 0, hi: if other.lo >= 0 { mask.min(other.hi) } else { mask } }
+            }
+            "<" | "<=" | ">" | ">=" | "==" | "!=" | "&&" | "||" => Interval { lo: 0, hi: 1 },
+            _ => return None,
+        })
+    }
+}
+
+/// What a name stands for in the current scope.
+#[derive(Debug, Clone)]
+enum Binding {
+    /// A loop variable, or a variable narrowed by a condition: every value lies in the interval.
+    Int(Interval),
+    /// An integer declared once from an expression (`int32_t cse_var_1 = (i2 * 3);`): its
+    /// range at the declaration, and the expression, re-read where a condition narrows
+    /// the names it reads (with the id each had then).
+    Let { declared: Interval, expr: Expr, seen: Vec<(String, Option<usize>)> },
+    /// The buffer (or a copy of its pointer), with the element type it is declared as.
+    Buffer(Option<DType>),
+    /// A `cmsis_nn_dims` (`{n, h, w, c}`): the element count of the tensor it describes.
+    Dims(u64),
+    /// Anything else: shadows outer bindings of the name.
+    Opaque,
+}
+
+/// The value of an expression as far as the reader follows it.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Int(Option<Interval>),
+    Buffer(Option<DType>),
+    /// `&dims` of a `cmsis_nn_dims`.
+    DimsAddress(u64),
+}
+
+const UNKNOWN: Value = Value::Int(None);
+
+#[derive(Debug, Clone)]
+enum Expr {
+    Int(i64),
+    Unknown,
+    Ident(String),
+    Unary(&'static str, Box<Expr>),
+    Binary(&'static str, Box<Expr>, Box<Expr>),
+    Ternary(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(String, bool, Box<Expr>),
+    Call(String, Vec<Expr>),
+    Index(Box<Expr>, Box<Expr>),
+    Member(Box<Expr>),
+    Braces(Vec<Expr>),
+}
+
+const INTEGER_TYPES: &[&str] = &[
+    "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "int", "long", "short", "unsigned", "size_t",
+];
+const CAST_TYPES: &[&str] = &["float", "double", "char", "void", "bool", "signed"];
+const KEYWORDS: &[&str] =
+    &["if", "else", "for", "while", "do", "switch", "case", "default", "return", "break", "continue", "goto", "sizeof"];
+
+struct Reader<'c> {
+    tokens: Vec<Token>,
+    at: usize,
+    depth: usize,
+    mutated: BTreeSet<String>,
+    /// Bindings by scope: name, id (kept by narrowings of the same variable), meaning.
+    scopes: Vec<Vec<(String, usize, Binding)>>,
+    next_id: usize,
+    /// The highest index reached, and the element type of every access.
+    reached: Option<(i64, DType)>,
+    /// Set when the buffer is used in a way the reader cannot bound.
+    unknown: bool,
+    callee: &'c dyn Fn(&str, usize) -> Option<Reach>,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at)
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<&Token> {
+        self.tokens.get(self.at + offset)
+    }
+
+    fn is(&self, punct: &str) -> bool {
+        matches!(self.peek(), Some(Token::Punct(p)) if *p == punct)
+    }
+
+    fn is_word(&self, word: &str) -> bool {
+        matches!(self.peek(), Some(Token::Ident(w)) if w == word)
+    }
+
+    fn expect(&mut self, punct: &str) -> Option<()> {
+        self.is(punct).then(|| self.at += 1)
+    }
+
+    fn ident(&mut self) -> Option<String> {
+        let Some(Token::Ident(name)) = self.peek() else { return None };
+        let name = name.clone();
+        self.at += 1;
+        Some(name)
+    }
+
+    fn lookup(&self, name: &str) -> Option<(usize, &Binding)> {
+        self.scopes.iter().rev().find_map(|scope| scope.iter().rev().find(|(n, _, _)| n == name).map(|(_, id, b)| (*id, b)))
+    }
+
+    /// The range of integer variable `name` here, a `let` re-read under the current (narrowed) ranges.
+    fn range(&mut self, name: &str) -> Option<(usize, Interval)> {
+        match self.lookup(name)? {
+            (id, Binding::Int(range)) => Some((id, *range)),
+            (id, Binding::Let { declared, expr, seen }) => {
+                let (declared, expr) = (*declared, expr.clone());
+                // Re-read only when every name it read still means the same variable.
+                let same = seen.iter().all(|(name, id)| self.lookup(name).map(|(current, _)| current) == *id);
+                let now = if same { self.integer_of(&expr) } else { None };
+                Some((id, now.unwrap_or(declared)))
+            }
+            _ => None,
+        }
+    }
+
+    fn bind(&mut self, name: String, binding: Binding) {
+        let binding = match binding {
+            Binding::Int(_) | Binding::Let { .. } if self.mutated.contains(&name) => Binding::Opaque,
+            other => other,
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push((name, id, binding));
+        }
+    }
+
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        self.depth += 1;
+        let result = if self.depth > MAX_DEPTH { None } else { f(self) };
+        self.depth -= 1;
+        result
+    }
+
+    fn scoped<T>(&mut self, bindings: Vec<(String, usize, Binding)>, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        self.scopes.push(bindings);
+        let result = self.nested(f);
+        self.scopes.pop();
+        result
+    }
+
+    fn statement(&mut self) -> Option<()> {
+        self.nested(|r| r.statement_inner())
+    }
+
+    fn statement_inner(&mut self) -> Option<()> {
+        match self.peek()? {
+            Token::Punct("{") => {
+                self.at += 1;
+                self.scoped(Vec::new(), |r| {
+                    while !r.is("}") {
+                        r.statement()?;
+                    }
+                    r.expect("}")
+                })
+            }
+            Token::Punct(";") => self.expect(";"),
+            Token::Ident(word) => match word.as_str() {
+                "for" => self.for_loop(),
+                "if" => {
+                    self.at += 1;
+                    self.expect("(")?;
+                    let condition = self.expression()?;
+                    self.expect(")")?;
+                    self.evaluate(&condition);
+                    let narrowed = self.narrowing(&condition);
+                    self.scoped(narrowed, |r| r.statement())?;
+                    if self.is_word("else") {
+                        self.at += 1;
+                        self.statement()?;
+                    }
+                    Some(())
+                }
+                "while" | "switch" => {
+                    self.at += 1;
+                    self.expect("(")?;
+                    let condition = self.expression()?;
+                    self.expect(")")?;
+                    self.evaluate(&condition);
+                    self.statement()
+                }
+                "case" | "default" => {
+                    while !self.is(":") {
+                        self.peek()?;
+                        self.at += 1;
+                    }
+                    self.expect(":")
+                }
+                "return" => {
+                    self.at += 1;
+                    if !self.is(";") {
+                        let value = self.expression()?;
+                        self.consume(&value);
+                    }
+                    self.expect(";")
+                }
+                "break" | "continue" => {
+                    self.at += 1;
+                    self.expect(";")
+                }
+                _ if self.declaration_ahead() => {
+                    self.declaration()?;
+                    self.expect(";")
+                }
+                _ => self.expression_statement(),
+            },
+            _ => self.expression_statement(),
+        }
+    }
+
+    fn expression_statement(&mut self) -> Option<()> {
+        let expr = self.expression()?;
+        self.consume(&expr);
+        self.expect(";")
+    }
+
+    /// `T name`, `T* name`, `struct T name`, `const T name`: a type then a declarator.
+    fn declaration_ahead(&self) -> bool {
+        let (Some(Token::Ident(first)), Some(second)) = (self.peek(), self.peek_at(1)) else { return false };
+        if KEYWORDS.contains(&first.as_str()) {
+            return false;
+        }
+        match second {
+            Token::Ident(_) => true,
+            Token::Punct("*") => {
+                let mut offset = 1;
+                while matches!(self.peek_at(offset), Some(Token::Punct("*"))) {
+                    offset += 1;
+                }
+                matches!(self.peek_at(offset), Some(Token::Ident(_)))
+                    && matches!(self.peek_at(offset + 1), Some(Token::Punct("=" | ";" | "[" | ",")))
+            }
+            _ => false,
+        }
+    }
+
+    /// One declaration, up to (not including) its `;`; binds each name declared.
+    fn declaration(&mut self) -> Option<()> {
+        let mut type_words = Vec::new();
+        while let (Some(Token::Ident(word)), Some(Token::Ident(_) | Token::Punct("*"))) = (self.peek(), self.peek_at(1)) {
+            type_words.push(word.clone());
+            self.at += 1;
+        }
+        let ty = type_words.join(" ");
+        loop {
+            let mut pointer = false;
+            while self.is("*") {
+                pointer = true;
+                self.at += 1;
+            }
+            let name = self.ident()?;
+            let mut array = false;
+            while self.is("[") {
+                self.at += 1;
+                let size = self.expression()?;
+                self.consume(&size);
+                self.expect("]")?;
+                array = true;
+            }
+            let binding = if self.is("=") {
+                self.at += 1;
+                let init = self.initializer()?;
+                self.declared(&ty, pointer || array, &init)
+            } else {
+                Binding::Opaque
+            };
+            self.bind(name, binding);
+            if !self.is(",") {
+                return Some(());
+            }
+            self.at += 1;
+        }
+    }
+
+    fn initializer(&mut self) -> Option<Expr> {
+        if !self.is("{") {
+            return self.assignment();
+        }
+        self.at += 1;
+        let mut items = Vec::new();
+        while !self.is("}") {
+            items.push(self.nested(|r| r.initializer())?);
+            if !self.is(",") {
+                break;
+            }
+            self.at += 1;
+        }
+        self.expect("}")?;
+        Some(Expr::Braces(items))
+    }
+
+    /// What a declared name stands for, given its type and initializer.
+    fn declared(&mut self, ty: &str, pointer: bool, init: &Expr) -> Binding {
+        if let Expr::Braces(items) = init {
+            let values: Vec<Value> = items.iter().map(|item| self.evaluate(item)).collect();
+            let dims = values.iter().map(|v| match v {
+                Value::Int(Some(iv)) => iv.constant().and_then(|c| u64::try_from(c).ok()),
+                _ => None,
+            });
+            if ty.ends_with("cmsis_nn_dims") && values.len() == 4 {
+                return dims
+                    .collect::<Option<Vec<u64>>>()
+                    .and_then(|d| d.into_iter().try_fold(1u64, u64::checked_mul))
+                    .map_or(Binding::Opaque, Binding::Dims);
+            }
+            return Binding::Opaque;
+        }
+        match self.evaluate(init) {
+            Value::Buffer(dtype) if pointer => Binding::Buffer(scalar_dtype(ty.trim_start_matches("const ")).or(dtype)),
+            Value::Buffer(_) => {
+                self.unknown = true;
+                Binding::Opaque
+            }
+            Value::Int(Some(declared)) if !pointer && INTEGER_TYPES.contains(&ty.trim_start_matches("const ")) => {
+                let mut names = Vec::new();
+                identifiers(init, &mut names);
+                let seen =
+                    names.into_iter().map(|name| (self.lookup(&name).map(|(id, _)| id), name)).map(|(id, name)| (name, id)).collect();
+                Binding::Let { declared, expr: init.clone(), seen }
+            }
+            _ => Binding::Opaque,
+        }
+    }
+
+    /// `for (T v = a; v < b; ++v) body`: `v` ranges over `a..b` in the body.
+    fn for_loop(&mut self) -> Option<()> {
+        self.at += 1;
+        self.expect("(")?;
+        self.scoped(Vec::new(), |r| {
+            let mut variable = None;
+            if r.declaration_ahead() {
+                r.declaration()?;
+                if let Some((name, _, Binding::Let { declared, .. })) = r.scopes.last().and_then(|scope| scope.last()) {
+                    variable = Some((name.clone(), declared.lo));
+                }
+            } else if !r.is(";") {
+                let init = r.expression()?;
+                r.consume(&init);
+            }
+            r.expect(";")?;
+            let condition = if r.is(";") { None } else { Some(r.expression()?) };
+            r.expect(";")?;
+            let step_start = r.at;
+            if !r.is(")") {
+                let step = r.expression()?;
+                r.consume(&step);
+            }
+            let step: Vec<Token> = r.tokens[step_start..r.at].to_vec();
+            r.expect(")")?;
+            if let Some(condition) = &condition {
+                r.evaluate(condition);
+            }
+            let mut bindings = Vec::new();
+            if let (Some((name, lo)), Some(condition)) = (variable, &condition) {
+                let increments =
+                    matches!(step.as_slice(), [Token::Punct("++"), Token::Ident(v)] | [Token::Ident(v), Token::Punct("++")] if *v == name);
+                let upper = r.upper_bound(condition, &name);
+                let binding = match upper {
+                    Some(hi) if increments => Binding::Int(Interval { lo, hi: hi.max(lo) }),
+                    _ => Binding::Opaque,
+                };
+                let id = r.next_id;
+                r.next_id += 1;
+                bindings.push((name, id, binding));
+            }
+            r.scoped(bindings, |r| r.statement())
+        })
+    }
+
+    /// The largest value `name` takes while `condition` (`name < e`, `name <= e`) holds.
+    fn upper_bound(&mut self, condition: &Expr, name: &str) -> Option<i64> {
+        let Expr::Binary(op, left, right) = condition else { return None };
+        let Expr::Ident(variable) = left.as_ref() else { return None };
+        if variable != name {
+            return None;
+        }
+        let Value::Int(Some(bound)) = self.evaluate(right) else { return None };
+        match *op {
+            "<" => bound.hi.checked_sub(1),
+            "<=" => Some(bound.hi),
+            _ => None,
+        }
+    }
+
+    /// Narrower ranges for the integer variables a condition bounds (`(1 <= i) && (i < 17)`).
+    fn narrowing(&mut self, condition: &Expr) -> Vec<(String, usize, Binding)> {
+        let mut narrowed: Vec<(String, usize, Binding)> = Vec::new();
+        let mut pending = vec![condition];
+        while let Some(expr) = pending.pop() {
+            let Expr::Binary(op, left, right) = expr else { continue };
+            if *op == "&&" {
+                pending.extend([left.as_ref(), right.as_ref()]);
+                continue;
+            }
+            // Written as `variable op bound`.
+            let (variable, bound, op) = match (left.as_ref(), right.as_ref()) {
+                (Expr::Ident(v), other) => (v, other, *op),
+                (other, Expr::Ident(v)) => match *op {
+                    "<" => (v, other, ">"),
+                    "<=" => (v, other, ">="),
+                    ">" => (v, other, "<"),
+                    ">=" => (v, other, "<="),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let current = match narrowed.iter().rev().find(|(n, _, _)| n == variable) {
+                Some((_, id, Binding::Int(range))) => Some((*id, *range)),
+                _ => self.range(variable),
+            };
+            let (Some((id, range)), Value::Int(Some(bound))) = (current, self.evaluate(bound)) else { continue };
+            let range = match op {
+                "<" => bound.hi.checked_sub(1).map(|hi| Interval { lo: range.lo, hi: range.hi.min(hi) }),
+                "<=" => Some(Interval { lo: range.lo, hi: range.hi.min(bound.hi) }),
+                ">" => bound.lo.checked_add(1).map(|lo| Interval { lo: range.lo.max(lo), hi: range.hi }),
+                ">=" => Some(Interval { lo: range.lo.max(bound.lo), hi: range.hi }),
+                _ => None,
+            };
+            // An empty range: the branch never runs with these values; keep the old one.
+            if let Some(range) = range.filter(|r| r.lo <= r.hi) {
+                narrowed.push((variable.clone(), id, Binding::Int(range)));
+            }
+        }
+        narrowed
+    }
+
+    // Expressions, by C precedence.
+
+    fn expression(&mut self) -> Option<Expr> {
+        self.nested(|r| r.assignment())
+    }
+
+    fn assignment(&mut self) -> Option<Expr> {
+        let target = self.ternary()?;
+        const ASSIGN: &[&str] = &["=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="];
+        if let Some(Token::Punct(op)) = self.peek() {
+            if ASSIGN.contains(op) {
+                self.at += 1;
+                let value = self.nested(|r| r.assignment())?;
+                return Some(Expr::Binary("=", Box::new(target), Box::new(value)));
+            }
+        }
+        Some(target)
+    }
+
+    fn ternary(&mut self) -> Option<Expr> {
+        let condition = self.binary(0)?;
+        if !self.is("?") {
+            return Some(condition);
+        }
+        self.at += 1;
+        let then = self.expression()?;
+        self.expect(":")?;
+        let otherwise = self.nested(|r| r.ternary())?;
+        Some(Expr::Ternary(Box::new(condition), Box::new(then), Box::new(otherwise)))
+    }
+
+    fn binary(&mut self, level: usize) -> Option<Expr> {
+        const LEVELS: &[&[&str]] = &[
+            &["||"],
+            &["&&"],
+            &["|"],
+            &["^"],
+            &["&"],
+            &["==", "!="],
+            &["<", "<=", ">", ">="],
+            &["<<", ">>"],
+            &["+", "-"],
+            &["*", "/", "%"],
+        ];
+        let Some(ops) = LEVELS.get(level) else { return self.unary() };
+        let mut left = self.nested(|r| r.binary(level + 1))?;
+        while let Some(Token::Punct(op)) = self.peek() {
+            let Some(op) = ops.iter().find(|o| *o == op) else { break };
+            self.at += 1;
+            let right = self.nested(|r| r.binary(level + 1))?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Some(left)
+    }
+
+    fn unary(&mut self) -> Option<Expr> {
+        if let Some(Token::Punct(op @ ("-" | "+" | "!" | "~" | "&" | "*" | "++" | "--"))) = self.peek() {
+            let op = *op;
+            self.at += 1;
+            let operand = self.nested(|r| r.unary())?;
+            return Some(Expr::Unary(op, Box::new(operand)));
+        }
+        if self.is("(") {
+            if let Some((ty, pointer, length)) = self.cast_ahead() {
+                self.at += length;
+                let operand = self.nested(|r| r.unary())?;
+                return Some(Expr::Cast(ty, pointer, Box::new(operand)));
+            }
+        }
+        if self.is_word("sizeof") {
+            return None;
+        }
+        self.postfix()
+    }
+
+    /// `(T)`, `(T*)`, `(const T*)`, `(unsigned char)` at the cursor: the type, whether a pointer, and the tokens it takes.
+    fn cast_ahead(&self) -> Option<(String, bool, usize)> {
+        let mut words = Vec::new();
+        let mut offset = 1;
+        while let Some(Token::Ident(word)) = self.peek_at(offset) {
+            words.push(word.as_str());
+            offset += 1;
+        }
+        let mut pointer = false;
+        while matches!(self.peek_at(offset), Some(Token::Punct("*"))) {
+            pointer = true;
+            offset += 1;
+        }
+        if !matches!(self.peek_at(offset), Some(Token::Punct(")"))) || words.is_empty() {
+            return None;
+        }
+        let known = |w: &&str| INTEGER_TYPES.contains(w) || CAST_TYPES.contains(w) || *w == "const" || *w == "struct";
+        (pointer || words.iter().all(known)).then(|| (words.join(" "), pointer, offset + 1))
+    }
+
+    fn postfix(&mut self) -> Option<Expr> {
+        let mut expr = self.primary()?;
+        loop {
+            if self.is("[") {
+                self.at += 1;
+                let index = self.expression()?;
+                self.expect("]")?;
+                expr = Expr::Index(Box::new(expr), Box::new(index));
+            } else if self.is("(") {
+                let Expr::Ident(name) = &expr else { return None };
+                let name = name.clone();
+                self.at += 1;
+                let mut args = Vec::new();
+                while !self.is(")") {
+                    args.push(self.nested(|r| r.assignment())?);
+                    if !self.is(",") {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                self.expect(")")?;
+                expr = Expr::Call(name, args);
+            } else if self.is(".") || self.is("->") {
+                self.at += 1;
+                self.ident()?;
+                expr = Expr::Member(Box::new(expr));
+            } else if self.is("++") || self.is("--") {
+                self.at += 1;
+                expr = Expr::Unary("++", Box::new(expr));
+            } else {
+                return Some(expr);
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Option<Expr> {
+        match self.peek()?.clone() {
+            Token::Int(value) => {
+                self.at += 1;
+                Some(Expr::Int(value))
+            }
+            Token::Number | Token::Text => {
+                self.at += 1;
+                Some(Expr::Unknown)
+            }
+            Token::Ident(name) if !KEYWORDS.contains(&name.as_str()) => {
+                self.at += 1;
+                Some(Expr::Ident(name))
+            }
+            Token::Punct("(") => {
+                self.at += 1;
+                let inner = self.expression()?;
+                self.expect(")")?;
+                Some(inner)
+            }
+            _ => None,
+        }
+    }
+
+    // Evaluation: values as intervals, and every use of the buffer.
+
+    /// Evaluates an expression whose value is not kept: a buffer value here is a use the reader cannot follow.
+    fn consume(&mut self, expr: &Expr) {
+        if let Value::Buffer(_) = self.evaluate(expr) {
+            self.unknown = true;
+        }
+    }
+
+    fn integer_of(&mut self, expr: &Expr) -> Option<Interval> {
+        match self.evaluate(expr) {
+            Value::Int(iv) => iv,
+            Value::Buffer(_) => {
+                self.unknown = true;
+                None
+            }
+            Value::DimsAddress(_) => None,
+        }
+    }
+
+    fn access(&mut self, index: Option<Interval>, dtype: Option<DType>) {
+        match (index, dtype) {
+            (Some(index), Some(dtype)) if index.lo >= 0 => match self.reached {
+                Some((_, seen)) if seen != dtype => self.unknown = true,
+                Some((last, _)) => self.reached = Some((last.max(index.hi), dtype)),
+                None => self.reached = Some((index.hi, dtype)),
+            },
+            _ => self.unknown = true,
+        }
+    }
+
+    fn evaluate(&mut self, expr: &Expr) -> Value {
+        self.nested(|r| Some(r.evaluate_inner(expr))).unwrap_or_else(|| {
+            self.unknown = true;
+            UNKNOWN
+        })
+    }
+
+    fn evaluate_inner(&mut self, expr: &Expr) -> Value {
+        match expr {
+            Expr::Int(value) => Value::Int(Some(Interval::point(*value))),
+            Expr::Unknown => UNKNOWN,
+            Expr::Ident(name) => match self.lookup(name) {
+                Some((_, Binding::Buffer(dtype))) => Value::Buffer(*dtype),
+                _ => Value::Int(self.range(name).map(|(_, range)| range)),
+            },
+            Expr::Unary("&", operand) => match operand.as_ref() {
+                Expr::Ident(name) => match self.lookup(name) {
+                    Some((_, Binding::Dims(elements))) => Value::DimsAddress(*elements),
+                    _ => {
+                        self.consume(operand);
+                        UNKNOWN
+                    }
+                },
+                // `&(x[i])`: a pointer into the buffer the reader does not follow.
+                Expr::Index(base, index) => {
+                    if matches!(self.evaluate(base), Value::Buffer(_)) {
+                        self.unknown = true;
+                    }
+                    self.consume(index);
+                    UNKNOWN
+                }
+                _ => {
+                    self.consume(operand);
+                    UNKNOWN
+                }
+            },
+            Expr::Unary(op, operand) => {
+                let value = self.integer_of(operand);
+                match *op {
+                    "-" => Value::Int(value.and_then(|iv| Some(Interval { lo: iv.hi.checked_neg()?, hi: iv.lo.checked_neg()? }))),
+                    "+" => Value::Int(value),
+                    "!" => Value::Int(Some(Interval { lo: 0, hi: 1 })),
+                    _ => UNKNOWN,
+                }
+            }
+            Expr::Binary("=", target, value) => {
+                let stored = self.evaluate(value);
+                if let Value::Buffer(_) = stored {
+                    self.unknown = true;
+                }
+                match target.as_ref() {
+                    Expr::Index(..) => {
+                        self.evaluate(target);
+                    }
+                    other => self.consume(other),
+                }
+                UNKNOWN
+            }
+            Expr::Binary(op, left, right) => {
+                let (left, right) = (self.integer_of(left), self.integer_of(right));
+                Value::Int(
+                    left.zip(right).and_then(|(l, r)| l.binary(op, r)).or_else(|| {
+                        matches!(*op, "<" | "<=" | ">" | ">=" | "==" | "!=" | "&&" | "||").then_some(Interval { lo: 0, hi: 1 })
+                    }),
+                )
+            }
+            Expr::Ternary(condition, then, otherwise) => {
+                self.consume(condition);
+                let narrowed = self.narrowing(condition);
+                let then = self.scoped(narrowed, |r| r.integer_of(then).map(Some)).flatten();
+                let otherwise = self.integer_of(otherwise);
+                Value::Int(then.zip(otherwise).map(|(a, b)| a.hull(b)))
+            }
+            Expr::Cast(ty, pointer, operand) => match (self.evaluate(operand), pointer) {
+                (Value::Buffer(dtype), true) => Value::Buffer(scalar_dtype(ty.trim_start_matches("const ")).or(dtype)),
+                (Value::Buffer(_), false) => {
+                    self.unknown = true;
+                    UNKNOWN
+                }
+                (Value::Int(Some(iv)), false) if INTEGER_TYPES.contains(&ty.as_str()) && fits(iv, ty) => Value::Int(Some(iv)),
+                _ => UNKNOWN,
+            },
+            Expr::Index(base, index) => {
+                let index = self.integer_of(index);
+                match self.evaluate(base) {
+                    Value::Buffer(dtype) => self.access(index, dtype),
+                    Value::DimsAddress(_) | Value::Int(_) => {}
+                }
+                UNKNOWN
+            }
+            Expr::Call(function, args) => {
+                let values: Vec<Value> = args.iter().map(|arg| self.evaluate(arg)).collect();
+                for (position, value) in values.iter().enumerate() {
+                    let Value::Buffer(dtype) = value else { continue };
+                    match self.external(function, position, &values) {
+                        Some(elements) => self.access(elements.checked_sub(1).map(|hi| Interval { lo: 0, hi }), *dtype),
+                        None => match (self.callee)(function, position) {
+                            Some(reach) => {
+                                let last = i64::try_from(reach.elements).ok().and_then(|e| e.checked_sub(1));
+                                self.access(last.map(|hi| Interval { lo: 0, hi }), Some(reach.dtype))
+                            }
+                            None => self.unknown = true,
+                        },
+                    }
+                }
+                UNKNOWN
+            }
+            Expr::Member(base) => {
+                self.consume(base);
+                UNKNOWN
+            }
+            Expr::Braces(items) => {
+                for item in items {
+                    self.consume(item);
+                }
+                UNKNOWN
+            }
+        }
+    }
+
+    /// Elements a CMSIS-NN kernel reaches in its buffer argument `position`: the
+    /// `cmsis_nn_dims` passed just before it (`&input_dims, input_`), or for the
+    /// softmax kernels (`arm_softmax_s8(input, num_rows, row_size, ..., output)`) rows × row size.
+    fn external(&self, function: &str, position: usize, values: &[Value]) -> Option<i64> {
+        let elements = match position.checked_sub(1).and_then(|p| values.get(p)) {
+            Some(Value::DimsAddress(elements)) => Some(*elements),
+            _ if function.starts_with("arm_softmax_") && (position == 0 || position + 1 == values.len()) => {
+                let constant = |i: usize| match values.get(i) {
+                    Some(Value::Int(Some(iv))) => iv.constant().and_then(|c| u64::try_from(c).ok()),
+                    _ => None,
+                };
+                constant(1)?.checked_mul(constant(2)?)
+            }
+            _ => None,
+        }?;
+        i64::try_from(elements).ok()
+    }
+}
+
+/// The names an expression reads.
+fn identifiers(expr: &Expr, names: &mut Vec<String>) {
+    match expr {
+        Expr::Ident(name) => names.push(name.clone()),
+        Expr::Int(_) | Expr::Unknown => {}
+        Expr::Unary(_, a) | Expr::Cast(_, _, a) | Expr::Member(a) => identifiers(a, names),
+        Expr::Binary(_, a, b) | Expr::Index(a, b) => {
+            identifiers(a, names);
+            identifiers(b, names);
+        }
+        Expr::Ternary(a, b, c) => [a, b, c].into_iter().for_each(|e| identifiers(e, names)),
+        Expr::Call(_, items) | Expr::Braces(items) => items.iter().for_each(|e| identifiers(e, names)),
+    }
+}
+
+/// Whether every value of `iv` is representable in the integer type `ty`.
+fn fits(iv: Interval, ty: &str) -> bool {
+    let (lo, hi): (i64, i64) = match ty {
+        "int8_t" => (i8::MIN.into(), i8::MAX.into()),
+        "uint8_t" => (0, u8::MAX.into()),
+        "int16_t" | "short" => (i16::MIN.into(), i16::MAX.into()),
+        "uint16_t" => (0, u16::MAX.into()),
+        "int32_t" | "int" => (i32::MIN.into(), i32::MAX.into()),
+        "uint32_t" | "unsigned" => (0, u32::MAX.into()),
+        "uint64_t" | "size_t" => (0, i64::MAX),
+        _ => (i64::MIN, i64::MAX),
+    };
+    lo <= iv.lo && iv.hi <= hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none(_: &str, _: usize) -> Option<Reach> {
+        None
+    }
+
+    fn elements(params: &str, body: &str, name: &str) -> Option<(u64, String)> {
+        reach(params, body, name, &none).map(|r| (r.elements, r.dtype.to_string()))
+    }
+
+    #[test]
+    fn loop_nests_bound_affine_indices() {
+        let body = "for (int32_t ax0_ax1_fused = 0; ax0_ax1_fused < 24; ++ax0_ax1_fused) {\n\
+                      for (int32_t ax2 = 0; ax2 < 10; ++ax2) {\n\
+                        int32_t cse_var_1 = ((ax0_ax1_fused * 10) + ax2);\n\
+                        T_subtract[cse_var_1] = (((int16_t)p0[cse_var_1]) - (int16_t)-3);\n\
+                      }\n\
+                    }\n  return 0;\n";
+        let params = "int8_t* p0, int16_t* T_subtract, uint8_t* global_const_workspace_2_var";
+        assert_eq!(elements(params, body, "p0"), Some((240, "int8".into())));
+        assert_eq!(elements(params, body, "T_subtract"), Some((240, "int16".into())));
+        assert_eq!(elements(params, body, "global_const_workspace_2_var"), None, "never accessed");
+    }
+
+    #[test]
+    fn guards_narrow_the_padded_reads() {
+        let body = "void* pad_temp_let = (&(ws[8192]));\n\
+            for (int32_t i0 = 0; i0 < 18; ++i0) {\n  for (int32_t i2 = 0; i2 < 18; ++i2) {\n    for (int32_t i3 = 0; i3 < 3; ++i3) {\n\
+              int32_t cse_var_1 = (i2 * 3);\n      float condval;\n\
+              if (((((1 <= i0) && (i0 < 17)) && (1 <= i2)) && (i2 < 17))) {\n        condval = p0[((((i0 * 48) + cse_var_1) + i3) - 51)];\n\
+              } else {\n        condval = 0.000000e+00f;\n      }\n\
+              ((float*)pad_temp_let)[(((i0 * 54) + cse_var_1) + i3)] = condval;\n    }\n  }\n}\n\
+            for (int32_t i = 0; i < 490; ++i) {\n  out[i] = (((10 <= i) && (i < 480)) ? in8[(i - 10)] : (int8_t)0);\n}\n";
+        let params = "float* p0, int8_t* in8, int8_t* out, uint8_t* ws";
+        assert_eq!(elements(params, body, "p0"), Some((768, "float32".into())));
+        assert_eq!(elements(params, body, "in8"), Some((470, "int8".into())));
+        assert_eq!(elements(params, body, "out"), Some((490, "int8".into())));
+    }
+
+    #[test]
+    fn casts_shifts_masks_and_aliases() {
+        let body = "void* placeholder = arg0;\n\
+            for (int32_t f = 0; f < 256; ++f) {\n  for (int32_t rc = 0; rc < 3; ++rc) {\n\
+              ((float*)arg1)[((((f >> 4) * 54) + ((f & 15) * 3)) + rc)] = (float)((int8_t*)placeholder)[((f / 4) * 3) + (f % 4)];\n  }\n}\n";
+        let params = "void* arg0, void* arg1";
+        assert_eq!(elements(params, body, "arg1"), Some((15 * 54 + 45 + 3, "float32".into())));
+        assert_eq!(elements(params, body, "arg0"), Some((63 * 3 + 3 + 1, "int8".into())));
+    }
+
+    #[test]
+    fn external_kernels_reach_what_their_dims_say() {
+        let body = "cmsis_nn_context context= {ctx,128};\n  cmsis_nn_dims input_dims = {1,96,96,3};\n  cmsis_nn_dims output_dims = {1,48,48,8};\n\
+            arm_cmsis_nn_status status = arm_convolve_wrapper_s8(&context, &conv_params, &quant_params, &input_dims, input_, &output_dims, output_);\n\
+            switch (!status) {\n  case ARM_CMSIS_NN_SUCCESS: break;\n  case ARM_CMSIS_NN_ARG_ERROR: return -1;\n  }\n  return 0;\n";
+        let params = "int8_t* input_, int8_t* output_";
+        assert_eq!(elements(params, body, "input_"), Some((27648, "int8".into())));
+        assert_eq!(elements(params, body, "output_"), Some((18432, "int8".into())));
+        let softmax = "arm_softmax_s8(input_, 1, 2, 2011586560, 20, -1984, output_);\n  return 0;\n";
+        assert_eq!(elements(params, softmax, "output_"), Some((2, "int8".into())));
+        // A kernel the reader does not know reaches an unknown amount.
+        assert_eq!(elements(params, "arm_other_s8(input_, 4);\n", "input_"), None);
+    }
+
+    #[test]
+    fn calls_are_answered_by_the_callee() {
+        let body =
+            "if (op_a(x_buffer_var, sid_1_let, ws) != 0 ) return -1;\n  if (op_b(sid_1_let, x_buffer_var) != 0 ) return -1;\n  return 0;\n";
+        let callee = |function: &str, position: usize| match (function, position) {
+            ("op_a", 0) => DType::parse("int8").ok().map(|dtype| Reach { elements: 240, dtype }),
+            ("op_b", 1) => DType::parse("int8").ok().map(|dtype| Reach { elements: 100, dtype }),
+            _ => None,
+        };
+        let found = reach("int8_t* x_buffer_var, uint8_t* ws", body, "x_buffer_var", &callee);
+        assert_eq!(found.map(|r| r.elements), Some(240));
+        assert_eq!(reach("int8_t* x_buffer_var", "op_c(x_buffer_var);\n", "x_buffer_var", &callee), None);
+    }
+
+    #[test]
+    fn what_cannot_be_bounded_is_unknown() {
+        let params = "float* x, int32_t n";
+        // A bound computed at run time, a pointer escaping, an index that changes inside the loop.
+        assert_eq!(elements(params, "for (int32_t i = 0; i < n; ++i) { x[i] = 0.0f; }\n", "x"), None);
+        assert_eq!(elements(params, "float* y = x + 4;\n y[0] = 1.0f;\n", "x"), None);
+        assert_eq!(elements(params, "int32_t k = 0;\nfor (int32_t i = 0; i < 4; ++i) { x[k] = 0.0f; k = k + 8; }\n", "x"), None);
+        assert_eq!(elements(params, "for (int32_t i = 0; i < 4; ++i) { x[i - 1] = 0.0f; }\n", "x"), None, "below zero");
+        // Overflow is refused, not wrapped.
+        let huge = "for (int64_t i = 0; i < 9223372036854775807; ++i) { x[i * 4] = 0.0f; }\n";
+        assert_eq!(elements(params, huge, "x"), None);
+        assert_eq!(elements(params, "x[0] = 1.0f; @\n", "x"), None, "not C");
+        let deep = format!("x[{}0{}] = 1.0f;\n", "(".repeat(10_000), ")".repeat(10_000));
+        assert_eq!(elements(params, &deep, "x"), None);
+    }
+}
