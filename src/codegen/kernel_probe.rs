@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::ident::c_comment;
 use crate::input::kernel_library::{KernelLocal, ScratchCall};
 
 /// Which of the kernels' code paths the core's compile selects.
@@ -94,7 +95,7 @@ fn size_call(call: &ScratchCall, declarations: &BTreeMap<String, String>, path: 
         used.push(arg.clone());
     }
     let locals = needed_locals(&call.locals, &used)?;
-    let mut block = format!("    {{ /* {}: {} */\n", call.file, call.function);
+    let mut block = format!("    {{ /* {}: {} */\n", c_comment(&call.file), call.function);
     for local in locals {
         block.push_str(&format!("        {} {} = {{{}}};\n", local.type_name, local.name, local.init));
     }
@@ -103,9 +104,13 @@ fn size_call(call: &ScratchCall, declarations: &BTreeMap<String, String>, path: 
 }
 
 /// The locals the arguments use, and the ones those use, in declaration
-/// order; each initializer must be integers and such locals only.
+/// order; each initializer must be integers and such locals only. The program
+/// runs on the build machine: archive text reaches it only when it is that.
 fn needed_locals<'l>(locals: &'l [KernelLocal], expressions: &[String]) -> Result<Vec<&'l KernelLocal>, String> {
     let mut needed: BTreeSet<&str> = BTreeSet::new();
+    if let Some(expression) = expressions.iter().find(|expression| !is_plain(expression)) {
+        return Err(format!("its argument `{}` is not a plain reference", c_comment(expression)));
+    }
     let mut pending: Vec<String> = expressions.iter().flat_map(|e| identifiers(e)).collect();
     while let Some(name) = pending.pop() {
         if needed.contains(name.as_str()) {
@@ -115,10 +120,23 @@ fn needed_locals<'l>(locals: &'l [KernelLocal], expressions: &[String]) -> Resul
             .iter()
             .find(|local| local.name == name)
             .ok_or_else(|| format!("its arguments use `{name}`, not a constant structure"))?;
+        if !is_plain(&local.init) || !is_identifier(&local.type_name) {
+            return Err(format!("`{name}` is not initialized with numbers and structures only"));
+        }
         needed.insert(&local.name);
         pending.extend(identifiers(&local.init));
     }
     Ok(locals.iter().filter(|local| needed.contains(local.name.as_str())).collect())
+}
+
+/// Only names, numbers, signs, commas, `&` and brackets: no string, comment,
+/// directive or statement can hide in it.
+fn is_plain(text: &str) -> bool {
+    text.chars().all(|c| c.is_ascii_alphanumeric() || " _,-+&(){}\t".contains(c))
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Identifiers in a C expression or initializer (numbers and punctuation dropped).
@@ -169,6 +187,22 @@ mod tests {
         assert!(source.contains("cmsis_nn_dims output_dims = {1,1,1,256};"), "{source}");
         assert!(source.contains("arm_avgpool_s8_get_buffer_size_dsp((&output_dims)->w, (&input_dims)->c)"), "{source}");
         assert!(!source.contains("pool_params"), "only what the size function reads: {source}");
+    }
+
+    #[test]
+    fn archive_text_other_than_numbers_and_structures_never_reaches_the_program() {
+        let hostile = [
+            CALLS.replace("{1,1,1,256}", "{1,1,1,system(\"x\")}"),
+            CALLS.replace("{1,1,1,256}", "{1,1,1,\n#include \"/etc/passwd\"\n}"),
+            CALLS.replace("{1,1,1,256}", "{1,1,1,\"*/\"}"),
+            CALLS.replace("&output_dims, out", "&output_dims[0], out"),
+        ];
+        for code in hostile {
+            let probe = scratch_probe(&scratch_calls("lib2.c", &code), &declarations(), KernelPath::Dsp);
+            assert!(probe.source.is_none(), "{code}\n{:?}", probe.source);
+        }
+        let probe = scratch_probe(&scratch_calls("a*/b.c", CALLS), &declarations(), KernelPath::Dsp);
+        assert!(probe.source.expect("a program").contains("/* a* /b.c: f */"));
     }
 
     #[test]
