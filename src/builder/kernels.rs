@@ -99,8 +99,7 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
         Some(isa) if isa.dsp => KernelPath::Dsp,
         _ => KernelPath::Portable,
     };
-    let owned: Vec<ScratchCall> = calls.iter().map(|call| (*call).clone()).collect();
-    let probe = kernel_probe::scratch_probe(&owned, &code.library.declarations, path);
+    let probe = kernel_probe::scratch_probe(&calls, &code.library.declarations, path);
     let version = code.library.version.as_deref().unwrap_or("revision unknown");
     let mut warnings: Vec<String> = probe
         .unasked
@@ -121,27 +120,29 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
             return Ok(warnings);
         }
     };
-    let short: Vec<String> = probe
+    let short: Vec<(&ScratchCall, &str, u64)> = probe
         .asked
         .iter()
-        .zip(&needed)
-        .filter(|(&(index, _), &needed)| needed > calls[index].reserved)
-        .map(|(&(index, ref function), needed)| {
-            let call = calls[index];
-            format!("{} ({}) gives {} {} bytes where {function} says {needed}", call.function, call.file, call.kernel, call.reserved)
-        })
+        .zip(needed)
+        .map(|((index, function), needed)| (calls[*index], function.as_str(), needed))
+        .filter(|(call, _, needed)| *needed > call.reserved)
         .collect();
-    if let Some(first) = probe.asked.iter().zip(&needed).find(|(&(index, _), &needed)| needed > calls[index].reserved) {
-        let file = calls[first.0 .0].file.clone();
+    if let Some((first, _, _)) = short.first() {
+        let listed: Vec<String> = short
+            .iter()
+            .map(|(call, function, needed)| {
+                format!("{} ({}) gives {} {} bytes where {function} says {needed}", call.function, call.file, call.kernel, call.reserved)
+            })
+            .collect();
         return Err(Error::new(
             ErrorKind::Config,
             format!(
                 "the archive's CMSIS-NN calls reserve less scratch than CMSIS-NN {version} needs in its {} code, which this core compiles: {}",
                 path.describe(),
-                short.join("; ")
+                listed.join("; ")
             ),
         )
-        .in_file(file)
+        .in_file(first.file.clone())
         .help(
             "TVM sized the scratch buffers for the core and CMSIS-NN release it compiled for: build for that kind of core \
              (one with the same DSP or Helium extensions) or with that release; a smaller buffer makes the kernel fail or write past it",
@@ -154,7 +155,6 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
 fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> std::result::Result<Vec<u64>, String> {
     let selection = code.library.select(&probe.size_functions());
     let root = &code.library.root;
-    let wrappers = codegen::kernel_wrappers(root, &selection.sources).map_err(|e| e.to_string())?;
     let compiler = cc::Build::new()
         .cargo_metadata(false)
         .target(host)
@@ -174,6 +174,7 @@ fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, 
     let output = if stamp.is_current() && sizes_file.is_file() {
         std::fs::read_to_string(&sizes_file).map_err(|e| format!("{}: {e}", sizes_file.display()))?
     } else {
+        let wrappers = codegen::kernel_wrappers(root, &selection.sources).map_err(|e| e.to_string())?;
         let output = compile_and_run(&compiler, source, &wrappers, &code.include_dir, dir)?;
         write_if_changed(&sizes_file, output.as_bytes()).map_err(|e| e.to_string())?;
         stamp.record().map_err(|e| e.to_string())?;

@@ -313,13 +313,7 @@ impl Builder {
         let (toolchain, prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
         let mut warnings = prepared.warnings.clone();
-        if let Some(kernels) = &prepared.kernels {
-            let probe_dir = prepared.work.join("kernel-probe");
-            for warning in kernels::check_scratch(kernels, &prepared.plan, toolchain.compiled_isa, &settings.target.host, &probe_dir)? {
-                settings.env.directives.warning(&warning);
-                warnings.push(warning);
-            }
-        }
+        warnings.extend(check_kernel_scratch(&settings, &toolchain, &prepared)?);
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
         prepared.model.link()?;
         support.link()?;
@@ -514,6 +508,18 @@ impl Builder {
         }
         Ok(modules)
     }
+}
+
+/// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
+/// compiler really builds for; its warnings, already printed.
+fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Vec<String>> {
+    let Some(kernels) = &prepared.kernels else { return Ok(Vec::new()) };
+    let probe_dir = prepared.work.join("kernel-probe");
+    let warnings = kernels::check_scratch(kernels, &prepared.plan, toolchain.compiled_isa, &settings.target.host, &probe_dir)?;
+    for warning in &warnings {
+        settings.env.directives.warning(warning);
+    }
+    Ok(warnings)
 }
 
 /// The largest archive file whose bytes may be in memory beside libclang

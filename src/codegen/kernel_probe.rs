@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ident::c_comment;
 use crate::input::kernel_library::{KernelLocal, ScratchCall};
+use crate::input::sources;
 
 /// Which of the kernels' code paths the core's compile selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +51,7 @@ impl ScratchProbe {
 }
 
 /// The program for `calls`, given the library's declarations (`name → parameters`).
-pub(crate) fn scratch_probe(calls: &[ScratchCall], declarations: &BTreeMap<String, String>, path: KernelPath) -> ScratchProbe {
+pub(crate) fn scratch_probe(calls: &[&ScratchCall], declarations: &BTreeMap<String, String>, path: KernelPath) -> ScratchProbe {
     let mut probe = ScratchProbe { source: None, asked: Vec::new(), unasked: Vec::new() };
     let mut blocks = String::new();
     for (index, call) in calls.iter().enumerate() {
@@ -149,13 +150,9 @@ fn identifiers(text: &str) -> Vec<String> {
 
 /// The names of a C parameter list (`const cmsis_nn_dims *input_dims, const int ch`); `void` has none.
 fn parameter_names(params: &str) -> Vec<String> {
-    params
-        .split(',')
-        .filter_map(|param| {
-            let name = param.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
-            (!name.is_empty() && name != "void").then(|| name.to_string())
-        })
-        .collect()
+    let mut names = sources::param_names(params);
+    names.retain(|name| name != "void");
+    names
 }
 
 #[cfg(test)]
@@ -181,7 +178,7 @@ mod tests {
     #[test]
     fn asks_the_core_s_size_function_with_the_call_s_own_structures() {
         let calls = scratch_calls("lib2.c", CALLS);
-        let probe = scratch_probe(&calls, &declarations(), KernelPath::Dsp);
+        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
         assert_eq!(probe.asked, [(0, "arm_avgpool_s8_get_buffer_size_dsp".to_string())]);
         let source = probe.source.expect("a program");
         assert!(source.contains("cmsis_nn_dims output_dims = {1,1,1,256};"), "{source}");
@@ -198,17 +195,19 @@ mod tests {
             CALLS.replace("&output_dims, out", "&output_dims[0], out"),
         ];
         for code in hostile {
-            let probe = scratch_probe(&scratch_calls("lib2.c", &code), &declarations(), KernelPath::Dsp);
+            let calls = scratch_calls("lib2.c", &code);
+            let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
             assert!(probe.source.is_none(), "{code}\n{:?}", probe.source);
         }
-        let probe = scratch_probe(&scratch_calls("a*/b.c", CALLS), &declarations(), KernelPath::Dsp);
+        let calls = scratch_calls("a*/b.c", CALLS);
+        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
         assert!(probe.source.expect("a program").contains("/* a* /b.c: f */"));
     }
 
     #[test]
     fn a_call_the_library_cannot_size_is_listed_with_why() {
         let calls = scratch_calls("lib2.c", CALLS);
-        let probe = scratch_probe(&calls, &declarations(), KernelPath::Mve);
+        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Mve);
         assert!(probe.source.is_none());
         assert_eq!(probe.unasked, [(0, "the library declares no `arm_avgpool_s8_get_buffer_size_mve`".to_string())]);
     }

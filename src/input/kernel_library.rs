@@ -161,12 +161,11 @@ pub(crate) struct KernelLocal {
     pub init: String,
 }
 
-/// Every kernel call in `code` (a source of the archive, `file`) given a
-/// `cmsis_nn_context` whose size is a constant.
+/// Every kernel call in `code` (a source of the archive, `file`, without
+/// comments) given a `cmsis_nn_context` whose size is a constant.
 pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
-    let code = sources::strip_comments(code);
     let mut calls = Vec::new();
-    for (function, body) in sources::function_definitions(&code) {
+    for (function, body) in sources::function_definitions(code) {
         let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
         for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
             let Some(reserved) = context.init.rsplit(',').next().and_then(|size| sources::parse_c_integer(size.trim())) else { continue };
@@ -207,33 +206,15 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
             continue;
         }
         if let Some(close) = closing_paren(&body[at + 1..]) {
-            found.push((callee, split_arguments(&body[at + 1..at + 1 + close])));
+            let arguments = sources::split_top_level(&body[at + 1..at + 1 + close]);
+            found.push((callee, arguments.into_iter().map(|argument| argument.trim().to_string()).collect()));
         }
     }
     found
 }
 
-fn split_arguments(text: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(text[start..i].trim().to_string());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(text[start..].trim().to_string());
-    parts
-}
-
-/// Identifiers followed by `(`, without the ones that cannot name a function.
 fn calls(code: &str) -> impl Iterator<Item = String> + '_ {
-    sources::called_functions(code).filter(|name| !name.starts_with(|c: char| c.is_ascii_digit())).map(str::to_string)
+    sources::called_functions(code).map(str::to_string)
 }
 
 /// `(name, body)` of every `#define NAME(args) body` (continued lines joined).

@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
-use crate::input::loops::Reach;
+use crate::input::loops::{pointer_dtype, Reach};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
@@ -575,7 +575,7 @@ pub(crate) fn called_functions(body: &str) -> impl Iterator<Item = &str> {
     body.match_indices('(').filter_map(move |(at, _)| {
         let head = body[..at].trim_end_matches([' ', '\t']);
         let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-        Some(&head[start..]).filter(|name| !name.is_empty())
+        Some(&head[start..]).filter(|name| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()))
     })
 }
 
@@ -707,11 +707,15 @@ fn dsp_intrinsic(text: &str) -> Option<&str> {
         .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
 }
 
+/// Whether the module's code asks `TVMBackendAllocWorkspace` for memory: an allocator and arena must be supplied.
+pub(crate) fn allocates_workspace(sources: &Sources<'_>, codegen: &Codegen) -> bool {
+    codegen.c_sources.iter().chain(&codegen.cxx_sources).any(|path| sources.text(path).contains("TVMBackendAllocWorkspace"))
+}
+
 pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds {
-    let mut needs = CodeNeeds::default();
+    let mut needs = CodeNeeds { workspace_allocator: allocates_workspace(sources, codegen), ..CodeNeeds::default() };
     for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
         let text = sources.text(path);
-        needs.workspace_allocator |= text.contains("TVMBackendAllocWorkspace");
         if needs.arm_only.is_none() {
             needs.arm_only =
                 included_headers(text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
@@ -734,13 +738,10 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
     if let Some(kernels) = &mut needs.cmsis_nn {
         let definitions = Definitions::of(sources, codegen);
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            let code = strip_comments(sources.text(path));
-            let called =
-                called_functions(&code).filter(|name| !name.starts_with(|c: char| c.is_ascii_digit()) && !definitions.defines(name));
-            kernels.undefined.extend(called.map(str::to_string));
-            // The structures' numbers, which `text` leaves out, are what the scratch sizes follow from.
-            let raw = String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default());
-            kernels.scratch.extend(scratch_calls(path, &raw));
+            // The whole file, not `text`: the scratch sizes follow from the structures' numbers.
+            let code = strip_comments(&String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default()));
+            kernels.undefined.extend(called_functions(&code).filter(|name| !definitions.defines(name)).map(str::to_string));
+            kernels.scratch.extend(scratch_calls(path, &code));
         }
     }
     needs
@@ -852,7 +853,7 @@ fn unmatched_close(text: &str) -> Option<usize> {
     None
 }
 
-fn split_top_level(text: &str) -> Vec<&str> {
+pub(crate) fn split_top_level(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0usize, 0);
     for (i, c) in text.char_indices() {
@@ -916,7 +917,7 @@ pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, mod
         .c_sources
         .iter()
         .find_map(|path| {
-            function_params(&strip_comments(sources.text(path)), &name).map(|params| params.split(',').map(c_pointer_dtype).collect())
+            function_params(&strip_comments(sources.text(path)), &name).map(|params| params.split(',').map(pointer_dtype).collect())
         })
         .unwrap_or_default()
 }
@@ -1003,14 +1004,14 @@ pub(crate) fn entry_argument_types(sources: &Sources<'_>, codegen: &Codegen, mod
             let at = args.iter().position(|arg| names.contains(arg))?;
             let (callee_params, callee_body) = find(callee)?;
             let callee_param = param_names(callee_params).get(at).cloned()?;
-            let declared = callee_params.split(',').nth(at).and_then(c_pointer_dtype);
+            let declared = callee_params.split(',').nth(at).and_then(pointer_dtype);
             declared.or_else(|| aliases(callee_body, &callee_param).iter().find_map(|name| cast_type(callee_body, name)))
         })
         .collect()
 }
 
 /// Parameter names of a C parameter list: the last identifier of each.
-fn param_names(params: &str) -> Vec<String> {
+pub(crate) fn param_names(params: &str) -> Vec<String> {
     params
         .split(',')
         .filter_map(|param| {
@@ -1056,12 +1057,8 @@ fn calls_in(body: &str) -> Vec<(&str, Vec<&str>)> {
 fn cast_type(body: &str, name: &str) -> Option<DType> {
     body.match_indices(&format!("*){name})")).find_map(|(at, _)| {
         let open = body[..at].rfind("((")?;
-        c_pointer_dtype(&format!("{}*", &body[open + 2..at]))
+        pointer_dtype(&format!("{}*", &body[open + 2..at]))
     })
-}
-
-fn c_pointer_dtype(param: &str) -> Option<DType> {
-    crate::input::loops::pointer_dtype(param)
 }
 
 #[cfg(test)]

@@ -176,7 +176,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     // largest figure metadata.json states for any operator (else the module's
     // whole workspace): some archives' per-operator figures fall short of what
     // their code allocates.
-    let allocates = sources::code_needs(sources, &codegen).workspace_allocator;
+    let allocates = sources::allocates_workspace(sources, &codegen);
     let definitions = sources::Definitions::of(sources, &codegen);
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
