@@ -444,6 +444,7 @@ fn finish_plan(
         alignment,
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
+        kernel_scratch_bytes: 0,
     })
 }
 
