@@ -358,6 +358,27 @@ fn tvm011_size_macros_lose_to_metadata_and_the_code() {
     }
 }
 
+// Issue 19.3: a codegen-only tree whose only stated sizes are TVM 0.11's
+// `_SIZE` macros (not byte sizes): one file's word is checked against what the
+// code does, and the code wins, naming the value that lost.
+#[test]
+fn a_lone_size_macro_that_lies_loses_to_the_code() {
+    let Some(case) = common::corpus_case("cnn_f32-aot_c") else { return };
+    let archive = unpack(&case, "tvm011-codegen-only");
+    std::fs::remove_file(archive.join("metadata.json")).unwrap();
+    std::fs::remove_dir_all(archive.join("src")).unwrap();
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_IMAGE_SIZE 3072", "#define TVMGEN_DEFAULT_IMAGE_SIZE 28332256")
+            .replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 20", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 16")
+    });
+    let run = assert_matches_tvm(&case, &archive);
+    for (name, bytes, lost) in [("image", 3072, 28332256), ("output", 20, 16)] {
+        let macro_name = format!("TVMGEN_DEFAULT_{}_SIZE", name.to_uppercase());
+        let want = format!("tensor `{name}` of module `default`: {macro_name} in codegen/host/include/tvmgen_default.h states {lost} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used");
+        assert!(run.build_stderr.contains(&want), "{want}\n{}", run.build_stderr);
+    }
+}
+
 /// Removes metadata.json, the Relay text and every `_SIZE` macro of the
 /// interface header: a codegen-only tree as MLPerf Tiny v1.0 submissions ship.
 fn strip_to_codegen(archive: &Path) {
