@@ -145,8 +145,8 @@ mod tests {
         let error = Error::new(ErrorKind::Metadata, "`version` is missing")
             .in_file("metadata.json")
             .in_archive(Path::new("model.tar"))
-            .help("re-export the archive");
-        let expected = "mlf-build: model.tar: metadata.json: `version` is missing\n  help: re-export the archive";
+            .help("pass the metadata.json TVM wrote");
+        let expected = "mlf-build: model.tar: metadata.json: `version` is missing\n  help: pass the metadata.json TVM wrote";
         assert_eq!(format!("{error:?}"), expected);
         assert_eq!(error.to_string(), expected);
     }

@@ -86,7 +86,7 @@ impl PartialEq<CIdent> for String {
 fn refuse(what: &str, name: &str, rule: &str) -> Error {
     let shown: String = printable(name).chars().take(MAX_NAME_BYTES).collect();
     Error::new(ErrorKind::Metadata, format!("{what} `{shown}` {rule}"))
-        .help("re-export the model with names made of letters, digits and `_` (TVM's own naming); mlf-build does not build archives whose names could inject code")
+        .help("mlf-build builds only names made of letters, digits and `_`, as TVM writes them: other names could inject code into the generated Rust and C, so this archive cannot be built as it is")
 }
 
 /// Checks a name that only appears as text (tensor names): short and without control characters.

@@ -157,7 +157,7 @@ fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
         "mlf-build: {}: metadata.json: module `default` was compiled for `cortex-m4` (its target string says `-mcpu=cortex-m4`), \
          but the build's core `cortex-m0plus` (from the triple's usual core) lacks the DSP extension\n  \
          help: build for a core that has the DSP extension: `cortex-m4` or a larger one (Builder::cpu(\"cortex-m4\"), \
-         `-C target-cpu=cortex-m4`, and the matching --target), or re-export the model for `cortex-m0plus`",
+         `-C target-cpu=cortex-m4`, and the matching --target)",
         archive.display()
     );
     assert_eq!(error.to_string(), expected);

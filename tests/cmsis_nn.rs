@@ -43,18 +43,25 @@ fn build(archive: &Path, library: Option<&Path>) -> mlf_build::Result<mlf_build:
 /// The kernel sources a build compiled (its wrappers under the output directory).
 fn compiled_kernels(archive: &Path) -> Vec<String> {
     let dir = archive.with_file_name("out").join("mlf/build/default/gen/kernels");
+    let mut found: Vec<String> =
+        files_under(&dir).iter().filter_map(|path| Some(path.file_name()?.to_string_lossy().into_owned())).collect();
+    found.sort();
+    found
+}
+
+/// Every file below `dir` (none when it does not exist).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut pending = vec![dir];
+    let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             if entry.path().is_dir() {
                 pending.push(entry.path());
             } else {
-                found.push(entry.file_name().to_string_lossy().into_owned());
+                found.push(entry.path());
             }
         }
     }
-    found.sort();
     found
 }
 
@@ -144,4 +151,106 @@ fn a_folder_that_is_not_cmsis_nn_is_refused_saying_what_it_lacks() {
     let error = build(&archive, Some(&archive)).unwrap_err();
     let text = error.to_string();
     assert!(text.contains("is not a CMSIS-NN checkout") && text.contains("Include/arm_nnfunctions.h"), "{text}");
+}
+
+/// The corpus case whose code TVM 0.18's native Arm schedules wrote.
+const NATIVE_CASE: &str = "kws_int8-aot_c-cortex_m4";
+
+/// `NATIVE_CASE` unpacked and edited as MLPerf Tiny's "microtvm_native" trees
+/// were written: their DSP helpers come from CMSIS-NN's headers instead of the
+/// file's own `read_and_pad` over <arm_acle.h>. The trees called CMSIS-Core's
+/// `__SMLAD`; the names CMSIS-NN's own headers give are `SMLAD` and `SXTB16`.
+fn native_variant(name: &str) -> Option<PathBuf> {
+    let case = common::corpus_case(NATIVE_CASE)?;
+    let dir = common::scratch(name).join("model");
+    std::fs::create_dir_all(&dir).unwrap();
+    tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&dir).unwrap();
+    let source = dir.join("codegen/host/src/default_lib1.c");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let (mut kept, mut in_own_helper, mut dropped) = (Vec::new(), false, 0);
+    for line in text.lines() {
+        if line.trim() == "#ifndef ARM_CPU_MPROFILE_READ_AND_PAD_EXISTS" {
+            (in_own_helper, dropped) = (true, dropped + 1);
+        } else if in_own_helper {
+            in_own_helper = !line.trim_start().starts_with("#endif");
+        } else {
+            kept.push(line);
+        }
+    }
+    let edited = kept
+        .join("\n")
+        .replace("#include <arm_acle.h>", "#include <arm_nnsupportfunctions.h>")
+        .replace("__smlad(", "SMLAD(")
+        .replace("__sxtb16(", "SXTB16(");
+    assert!(
+        dropped > 0 && edited.contains("read_and_pad(&") && edited.contains("SMLAD("),
+        "{NATIVE_CASE} no longer has TVM's own read_and_pad"
+    );
+    assert!(!edited.contains("read_and_pad(const") && !edited.contains("arm_acle.h"), "{NATIVE_CASE}: the edit left TVM's helper");
+    std::fs::write(&source, edited).unwrap();
+    Some(dir)
+}
+
+#[test]
+fn native_schedules_calling_cmsis_nn_dsp_helpers_are_refused_off_dsp_cores_with_the_arm_advice() {
+    if !common::in_child_with(&[("CMSIS_NN_PATH", "")]) {
+        return;
+    }
+    let (Some(archive), Some(library)) = (native_variant("native-refused"), cmsis_nn("v4.1.0")) else { return };
+    let host = common::host_triple();
+    // No kernel is called, so the header names what is missing.
+    let text = build(&archive, None).unwrap_err().to_string();
+    assert!(text.contains("includes CMSIS-NN's <arm_nnsupportfunctions.h>, but no CMSIS-NN was given"), "{text}");
+    for triple in [host.as_str(), "riscv32imac-unknown-none-elf"] {
+        let out = archive.with_file_name(format!("out-{triple}"));
+        let builder = Builder::new(&archive).out_dir(&out).target(triple).host(&host).cargo_metadata(false).cmsis_nn(&library);
+        let error = builder.build().unwrap_err();
+        if error.kind() == ErrorKind::Toolchain {
+            common::skip(&format!("no C toolchain for {triple}: {error}"));
+            continue;
+        }
+        assert_eq!(error.kind(), ErrorKind::WrongTarget, "{triple}: {error}");
+        let text = error.to_string();
+        for words in [
+            "default_lib1.c",
+            "calls SMLAD, SXTB16, read_and_pad",
+            "V.11.3.0",
+            "only for cores with the DSP extension",
+            "(SMLAD under `#if (defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1))` in Include/Internal/arm_nn_compiler.h)",
+            &format!("`{triple}` is not an Arm Cortex-M target"),
+            "Cortex-M4, M7 or M33",
+            "--target thumbv7em-none-eabihf",
+        ] {
+            assert!(text.contains(words), "{triple}: `{words}` missing from: {text}");
+        }
+        assert!(!text.contains("re-export"), "{text}");
+        let compiled = files_under(&out).into_iter().filter(|path| path.extension().is_some_and(|ext| ext == "o" || ext == "a"));
+        assert_eq!(compiled.count(), 0, "{triple}: refused only after compiling");
+    }
+}
+
+#[test]
+fn native_schedules_calling_cmsis_nn_dsp_helpers_run_on_a_cortex_m4f() {
+    let (Some(archive), Some(_)) = (native_variant("native-m4f"), cmsis_nn("v4.1.0")) else { return };
+    for tool in ["arm-none-eabi-gcc", "qemu-system-arm"] {
+        if std::process::Command::new(tool).arg("--version").output().is_err() {
+            common::skip(&format!("{tool} is not installed"));
+            return;
+        }
+    }
+    let Some(root) = common::corpus_dir() else { return };
+    let mut case = common::cases(&root).into_iter().find(|case| case.name == NATIVE_CASE).unwrap();
+    case.archive = archive;
+    case.needs = vec![("CMSIS-NN".to_string(), "../shared/third-party/CMSIS-NN/v4.1.0".to_string())];
+    // The QEMU corpus test's target directory: its dependencies are built already.
+    let firmware = common::Firmware { triple: "thumbv7em-none-eabihf", target_cpu: None, board: None, target_dir: "corpus-qemu" };
+    let mut runs = 0;
+    for module in &case.modules {
+        for (index, vector) in module.vectors.iter().enumerate() {
+            let outputs = firmware.run(&case, module.module.as_deref(), &vector.inputs).unwrap_or_else(|why| panic!("{why}"));
+            common::check_vector(&case, index, vector, &outputs).unwrap_or_else(|why| panic!("{why}"));
+            runs += 1;
+        }
+    }
+    assert!(runs > 0, "{NATIVE_CASE} has no expected outputs");
 }

@@ -10,9 +10,9 @@ use crate::cargo::write::write_if_changed;
 use crate::codegen::kernel_probe::{self, KernelPath, ScratchProbe};
 use crate::codegen::{self, GeneratedFile};
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::kernel_library::{KernelLibrary, ScratchCall};
+use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall};
 use crate::plan::model::Plan;
-use crate::toolchain::target::CoreIsa;
+use crate::toolchain::target::{CoreIsa, Target};
 
 /// The environment variable naming a CMSIS-NN checkout when `Builder::cmsis_nn` is not called.
 pub(super) const CMSIS_NN_PATH: &str = "CMSIS_NN_PATH";
@@ -34,26 +34,24 @@ pub(super) struct KernelCode {
 pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dirs: &[PathBuf]) -> Result<Option<KernelCode>> {
     let calls: Vec<_> = plan.modules.iter().filter_map(|module| module.needs.cmsis_nn.as_ref()).collect();
     let Some(first) = calls.first() else { return Ok(None) };
-    let undefined: BTreeSet<String> = calls.iter().flat_map(|calls| calls.undefined.iter().cloned()).collect();
+    let undefined: BTreeSet<String> = calls.iter().flat_map(|calls| calls.undefined.keys().cloned()).collect();
     // CMSIS-NN's names all start `arm_`; the rest may be the C library's.
     let kernels: Vec<&str> = undefined.iter().map(String::as_str).filter(|name| name.starts_with("arm_")).collect();
     let dir = match given.map(Path::to_path_buf).or_else(|| env.var(CMSIS_NN_PATH).map(PathBuf::from)) {
         Some(dir) => dir,
         None if include_dirs.iter().any(|dir| dir.join(&first.header).is_file()) => return Ok(None),
         None => {
+            // Code calling only the headers' inline helpers (TVM's native Arm schedules) names no kernel.
+            let calls = if kernels.is_empty() { String::new() } else { format!(" calls CMSIS-NN ({}) and", listed(&kernels)) };
             return Err(Error::new(
                 ErrorKind::Config,
-                format!(
-                    "this archive calls CMSIS-NN ({}) and includes <{}>, but no CMSIS-NN was given",
-                    listed(&kernels),
-                    first.header
-                ),
+                format!("this archive{calls} includes CMSIS-NN's <{}>, but no CMSIS-NN was given", first.header),
             )
             .in_file(first.file.clone())
             .help(format!(
                 "pass the folder holding CMSIS-NN's Include/ and Source/ with Builder::cmsis_nn(dir) or the {CMSIS_NN_PATH} environment variable \
                  (TVM 0.14-0.18 were tested against CMSIS-NN v4.1.0: git clone --branch v4.1.0 https://github.com/ARM-software/CMSIS-NN)"
-            )))
+            )));
         }
     };
     let library = KernelLibrary::read_cmsis_nn(&dir)?;
@@ -87,6 +85,70 @@ fn listed(names: &[&str]) -> String {
         text.push_str(&format!(" and {} more", names.len() - SHOWN));
     }
     text
+}
+
+/// Refuses calls to what CMSIS-NN defines only for cores with an extension the
+/// build's core (`isa`) lacks, such as the DSP helpers `read_and_pad` and `SMLAD`
+/// that TVM's native Arm schedules call from its headers: the library's `#if`s
+/// leave them undefined there, and the compiler would fail on them less clearly.
+pub(super) fn check_extensions(code: &KernelCode, plan: &Plan, isa: CoreIsa, target: &Target) -> Result<()> {
+    for module in &plan.modules {
+        let Some(calls) = &module.needs.cmsis_nn else { continue };
+        let absent: Vec<(&str, &str, &Guard)> = calls
+            .undefined
+            .iter()
+            .filter_map(|(name, file)| Some((name.as_str(), file.as_str(), code.library.guard(name)?)))
+            .filter(|(_, _, guard)| !isa.runs(needed(guard.extension)))
+            .collect();
+        // A core with the largest extension missing has the smaller ones too: its advice covers them all.
+        let Some(extension) = absent.iter().map(|(_, _, guard)| guard.extension).max() else { continue };
+        let absent: Vec<_> = absent.into_iter().filter(|(_, _, guard)| guard.extension == extension).collect();
+        let (first, file, guard) = absent[0];
+        let names: Vec<&str> = absent.iter().map(|(name, _, _)| *name).collect();
+        let lacking = isa.missing(needed(extension));
+        let build = if target.is_arm32() {
+            match &target.cpu {
+                Some(cpu) => format!("the build's core `{cpu}` (from {}) lacks it", target.cpu_source),
+                None => format!("the core of `{}` lacks it", target.triple),
+            }
+        } else {
+            format!("`{}` is not an Arm Cortex-M target", target.triple)
+        };
+        let core = match extension {
+            Extension::Dsp => {
+                "a Cortex-M4, M7 or M33-class core, e.g. `cargo build --target thumbv7em-none-eabihf` (Cortex-M4F; \
+                               `-C target-cpu=cortex-m7` or Builder::cpu(\"cortex-m7\") for a Cortex-M7)"
+            }
+            Extension::Mve => {
+                "a Cortex-M55-class core, e.g. `cargo build --target thumbv8m.main-none-eabihf` \
+                               with `-C target-cpu=cortex-m55` or Builder::cpu(\"cortex-m55\")"
+            }
+        };
+        return Err(Error::new(
+            ErrorKind::WrongTarget,
+            format!(
+                "module `{}` calls {}, which CMSIS-NN at `{}` ({}) defines only for cores with {lacking} \
+                 ({first} under `{}` in {}), but {build}",
+                module.name,
+                listed(&names),
+                code.library.root.display(),
+                code.library.version.as_deref().unwrap_or("revision unknown"),
+                guard.condition,
+                guard.file
+            ),
+        )
+        .in_file(file)
+        .help(format!(
+            "the archive's code was generated for a core with {lacking} and calls CMSIS-NN's helpers for it directly: \
+             build for {core}, with arm-none-eabi-gcc installed"
+        )));
+    }
+    Ok(())
+}
+
+/// What a core needs to compile the library's code for `extension`.
+fn needed(extension: Extension) -> CoreIsa {
+    CoreIsa { thumb2: true, dsp: true, mve: extension == Extension::Mve }
 }
 
 /// A kernel call the archive gives no scratch buffer (`{NULL,0}`) although

@@ -23,7 +23,7 @@ use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::Library;
-use crate::toolchain::target::{self, Target, Toolchain};
+use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
 use crate::toolchain::{bindings, joined};
 use kernels::KernelCode;
 use libraries::{CompileConfig, ExtraCode};
@@ -312,6 +312,7 @@ impl Builder {
         settings.env.directives.rerun_if_changed(&self.archive)?;
         let (toolchain, mut prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
+        check_kernel_extensions(&settings, &toolchain, &prepared)?;
         let mut warnings = prepared.warnings.clone();
         warnings.extend(check_kernel_scratch(&settings, &toolchain, &mut prepared)?);
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
@@ -508,6 +509,19 @@ impl Builder {
         }
         Ok(modules)
     }
+}
+
+/// Calls to CMSIS-NN code for core extensions the compiled core lacks
+/// (`kernels::check_extensions`). Off Arm no core has them; an Arm target whose
+/// compiler was not asked (not bare metal) is left to the compiler.
+fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<()> {
+    let Some(kernels) = &prepared.kernels else { return Ok(()) };
+    let isa = match toolchain.compiled_isa {
+        Some(isa) => isa,
+        None if !settings.target.is_arm32() => CoreIsa::default(),
+        None => return Ok(()),
+    };
+    kernels::check_extensions(kernels, &prepared.plan, isa, &settings.target)
 }
 
 /// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the

@@ -58,7 +58,7 @@ pub(super) fn claim_symbols(out_dir: &Path, archive: &Path, plan: &Plan) -> Resu
                         ),
                         Some(symbol) => (
                             format!("{what} is also defined by `{}`, built by this build script: the two would clash at link time", other.display()),
-                            format!("TVM wrote `{symbol}` without a module prefix, so renaming cannot help: build the archives in separate crates, or re-export one under another function name"),
+                            format!("TVM wrote `{symbol}` without a module prefix, so renaming cannot help: only one of the two archives can be linked into a program; build the other into a separate one"),
                         ),
                     };
                     return Err(Error::new(ErrorKind::Config, message).help(help));

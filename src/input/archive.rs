@@ -13,7 +13,7 @@ use tar::EntryType;
 use crate::cargo::write::write_if_changed;
 use crate::error::{Error, ErrorKind, Result};
 
-const REEXPORT_HELP: &str = "re-export the archive with tvm.micro.export_model_library_format or remove the entry";
+const UNSAFE_ENTRY_HELP: &str = "TVM writes no such entry: remove it from the archive (or build the archive's files without it)";
 const SIZE_HELP: &str = "check that this is the right archive: Model Library Format members are far smaller than this";
 /// Links may point at links; a longer chain is treated as a cycle.
 const MAX_LINK_HOPS: usize = 8;
@@ -265,7 +265,7 @@ fn parse_digest(hex: &str) -> Option<[u8; 32]> {
 }
 
 fn unsafe_entry(entry: &str, message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::UnsafeEntry, message).in_file(entry).help(REEXPORT_HELP)
+    Error::new(ErrorKind::UnsafeEntry, message).in_file(entry).help(UNSAFE_ENTRY_HELP)
 }
 
 fn join_key(prefix: &str, name: &str) -> String {

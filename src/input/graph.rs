@@ -9,6 +9,9 @@ use serde_json::{Map, Value};
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 
+/// What to do about a graph JSON that cannot be read.
+const GRAPH_DAMAGED: &str = "the graph JSON is damaged, and mlf-build plans every call from it: pass the archive's original file";
+
 /// A validated graph: every index in it is in range.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Graph {
@@ -99,8 +102,7 @@ impl Graph {
 
 /// Parses and validates graph executor JSON; `file` names it in errors.
 pub(crate) fn parse(bytes: &[u8], file: &str) -> Result<Graph> {
-    let invalid =
-        |message: String| Error::new(ErrorKind::Metadata, message).in_file(file).help("re-export the archive; the graph JSON is damaged");
+    let invalid = |message: String| Error::new(ErrorKind::Metadata, message).in_file(file).help(GRAPH_DAMAGED);
     let root: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format!("not valid JSON: {e}")).with_source(e))?;
     from_json(&root).map_err(invalid)
 }
@@ -634,6 +636,6 @@ pub(crate) mod tests {
     fn rejects_invalid_json() {
         let error = parse(b"{\"nodes\": [", "graph.json").unwrap_err();
         assert!(error.to_string().contains("graph.json: not valid JSON: EOF while parsing"), "{error}");
-        assert_eq!(error.help_text(), Some("re-export the archive; the graph JSON is damaged"));
+        assert_eq!(error.help_text(), Some(GRAPH_DAMAGED));
     }
 }

@@ -37,6 +37,36 @@ pub(crate) struct KernelLibrary {
     header_calls: BTreeMap<String, BTreeSet<String>>,
     /// Function name → its parameter list as declared in the headers.
     pub declarations: BTreeMap<String, String>,
+    /// Function (or function-like macro) name → the extension its definitions
+    /// are compiled only for; `None` once one definition needs none.
+    guards: BTreeMap<String, Option<Guard>>,
+}
+
+/// An Arm core extension that some of the library's code is compiled only for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Extension {
+    /// The DSP extension: Cortex-M4, M7, M33, M55.
+    Dsp,
+    /// Helium (MVE): Cortex-M55, M85.
+    Mve,
+}
+
+/// The macros whose `#if`s select each extension's code, as CMSIS-NN and the compilers name them.
+const EXTENSION_MACROS: &[(&str, Extension)] = &[
+    ("ARM_MATH_DSP", Extension::Dsp),
+    ("__ARM_FEATURE_DSP", Extension::Dsp),
+    ("ARM_MATH_MVEI", Extension::Mve),
+    ("__ARM_FEATURE_MVE", Extension::Mve),
+];
+
+/// Where the library defines a name only for cores with an extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Guard {
+    pub extension: Extension,
+    /// The file of its first definition, relative to the library's folder.
+    pub file: String,
+    /// The `#if` line around that definition.
+    pub condition: String,
 }
 
 /// The sources a build must compile, and the called functions the library does not define.
@@ -81,17 +111,22 @@ impl KernelLibrary {
             if path.ends_with(CMSIS_NN_API_HEADER) {
                 library.version = revision(text);
             }
+            let guards = line_guards(&code);
             for (name, body) in sources::function_definitions(&code) {
                 library.header_calls.entry(name.to_string()).or_default().extend(calls(body));
+                library.record_guard(name, guard_at(&guards, &code, name), path);
             }
             for (name, body) in function_like_macros(&code) {
                 library.header_calls.entry(name.to_string()).or_default().extend(calls(&body));
+                library.record_guard(name, guard_at(&guards, &code, name), path);
             }
             library.declarations.extend(declarations(&code));
         }
         for (index, (path, text)) in sources.iter().enumerate() {
             let code = sources::strip_comments(text);
+            let guards = line_guards(&code);
             for (name, _) in sources::function_definitions(&code) {
+                library.record_guard(name, guard_at(&guards, &code, name), path);
                 let files = library.defined_in.entry(name.to_string()).or_default();
                 if !files.contains(&index) {
                     files.push(index);
@@ -100,6 +135,21 @@ impl KernelLibrary {
             library.sources.push(LibrarySource { path: path.clone(), calls: calls(&code).collect() });
         }
         library
+    }
+
+    /// The extension every definition of `name` needs, when all need one (the least of theirs).
+    pub fn guard(&self, name: &str) -> Option<&Guard> {
+        self.guards.get(name).and_then(Option::as_ref)
+    }
+
+    fn record_guard(&mut self, name: &str, found: Option<(Extension, &str)>, file: &str) {
+        let found = found.map(|(extension, condition)| Guard { extension, file: file.to_string(), condition: condition.to_string() });
+        let kept = match (self.guards.remove(name), found) {
+            (None, found) => found,
+            (Some(Some(kept)), Some(found)) => Some(if found.extension < kept.extension { found } else { kept }),
+            (Some(_), _) => None,
+        };
+        self.guards.insert(name.to_string(), kept);
     }
 
     /// The sources defining `called` and, in turn, what those call; `undefined`
@@ -236,6 +286,57 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
 
 fn calls(code: &str) -> impl Iterator<Item = String> + '_ {
     sources::called_functions(code).map(str::to_string)
+}
+
+/// Per line of `code` (its start offset), the extension the `#if`s around it
+/// demand, with the innermost condition demanding it. An `#else` branch and a
+/// negated condition demand nothing: only code that exists solely for a core
+/// with the extension counts.
+fn line_guards(code: &str) -> Vec<(usize, Option<(Extension, &str)>)> {
+    let mut open: Vec<Option<(Extension, &str)>> = Vec::new();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for line in code.split_inclusive('\n') {
+        lines.push((start, open.iter().flatten().copied().max_by_key(|(extension, _)| *extension)));
+        start += line.len();
+        let Some(directive) = line.trim_start().strip_prefix('#').map(str::trim_start) else { continue };
+        let word_end = directive.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(directive.len());
+        let (word, condition) = directive.split_at(word_end);
+        let demanded = required_extension(condition).map(|extension| (extension, line.trim()));
+        match word {
+            "if" | "ifdef" => open.push(demanded),
+            "ifndef" => open.push(None),
+            "elif" | "else" => {
+                if let Some(branch) = open.last_mut() {
+                    *branch = if word == "elif" { demanded } else { None };
+                }
+            }
+            "endif" => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The extension `#if <condition>` demands: the largest any `&&` term names
+/// without negation; a term of `||` alternatives only when each names one.
+fn required_extension(condition: &str) -> Option<Extension> {
+    let named = |text: &str| {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter_map(|word| EXTENSION_MACROS.iter().find(|(name, _)| *name == word).map(|(_, extension)| *extension))
+            .max()
+    };
+    condition.split("&&").filter(|term| !term.contains('!')).filter_map(|term| term.split("||").map(named).min().flatten()).max()
+}
+
+/// The guard of the line holding `name`, a slice of `code`.
+fn guard_at<'c>(lines: &[(usize, Option<(Extension, &'c str)>)], code: &str, name: &str) -> Option<(Extension, &'c str)> {
+    // `name` borrows from `code`: its address gives its offset.
+    let offset = (name.as_ptr() as usize).checked_sub(code.as_ptr() as usize)?;
+    let line = lines.partition_point(|(start, _)| *start <= offset).checked_sub(1)?;
+    lines[line].1
 }
 
 /// `(name, body)` of every `#define NAME(args) body` (continued lines joined).
@@ -405,6 +506,31 @@ mod tests {
     }
 
     #[test]
+    fn records_the_definitions_that_exist_only_under_an_extensions_if() {
+        let header = "#ifndef GUARD_H\n#define GUARD_H\n\
+             #if (defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1))\n  #define HAS_DSP 1\n#endif\n\
+             #if defined(ARM_MATH_DSP)\nstatic inline int widen(int x) { return x; }\n#define PAIR(a, b) widen(a)\n\
+             #if defined(ARM_MATH_MVEI) && !defined(SOME_ICE)\nstatic inline int lanes(int x) { return x; }\n#endif\n#endif\n\
+             #if !defined(ARM_MATH_DSP)\nstatic inline int plain(int x) { return x; }\n#elif defined(__ARM_FEATURE_MVE)\n\
+             static inline int vector(int x) { return x; }\n#else\nstatic inline int scalar(int x) { return x; }\n#endif\n\
+             #if defined(ARM_MATH_DSP) || defined(PORTABLE_TOO)\nstatic inline int either(int x) { return x; }\n#endif\n#endif\n";
+        let sources = [
+            text("Source/arm_both.c", "#ifdef ARM_MATH_DSP\nint arm_both(int x) { return x; }\n#else\nint arm_both(int x) { return -x; }\n#endif\n"),
+            text("Source/arm_dsp_only.c", "#if defined(ARM_MATH_DSP)\nint arm_dsp_only(int x) {\n#if defined(ARM_MATH_MVEI)\n  x++;\n#endif\n  return x;\n}\n#endif\n"),
+        ];
+        let library = KernelLibrary::from_texts(Path::new("lib"), &[text("Include/guard.h", header)], &sources);
+        let guard = |name: &str| library.guard(name).map(|guard| (guard.extension, guard.file.as_str(), guard.condition.as_str()));
+        assert_eq!(guard("widen"), Some((Extension::Dsp, "Include/guard.h", "#if defined(ARM_MATH_DSP)")));
+        assert_eq!(guard("PAIR"), Some((Extension::Dsp, "Include/guard.h", "#if defined(ARM_MATH_DSP)")));
+        assert_eq!(guard("lanes"), Some((Extension::Mve, "Include/guard.h", "#if defined(ARM_MATH_MVEI) && !defined(SOME_ICE)")));
+        assert_eq!(guard("vector"), Some((Extension::Mve, "Include/guard.h", "#elif defined(__ARM_FEATURE_MVE)")));
+        assert_eq!(guard("arm_dsp_only"), Some((Extension::Dsp, "Source/arm_dsp_only.c", "#if defined(ARM_MATH_DSP)")));
+        for portable in ["plain", "scalar", "either", "arm_both", "HAS_DSP", "absent"] {
+            assert_eq!(guard(portable), None, "{portable}");
+        }
+    }
+
+    #[test]
     fn the_shared_cmsis_nn_checkouts_select_a_few_sources() {
         let Some(dir) = crate::test_support::third_party("CMSIS-NN") else { return };
         for version in ["v4.1.0", "v7.0.0"] {
@@ -415,6 +541,12 @@ mod tests {
             assert!(selection.sources.len() < 25, "{version}: {} sources", selection.sources.len());
             assert!(selection.undefined.iter().all(|name| !name.starts_with("arm_")), "{version}: {:?}", selection.undefined);
             assert!(library.version.is_some());
+            // What TVM's native Arm schedules call: the DSP helpers exist only for DSP cores.
+            for helper in ["read_and_pad", "SMLAD", "SXTB16"] {
+                assert_eq!(library.guard(helper).map(|guard| guard.extension), Some(Extension::Dsp), "{version}: {helper}");
+            }
+            assert_eq!(library.guard("arm_doubling_high_mult_mve").map(|guard| guard.extension), Some(Extension::Mve), "{version}");
+            assert_eq!(library.guard("arm_memset_s8"), None, "{version}");
         }
     }
 }

@@ -182,7 +182,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Metadata> {
 fn parse_document(bytes: &[u8]) -> Result<Metadata> {
     let document: Json = serde_json::from_slice(bytes).map_err(|e| {
         Error::new(ErrorKind::Metadata, format!("not valid JSON: {e}"))
-            .help("metadata.json must be the file TVM wrote; re-export the archive if it was edited")
+            .help("put back the metadata.json TVM wrote; or remove it: an AOT archive with its interface header is then read from the header and the code")
     })?;
     let root = At { node: &document, path: String::new() };
     if !matches!(document, Json::Object(_)) {
@@ -224,7 +224,9 @@ fn version(root: &At<'_>) -> Result<u32> {
             ErrorKind::UnsupportedVersion,
             format!("Model Library Format version {found} is not supported (supported: {OLDEST} to {NEWEST})"),
         )
-        .help("re-export the model with a TVM release that writes version 7 (TVM 0.9 to 0.18), or file an issue against mlf-build with this metadata.json")),
+        .help(format!(
+            "mlf-build reads versions {OLDEST} to {NEWEST}, all that TVM wrote (2021 to TVM 0.18): file an issue against mlf-build with this metadata.json"
+        ))),
     }
 }
 
@@ -908,7 +910,7 @@ mod tests {
             assert_eq!(error.file(), Some("metadata.json"));
             let text = error.to_string();
             assert!(text.contains(&format!("version {version} ")) && text.contains("supported: 1 to 7"), "{text}");
-            assert!(error.help_text().unwrap().contains("version 7"), "{text}");
+            assert!(error.help_text().unwrap().contains("versions 1 to 7, all that TVM wrote"), "{text}");
         }
     }
 

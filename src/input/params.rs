@@ -7,6 +7,9 @@
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 
+/// What to do about a `.params` file that cannot be read.
+const PARAMS_DAMAGED: &str = "the file is damaged and the weights cannot be read from it: pass the archive's original .params file";
+
 const LIST_MAGIC: u64 = 0xF7E5_8D4F_0504_9CB7;
 const ARRAY_MAGIC: u64 = 0xDD5E_40F0_96B4_A13F;
 /// Far above any real tensor rank; catches garbage read as a rank.
@@ -155,7 +158,7 @@ impl<'a> Reader<'a> {
 }
 
 fn damaged(file: &str, message: String) -> Error {
-    Error::new(ErrorKind::Metadata, message).in_file(file).help("re-export the archive; the file is damaged")
+    Error::new(ErrorKind::Metadata, message).in_file(file).help(PARAMS_DAMAGED)
 }
 
 #[cfg(test)]
@@ -210,7 +213,7 @@ mod tests {
 
     fn error_text(bytes: &[u8]) -> String {
         let error = parse(bytes, "parameters/default.params").expect_err("should be rejected");
-        assert_eq!(error.help_text(), Some("re-export the archive; the file is damaged"));
+        assert_eq!(error.help_text(), Some(PARAMS_DAMAGED));
         assert_eq!(error.file(), Some("parameters/default.params"));
         error.to_string()
     }

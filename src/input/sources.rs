@@ -226,7 +226,7 @@ impl InterfaceHeader {
         if !code.contains(&format!("tvmgen_{module}_run")) {
             return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
                 .in_file(path)
-                .help("the header must come from the same export as the sources; re-export the archive"));
+                .help(format!("mlf-build runs the model through `tvmgen_{module}_run`, which the header TVM writes declares: pass that header (the archive as TVM wrote it)")));
         }
         Ok(header)
     }
@@ -651,8 +651,9 @@ pub(crate) struct KernelCalls {
     pub file: String,
     pub header: String,
     /// Functions (and function-like macros) the module's sources call but do not
-    /// define: the library's among them, and the C library's (`memset`, `expf`).
-    pub undefined: std::collections::BTreeSet<String>,
+    /// define, each with the first source calling it: the library's among them,
+    /// and the C library's (`memset`, `expf`).
+    pub undefined: BTreeMap<String, String>,
     /// The calls that give a kernel a scratch buffer, and its size.
     pub scratch: Vec<ScratchCall>,
 }
@@ -740,7 +741,9 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
             // The whole file, not `text`: the scratch sizes follow from the structures' numbers.
             let code = strip_comments(&String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default()));
-            kernels.undefined.extend(called_functions(&code).filter(|name| !definitions.defines(name)).map(str::to_string));
+            for name in called_functions(&code).filter(|name| !definitions.defines(name)) {
+                kernels.undefined.entry(name.to_string()).or_insert_with(|| path.clone());
+            }
             kernels.scratch.extend(scratch_calls(path, &code));
         }
     }

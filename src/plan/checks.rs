@@ -28,7 +28,7 @@ pub(crate) fn check_target(plan: &Plan, target: &Target, metadata: &Metadata) ->
                     ),
                 )
                 .in_file(file)
-                .help("build for an Arm target, e.g. `cargo build --target thumbv7em-none-eabihf` with arm-none-eabi-gcc installed, or re-export the model for the host (target \"c\")"));
+                .help("build for an Arm target, e.g. `cargo build --target thumbv7em-none-eabihf` with arm-none-eabi-gcc installed: the code calls Arm intrinsics, which exist only there"));
             }
         }
     }
@@ -75,8 +75,8 @@ pub(crate) fn check_core(plan: &Plan, target: &Target, metadata: &Metadata, comp
                 continue;
             }
             let fix = match &declared {
-                Some((mcpu, _)) => format!("build for a core that has {}: `{mcpu}` or a larger one (Builder::cpu(\"{mcpu}\"), `-C target-cpu={mcpu}`, and the matching --target), or re-export the model for `{}`", build_isa.missing(needed), target.cpu.as_deref().unwrap_or(&target.triple)),
-                None => format!("build for a core that has {} (Builder::cpu, `-C target-cpu`), or re-export the model without Arm-specific schedules", build_isa.missing(needed)),
+                Some((mcpu, _)) => format!("build for a core that has {}: `{mcpu}` or a larger one (Builder::cpu(\"{mcpu}\"), `-C target-cpu={mcpu}`, and the matching --target)", build_isa.missing(needed)),
+                None => format!("build for a core that has {} (Builder::cpu, `-C target-cpu`): the code uses it directly", build_isa.missing(needed)),
             };
             let error = Error::new(
                 ErrorKind::WrongTarget,
@@ -111,7 +111,7 @@ pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
                     ),
                 )
                 .in_file(path)
-                .help("objects under codegen/host/lib come from TVM's llvm target: build for the architecture they were made for, or re-export the model with the \"c\" target"));
+                .help("objects under codegen/host/lib are machine code from TVM's llvm target and cannot be compiled again: build for the architecture they were made for (its --target)"));
             }
         }
     }

@@ -46,7 +46,7 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
                     ),
                 )
                 .in_file(path.clone())
-                .help(format!("re-export the model with mod_name=\"{to}\" instead")));
+                .help(format!("build module `{from}` under its own name (no rename_module for it), and rename the other archive's module, whose symbols come from sources, if the two clash")));
             }
             if !(is_header || in_src && owned(file)) {
                 renamed.insert(path, bytes);

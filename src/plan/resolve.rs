@@ -41,7 +41,7 @@ fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Re
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
         return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
             .in_file(sources::SRC_DIR)
-            .help("export the model with tvm.micro.export_model_library_format (or tvmc compile --output-format mlf)"));
+            .help("there is nothing to compile: pass the complete archive, with the C sources TVM wrote under codegen/host/src (or its objects under codegen/host/lib)"));
     }
     if meta.is_operator() {
         return plan_operator(sources, meta, codegen);
@@ -78,7 +78,7 @@ fn plan_c_interface(
             format!("module `{name}` was built with tir.usmp.use_workspace_io: inputs live inside the workspace pool"),
         )
         .in_file(header_path.to_string())
-        .help("re-export without `tir.usmp.use_workspace_io`; mlf-build places inputs and outputs in their own buffers"));
+        .help(format!("mlf-build gives inputs and outputs buffers of their own and cannot place them where `tvmgen_{name}_map_inputs` says; no Builder option changes that, so this archive cannot be built")));
     }
     let relay = relay_of(tree, meta);
     let main_types = sources::main_parameter_types(sources, &codegen, &name);
@@ -137,7 +137,7 @@ fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface
             ),
         )
         .in_file(interface.path.clone())
-        .help("the header and the sources must come from the same export; re-export the archive without removing or editing files")),
+        .help("the archive lacks the code of its entry point, so it cannot be built as it is: pass the complete archive, with every source TVM wrote under codegen/host/src")),
     }
 }
 
@@ -157,7 +157,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     let graph_bytes = tree.get(graph_path).ok_or_else(|| {
         Error::new(ErrorKind::NotMlf, format!("module `{name}` uses the graph executor, but the archive has no graph JSON"))
             .in_file(graph_path)
-            .help("the graph JSON is part of the export; re-export the archive without removing files")
+            .help("the graph JSON is what mlf-build plans the calls from, so the archive cannot be built without it: pass the complete archive")
     })?;
     let graph = graph::parse(graph_bytes, graph_path)?;
     let params_path = params_path(tree, &name);
@@ -213,7 +213,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
             ),
         )
         .in_file(graph_path)
-        .help("the graph and the generated code must come from the same export; re-export the archive without removing files"));
+        .help("the archive lacks the operator's code, so it cannot be built as it is: pass the complete archive, with every source TVM wrote under codegen/host/src"));
     }
     finish_plan(sources, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new())
 }
@@ -311,9 +311,12 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
         ),
         _ => {
             let Some((n_in, n_out)) = declared else {
-                return Err(Error::new(ErrorKind::Metadata, format!("cannot tell how many inputs and outputs module `{name}` has"))
-                    .in_file(file)
-                    .help("neither metadata.json nor the entry point states it: restore metadata.json (TVM >= 0.11 lists inputs and outputs there) from the original archive"));
+                return Err(Error::new(
+                    ErrorKind::Metadata,
+                    format!("cannot tell how many inputs and outputs module `{name}` has (read: metadata.json, which lists none in `main`; the Relay text; the entry point's parameters)"),
+                )
+                .in_file(file)
+                .help("when the archive came with a metadata.json listing `inputs` and `outputs` in `main`, put it back; otherwise this module cannot be built"));
             };
             // Relay lists the model inputs first, then the weights.
             let inputs: Vec<String> = (0..n_in)
@@ -351,7 +354,7 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
         [] => {
             return Err(Error::new(ErrorKind::Metadata, "an operator export whose `memory` lists no function")
                 .in_file("metadata.json")
-                .help("re-export the operator with tvm.micro.export_model_library_format"))
+                .help("metadata.json's `memory` names the operator's function and its tensors, so without them the archive cannot be built: pass the archive's original metadata.json"))
         }
         several => {
             let names: Vec<&str> = several.iter().map(|f| f.name.as_str()).collect();
@@ -360,13 +363,13 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
                 format!("operator export with several functions ({}): mlf-build wraps one function per archive", names.join(", ")),
             )
             .in_file("metadata.json")
-            .help("export each operator on its own (one tvm.build per archive)"));
+            .help("no Builder option picks one of the functions, so this archive cannot be built"));
         }
     };
     let Some((file, args)) = sources::operator_args(sources, &codegen, &function.name) else {
         return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
             .in_file(sources::SRC_DIR)
-            .help("the sources must come from the same export as metadata.json; re-export the archive"));
+            .help("metadata.json and the sources do not describe the same operator: pass the archive as TVM wrote it, with both files of one export"));
     };
     if args.len() != function.params.len() {
         return Err(Error::new(
@@ -374,7 +377,7 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
             format!("operator `{}` reads {} arguments, metadata.json lists {}", function.name, args.len(), function.params.len()),
         )
         .in_file(file)
-        .help("the sources must come from the same export as metadata.json; re-export the archive"));
+        .help("metadata.json and the sources do not describe the same operator: pass the archive as TVM wrote it, with both files of one export"));
     }
     // TVM puts outputs last; when the code shows no store, the last argument is the output.
     let any_written = args.iter().any(|arg| arg.written);
@@ -456,7 +459,7 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
             format!("module `{m}` uses the graph executor, but metadata.json gives no place for its graph JSON"),
         )
         .in_file("metadata.json")
-        .help("the archive looks incomplete or hand-edited: re-export it with tvm.micro.export_model_library_format"),
+        .help(format!("the graph JSON (executor-config/graph/{m}.graph) is what mlf-build plans the calls from: pass the complete archive, or metadata.json as TVM wrote it")),
         _ => Error::new(
             ErrorKind::Metadata,
             format!(
@@ -464,7 +467,7 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
             ),
         )
         .in_file(header_path)
-        .help("the archive looks incomplete or hand-edited: re-export it with tvm.micro.export_model_library_format"),
+        .help("mlf-build runs an AOT module through one of these, so the archive cannot be built as it is: pass the complete archive, with every file TVM wrote under codegen/host"),
     }
 }
 
@@ -474,9 +477,12 @@ fn plan_pool(header: &InterfaceHeader, module: &str, pool: &CIdent) -> Result<Po
         return Ok(Pool { name: pool.clone(), size_bytes: size, constant_data: None });
     }
     let missing = |what: &str| {
-        Error::new(ErrorKind::Metadata, format!("pool `{pool}` has no {what} macro `{prefix}_…`"))
-            .in_file(&header.path)
-            .help("the header must come from the same export as the sources; re-export the archive")
+        Error::new(ErrorKind::Metadata, format!("pool `{pool}` has no {what} macro `{prefix}_…`")).in_file(&header.path).help(format!(
+            "the header TVM wrote with these sources defines `{prefix}_WORKSPACE_POOL_SIZE` (a workspace pool) or \
+                 `{prefix}_CONSTANT_POOL_SIZE` and `_DATA` (a constant pool, whose bytes are nowhere else): pass that header; \
+                 a workspace pool's size can also be stated in {}: `#define {prefix}_WORKSPACE_POOL_SIZE <bytes>`",
+            header.path
+        ))
     };
     let size = header.macro_u64(&format!("{prefix}_CONSTANT_POOL_SIZE")).ok_or_else(|| missing("size"))?;
     let data_macro = format!("{prefix}_CONSTANT_POOL_DATA");
@@ -717,7 +723,10 @@ impl TensorResolver<'_> {
                     "restore metadata.json from the original archive, or state the size in the header: `#define {size_macro} <bytes>` in {}",
                     header.path
                 ),
-                _ => "restore metadata.json (TVM >= 0.11 states every tensor's type and size there) from the original archive".to_string(),
+                _ => format!(
+                    "when the archive came with a metadata.json listing `{}` in `main`, put it back; otherwise this module cannot be built: mlf-build does not guess a tensor's {what}",
+                    partial.name
+                ),
             };
             Error::new(
                 ErrorKind::Metadata,

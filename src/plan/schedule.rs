@@ -53,7 +53,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     let graph_error = |message: String| {
         Error::new(ErrorKind::Unsupported, message)
             .in_file(with.graph_path)
-            .help("mlf-build runs graphs of CPU operators with one input and one output per `__nop`; re-export for the CPU")
+            .help("mlf-build runs graphs of CPU operators with one input and one output per `__nop`; this graph needs more, so the archive cannot be built")
     };
     if let Some(entry) = graph.entries.iter().position(|e| e.device_index != CPU) {
         return Err(graph_error(format!("entry {entry} is on device type {}, not the CPU", graph.entries[entry].device_index)));
@@ -99,7 +99,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
                     ),
                 )
                 .in_file(with.params_path)
-                .help("the .params file and the graph must come from the same export; re-export the archive"));
+                .help("the .params file and the graph disagree on this weight, so it cannot be placed: pass the archive's original .params file, written with this graph"));
             }
             let offset = round_up(blob.len() as u64, with.alignment);
             blob.resize(offset as usize, 0);
@@ -404,7 +404,7 @@ fn check_inputs(inputs: &[Tensor], with: &Inputs<'_>) -> Result<()> {
         format!("the graph's inputs that are not weights are {graph_names:?}, but metadata.json lists the model inputs {metadata_names:?}"),
     )
     .in_file(with.params_path)
-    .help("every weight of the graph must be in the .params file or linked into the C code; re-export the archive"))
+    .help("every weight of the graph must be in the .params file or linked into the C code; pass the archive's original .params file, written with this graph, or the archive cannot be built"))
 }
 
 /// Output names from the metadata when it has one per head, else `output` / `output<i>`.

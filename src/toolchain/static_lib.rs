@@ -55,7 +55,7 @@ fn read_member(path: &Path) -> Result<Option<Member>> {
     let malformed = || {
         Error::new(ErrorKind::Compile, "the object's section or symbol table lies outside the file")
             .in_file(path.display().to_string())
-            .help("a prebuilt object (codegen/host/lib) is damaged or truncated: export the archive again")
+            .help("a prebuilt object (codegen/host/lib) is damaged or truncated, and its machine code cannot be rebuilt from the archive: pass the archive's original objects")
     };
     let mut read_at = |offset: u64, len: u64| -> Result<Vec<u8>> {
         if offset.checked_add(len).is_none_or(|end| end > size) {

@@ -344,3 +344,68 @@ pub fn failure_text(output: &std::process::Output) -> String {
         .collect();
     interesting.join("\n")
 }
+
+/// A firmware build of `examples/cortex-m-runner`: the Rust target, the core
+/// given as `-C target-cpu` (`None`: the triple's usual one), the QEMU board
+/// (`None`: the target's usual one) and the Cargo target directory under `target/`.
+pub struct Firmware<'a> {
+    pub triple: &'a str,
+    pub target_cpu: Option<&'a str>,
+    pub board: Option<&'a str>,
+    pub target_dir: &'a str,
+}
+
+impl Firmware<'_> {
+    /// Builds `case.archive` (a tar or a directory) into the firmware with
+    /// `inputs` and runs it under QEMU; returns the bytes of each `output<i>:` line.
+    pub fn run(&self, case: &Case, module: Option<&str>, inputs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
+        let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        let mut command = cargo(self.target_dir);
+        // Appended to the rustflags of .cargo/config.toml's `cfg` table for the
+        // architecture: Cargo takes a target's rustflags from one table only, so
+        // a `target.<triple>` table would be passed over (RUSTFLAGS would replace them).
+        let arch = if self.triple.starts_with("riscv") { "riscv32" } else { "arm" };
+        let cpu_flags = self.target_cpu.map(|cpu| {
+            format!("target.'cfg(all(target_arch = \"{arch}\", target_os = \"none\"))'.rustflags=[\"-C\", \"target-cpu={cpu}\"]")
+        });
+        if let Some(flags) = &cpu_flags {
+            command.args(["--config", flags]);
+        }
+        command
+            .args(["run", "--release", "--quiet", "-p", "cortex-m-runner", "--target", self.triple])
+            .env("MLF_ARCHIVE", &case.archive)
+            .env("MLF_INPUTS", list.join(","))
+            .env("MLF_MODULE", module.unwrap_or_default())
+            .env("MLF_BOARD", self.board.unwrap_or_default())
+            .envs(case.library_env().unwrap_or_default());
+        let output = command.output().map_err(|e| format!("cargo: {e}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            let why = match output.status.code() {
+                Some(124) => "QEMU timed out".to_string(),
+                // mlf-build's own message when it refused, else the last line.
+                _ => {
+                    let text = failure_text(&output);
+                    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+                    let refusal = text.lines().map(str::trim).find(|line| line.starts_with("mlf-build:"));
+                    refusal.or_else(|| lines.next_back()).unwrap_or_default().to_string()
+                }
+            };
+            return Err(format!("firmware failed: {why} {}", stdout.lines().last().unwrap_or_default()));
+        }
+        let mut outputs = Vec::new();
+        for (index, line) in stdout.lines().filter(|line| line.starts_with("output")).enumerate() {
+            let hex = line.strip_prefix(&format!("output{index}: ")).ok_or_else(|| format!("unexpected line `{line}`"))?;
+            outputs.push(decode_hex(hex).ok_or_else(|| format!("output{index} is not hex"))?);
+        }
+        Ok(outputs)
+    }
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    let digits = hex.trim().as_bytes();
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
+}
