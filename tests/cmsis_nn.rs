@@ -11,9 +11,14 @@ use mlf_build::{Builder, ErrorKind};
 
 const CASE: &str = "etiss-vww-muriscvnn-rvv-tvm017";
 
-/// The case's archive unpacked into a fresh directory, to be edited.
+/// The VWW case's archive unpacked into a fresh directory, to be edited.
 fn unpack(name: &str) -> Option<PathBuf> {
-    let case = common::corpus_case(CASE)?;
+    unpack_case(CASE, name)
+}
+
+/// Corpus case `case`'s archive unpacked into a fresh directory `name`.
+fn unpack_case(case: &str, name: &str) -> Option<PathBuf> {
+    let case = common::corpus_case(case)?;
     let dir = common::scratch(name).join("model");
     std::fs::create_dir_all(&dir).unwrap();
     tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&dir).unwrap();
@@ -161,10 +166,7 @@ const NATIVE_CASE: &str = "kws_int8-aot_c-cortex_m4";
 /// file's own `read_and_pad` over <arm_acle.h>. The trees called CMSIS-Core's
 /// `__SMLAD`; the names CMSIS-NN's own headers give are `SMLAD` and `SXTB16`.
 fn native_variant(name: &str) -> Option<PathBuf> {
-    let case = common::corpus_case(NATIVE_CASE)?;
-    let dir = common::scratch(name).join("model");
-    std::fs::create_dir_all(&dir).unwrap();
-    tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&dir).unwrap();
+    let dir = unpack_case(NATIVE_CASE, name)?;
     let source = dir.join("codegen/host/src/default_lib1.c");
     let text = std::fs::read_to_string(&source).unwrap();
     let (mut kept, mut in_own_helper, mut dropped) = (Vec::new(), false, 0);
