@@ -209,6 +209,9 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             ("CONSTANT_POOL_BYTES", "constant_pools"),
             ("CODE_WORKSPACE_BYTES", "code_workspace"),
         ];
+        if top("KERNEL_SCRATCH_BYTES").is_some() {
+            pairs.push(("KERNEL_SCRATCH_BYTES", "kernel_scratch"));
+        }
         if top("STORAGE_BYTES").is_some() {
             pairs.extend([("STORAGE_BYTES", "storage"), ("PARAMS_BYTES", "params")]);
         }

@@ -62,7 +62,8 @@ fn json_follows_the_documented_schema() {
         let module = &document["modules"][0];
         assert_eq!(module["schema"], mlf_build::SCHEMA, "each module document stands alone ($OUT_DIR/mlf/<m>.json)");
         let memory = &module["memory"];
-        let static_ram = ["code_workspace", "arena", "pools", "storage"].iter().map(|k| memory[k].as_u64().unwrap()).sum::<u64>();
+        let static_ram =
+            ["code_workspace", "arena", "pools", "storage", "kernel_scratch"].iter().map(|k| memory[k].as_u64().unwrap()).sum::<u64>();
         assert_eq!(memory["static_ram"].as_u64(), Some(static_ram));
         assert_eq!(memory["ram"].as_u64(), Some(static_ram + memory["inputs"].as_u64().unwrap() + memory["outputs"].as_u64().unwrap()));
         key_paths(&document, "", &mut seen);
@@ -169,4 +170,37 @@ fn target_measures_the_compiled_objects_quietly() {
     assert!(value(&model["rodata"]) >= value(&memory["constants"]));
     assert!(value(&model["text"]) > 0 && value(&document["footprint"]["support"]["text"]) > 0);
     assert_eq!(value(&model["flash"]), value(&model["text"]) + value(&model["rodata"]) + value(&model["data"]));
+}
+
+// Issue 19: scratch the build supplies to CMSIS-NN calls is in the memory map,
+// and the map equals what the compiled objects reserve.
+#[test]
+fn target_adds_the_cmsis_nn_scratch_the_core_needs_to_the_memory_map() {
+    let Some(case) = common::corpus_case("etiss-vww-muriscvnn-rvv-tvm017") else { return };
+    let libraries = match common::case_at(&case).library_env() {
+        Ok(libraries) => libraries,
+        Err(verdict) => return common::skip(&format!("{verdict:?}")),
+    };
+    if Command::new("arm-none-eabi-gcc").arg("--version").output().is_err() {
+        return common::skip("arm-none-eabi-gcc is not installed");
+    }
+    let run = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mlf-build"));
+        command.arg("inspect").arg(case.join("model.tar")).arg("--json").args(extra).envs(libraries.iter().cloned());
+        let output = command.output().expect("mlf-build runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+        (document, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let value = |v: &serde_json::Value| v.as_u64().unwrap();
+    let (plain, _) = run(&[]);
+    assert_eq!(value(&plain["modules"][0]["memory"]["kernel_scratch"]), 0, "no core, no scratch");
+    // Cortex-M4F: the DSP code of arm_avgpool_s8 needs an int32_t per channel (256) where the archive gives none.
+    let (document, stderr) = run(&["--target", "thumbv7em-none-eabihf"]);
+    assert!(stderr.contains("arm_avgpool_s8 with no scratch buffer") && stderr.contains("1024 bytes"), "{stderr}");
+    let memory = &document["modules"][0]["memory"];
+    assert_eq!(value(&memory["kernel_scratch"]), 1024);
+    assert_eq!(value(&memory["static_ram"]), value(&memory["code_workspace"]) + 1024);
+    let model = &document["footprint"]["model"];
+    assert_eq!(value(&model["bss"]) + value(&model["data"]), value(&memory["static_ram"]), "the objects reserve what the map says");
 }

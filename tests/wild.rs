@@ -45,10 +45,16 @@ struct Run {
     build_stderr: String,
 }
 
-/// Builds `archive` into examples/host-runner and runs it on `inputs`.
-fn run_on_host(archive: &Path, inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
+/// Builds `archive` into examples/host-runner, with `libraries` in its
+/// environment (`CMSIS_NN_PATH`), and runs it on `inputs`.
+fn run_on_host(archive: &Path, libraries: &[(&str, PathBuf)], inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
     let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let build = common::cargo(TARGET_DIR).args(["build", "--release", "-p", "host-runner"]).env("MLF_ARCHIVE", archive).output().unwrap();
+    let build = common::cargo(TARGET_DIR)
+        .args(["build", "--release", "-p", "host-runner"])
+        .env("MLF_ARCHIVE", archive)
+        .envs(libraries.iter().cloned())
+        .output()
+        .unwrap();
     let build_stderr = String::from_utf8_lossy(&build.stderr).into_owned();
     if !build.status.success() {
         return Err(common::failure_text(&build));
@@ -74,20 +80,22 @@ fn assert_matches_tvm(case_dir: &Path, archive: &Path) -> Run {
         .iter()
         .map(|o| common::Expected { file: case_dir.join(o["file"].as_str().unwrap()), dtype: o["dtype"].as_str().unwrap().to_string() })
         .collect();
-    let run = run_on_host(archive, &inputs, expected.len()).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
+    let run = run_on_host(archive, &[], &inputs, expected.len()).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
     for (want, got) in expected.iter().zip(&run.outputs) {
         common::compare(want, got, 1e-4, 1e-5).unwrap();
     }
     run
 }
 
-/// Runs `archive` on every vector of a real-world case and compares with its expected bytes.
+/// Runs `archive` on every vector of a real-world case, with the libraries
+/// the case needs, and compares with its expected bytes.
 fn assert_matches_vectors(case_dir: &Path, archive: &Path) -> Run {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(case_dir.join("case.json")).unwrap()).unwrap();
+    let libraries = common::case_at(case_dir).library_env().unwrap_or_else(|verdict| panic!("{}: {verdict:?}", case_dir.display()));
     let mut last = None;
     for vector in json["vectors"].as_array().unwrap() {
         let input = case_dir.join(vector["file"].as_str().unwrap());
-        let run = run_on_host(archive, &[input], 1).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
+        let run = run_on_host(archive, &libraries, &[input], 1).unwrap_or_else(|why| panic!("{}: {why}", archive.display()));
         let want = std::fs::read(case_dir.join(vector["expected"].as_str().unwrap())).unwrap();
         assert_eq!(run.outputs[0], want, "{}: {}", archive.display(), vector["file"]);
         last = Some(run);
@@ -350,6 +358,27 @@ fn tvm011_size_macros_lose_to_metadata_and_the_code() {
     }
 }
 
+// Issue 19.3: a codegen-only tree whose only stated sizes are TVM 0.11's
+// `_SIZE` macros (not byte sizes): one file's word is checked against what the
+// code does, and the code wins, naming the value that lost.
+#[test]
+fn a_lone_size_macro_that_lies_loses_to_the_code() {
+    let Some(case) = common::corpus_case("cnn_f32-aot_c") else { return };
+    let archive = unpack(&case, "tvm011-codegen-only");
+    std::fs::remove_file(archive.join("metadata.json")).unwrap();
+    std::fs::remove_dir_all(archive.join("src")).unwrap();
+    edit(&archive.join("codegen/host/include/tvmgen_default.h"), |text| {
+        text.replace("#define TVMGEN_DEFAULT_IMAGE_SIZE 3072", "#define TVMGEN_DEFAULT_IMAGE_SIZE 28332256")
+            .replace("#define TVMGEN_DEFAULT_OUTPUT_SIZE 20", "#define TVMGEN_DEFAULT_OUTPUT_SIZE 16")
+    });
+    let run = assert_matches_tvm(&case, &archive);
+    for (name, bytes, lost) in [("image", 3072, 28332256), ("output", 20, 16)] {
+        let macro_name = format!("TVMGEN_DEFAULT_{}_SIZE", name.to_uppercase());
+        let want = format!("tensor `{name}` of module `default`: {macro_name} in codegen/host/include/tvmgen_default.h states {lost} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used");
+        assert!(run.build_stderr.contains(&want), "{want}\n{}", run.build_stderr);
+    }
+}
+
 /// Removes metadata.json, the Relay text and every `_SIZE` macro of the
 /// interface header: a codegen-only tree as MLPerf Tiny v1.0 submissions ship.
 fn strip_to_codegen(archive: &Path) {
@@ -465,4 +494,31 @@ fn inspect_and_build_agree_on_trees_without_metadata() {
         assert_eq!(inspected.to_string(), build_in_process(&archive).unwrap_err().to_string(), "{name}");
     }
     assert_eq!(accepted, 2, "a tree without metadata.json was refused although its code states every fact");
+}
+
+// Issue 19: TVM writes `{NULL,0}` for a CMSIS-NN call that needs no scratch on
+// the core it compiled for; on a core whose kernel code needs some, the build
+// supplies it, and the memory map counts it.
+#[test]
+fn a_cmsis_nn_call_given_no_scratch_runs_with_the_builds_and_the_memory_map_counts_it() {
+    let Some(case) = common::corpus_case("etiss-vww-muriscvnn-rvv-tvm017") else { return };
+    let libraries = match common::case_at(&case).library_env() {
+        Ok(libraries) => libraries,
+        Err(verdict) => return common::skip(&format!("{verdict:?}")),
+    };
+    let archive = unpack(&case, "scratch-supplied");
+    // The first convolution (3x3x3 filter) needs 2 * 27 int16 = 108 bytes on the host's portable path.
+    edit(&archive.join("codegen/host/src/default_lib2.c"), |text| text.replacen("{context_buffer_0_let,128}", "{NULL,0}", 1));
+    let run = assert_matches_vectors(&case, &archive);
+    let warning = "tvmgen_default_cmsis_nn_main_0 calls arm_convolve_wrapper_s8 with no scratch buffer";
+    assert!(run.build_stderr.contains(warning) && run.build_stderr.contains("needs 108 bytes"), "{}", run.build_stderr);
+    let (host, cmsis_nn) = (common::host_triple(), &libraries[0].1);
+    let out = archive.with_file_name("out");
+    let output = Builder::new(&archive).out_dir(&out).target(&host).host(host).cmsis_nn(cmsis_nn).cargo_metadata(false).build().unwrap();
+    let module = &output.modules[0];
+    assert_eq!(module.memory.kernel_scratch, 108);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 108);
+    let rust = std::fs::read_to_string(&module.rust_file).unwrap();
+    assert!(rust.contains("pub const KERNEL_SCRATCH_BYTES: usize = 108;"), "{rust}");
+    assert!(rust.contains("+ KERNEL_SCRATCH_BYTES;"), "STATIC_RAM_BYTES counts it: {rust}");
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use mlf_build::{Builder, Footprint, Inspection, Sizes};
+use mlf_build::{Builder, Footprint, Inspection, Output, Sizes};
 
 const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]";
 
@@ -51,14 +51,20 @@ fn main() -> ExitCode {
 }
 
 fn inspect(args: &Args) -> Result<(), String> {
-    let inspection = mlf_build::inspect(&args.archive).map_err(|e| e.to_string())?;
+    let mut inspection = mlf_build::inspect(&args.archive).map_err(|e| e.to_string())?;
+    let footprint = match &args.target {
+        Some(triple) => {
+            let (footprint, output) = compile_and_measure(&args.archive, triple, args.cpu.as_deref())?;
+            // The build knows the core: what it adds to the memory map for it (CMSIS-NN scratch) and why.
+            inspection.modules = output.modules.into_iter().map(|module| module.report).collect();
+            inspection.warnings = output.warnings;
+            Some(footprint)
+        }
+        None => None,
+    };
     for warning in &inspection.warnings {
         eprintln!("mlf-build: warning: {warning}");
     }
-    let footprint = match &args.target {
-        Some(triple) => Some(compile_and_measure(&args.archive, triple, args.cpu.as_deref())?),
-        None => None,
-    };
     if args.json {
         println!("{}", json(args, &inspection, footprint.as_ref()));
     } else {
@@ -127,14 +133,14 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
 
 /// Builds the archive for `triple` in a fresh directory, as a build script
 /// would but printing nothing for Cargo, and measures the compiled libraries.
-fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<Footprint, String> {
+fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<(Footprint, Output), String> {
     let out_dir = std::env::temp_dir().join(format!("mlf-build-inspect-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let mut builder = Builder::new(archive).out_dir(&out_dir).target(triple).cargo_metadata(false);
     if let Some(cpu) = cpu {
         builder = builder.cpu(cpu);
     }
-    let result = builder.build().and_then(|_| Footprint::measure(&out_dir)).map_err(|e| e.to_string());
+    let result = builder.build().and_then(|output| Ok((Footprint::measure(&out_dir)?, output))).map_err(|e| e.to_string());
     let _ = std::fs::remove_dir_all(&out_dir);
     result
 }

@@ -89,48 +89,78 @@ fn listed(names: &[&str]) -> String {
     text
 }
 
-/// Refuses calls whose scratch buffer is smaller than what CMSIS-NN's code for
-/// the compiled core needs, asking the library itself (a host program calling
-/// its `*_get_buffer_size` functions); returns a warning per call it cannot ask about.
-pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>, host: &str, dir: &Path) -> Result<Vec<String>> {
-    let calls: Vec<&ScratchCall> = plan.modules.iter().filter_map(|m| m.needs.cmsis_nn.as_ref()).flat_map(|k| &k.scratch).collect();
+/// A kernel call the archive gives no scratch buffer (`{NULL,0}`) although
+/// CMSIS-NN's code for the compiled core needs one: mlf-build supplies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ScratchSupply {
+    /// Index of the module in the plan.
+    pub module: usize,
+    pub file: String,
+    pub kernel: String,
+    pub bytes: u64,
+}
+
+/// What the scratch contract asks of the build.
+#[derive(Debug)]
+pub(super) struct ScratchCheck {
+    /// One per call the library cannot be asked about, and one per supplied call.
+    pub warnings: Vec<String>,
+    pub supplies: Vec<ScratchSupply>,
+}
+
+/// Checks each call's scratch buffer against what CMSIS-NN's code for the
+/// compiled core needs, asking the library itself (a host program calling its
+/// `*_get_buffer_size` functions). A buffer that is too small is refused; a
+/// call given none (TVM's `{NULL,0}` for a core whose code needs none) is
+/// supplied one by the build, with a warning.
+pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>, host: &str, dir: &Path) -> Result<ScratchCheck> {
+    let calls: Vec<(usize, &ScratchCall)> = plan
+        .modules
+        .iter()
+        .enumerate()
+        .filter_map(|(index, module)| module.needs.cmsis_nn.as_ref().map(|kernels| (index, kernels)))
+        .flat_map(|(index, kernels)| kernels.scratch.iter().map(move |call| (index, call)))
+        .collect();
     let path = match isa {
         Some(isa) if isa.mve => KernelPath::Mve,
         Some(isa) if isa.dsp => KernelPath::Dsp,
         _ => KernelPath::Portable,
     };
-    let probe = kernel_probe::scratch_probe(&calls, &code.library.declarations, path);
+    let call_refs: Vec<&ScratchCall> = calls.iter().map(|(_, call)| *call).collect();
+    let probe = kernel_probe::scratch_probe(&call_refs, &code.library.declarations, path);
     let version = code.library.version.as_deref().unwrap_or("revision unknown");
-    let mut warnings: Vec<String> = probe
+    let warnings = probe
         .unasked
         .iter()
         .map(|(index, why)| {
-            let call = calls[*index];
+            let call = call_refs[*index];
             format!(
                 "{}: the scratch of {}'s call to {} ({} bytes) is not checked: {why}",
                 call.file, call.function, call.kernel, call.reserved
             )
         })
         .collect();
-    let Some(source) = &probe.source else { return Ok(warnings) };
+    let mut check = ScratchCheck { warnings, supplies: Vec::new() };
+    let Some(source) = &probe.source else { return Ok(check) };
     let needed = match run_probe(code, &probe, source, host, dir) {
         Ok(needed) => needed,
         Err(why) => {
-            warnings.push(format!("the scratch sizes of the archive's CMSIS-NN calls are not checked: {why}"));
-            return Ok(warnings);
+            check.warnings.push(format!("the scratch sizes of the archive's CMSIS-NN calls are not checked: {why}"));
+            return Ok(check);
         }
     };
-    let short: Vec<(&ScratchCall, &str, u64)> = probe
+    let short: Vec<(usize, &ScratchCall, &str, u64)> = probe
         .asked
         .iter()
         .zip(needed)
-        .map(|((index, function), needed)| (calls[*index], function.as_str(), needed))
-        .filter(|(call, _, needed)| *needed > call.reserved)
+        .map(|((index, function), needed)| (calls[*index].0, calls[*index].1, function.as_str(), needed))
+        .filter(|(_, call, _, needed)| *needed > call.reserved)
         .collect();
-    if let Some((first, _, _)) = short.first() {
-        let listed: Vec<String> = short
+    let (unbuffered, buffered): (Vec<_>, Vec<_>) = short.into_iter().partition(|(_, call, _, _)| !call.buffered);
+    if let Some((_, first, _, _)) = buffered.first() {
+        let listed: Vec<String> = buffered
             .iter()
-            .map(|(call, function, needed)| {
+            .map(|(_, call, function, needed)| {
                 format!("{} ({}) gives {} {} bytes where {function} says {needed}", call.function, call.file, call.kernel, call.reserved)
             })
             .collect();
@@ -144,11 +174,22 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
         )
         .in_file(first.file.clone())
         .help(
-            "TVM sized the scratch buffers for the core and CMSIS-NN release it compiled for: build for that kind of core \
+            "TVM placed these buffers in the workspace for the core and CMSIS-NN release it compiled for: build for that kind of core \
              (one with the same DSP or Helium extensions) or with that release; a smaller buffer makes the kernel fail or write past it",
         ));
     }
-    Ok(warnings)
+    for (module, call, function, needed) in unbuffered {
+        check.warnings.push(format!(
+            "{}: {} calls {} with no scratch buffer, but on this core CMSIS-NN {version} runs its {} code, which needs {needed} bytes ({function}): \
+             mlf-build supplies a static buffer (KERNEL_SCRATCH_BYTES in the module's memory map)",
+            call.file,
+            call.function,
+            call.kernel,
+            path.describe()
+        ));
+        check.supplies.push(ScratchSupply { module, file: call.file.clone(), kernel: call.kernel.clone(), bytes: needed });
+    }
+    Ok(check)
 }
 
 /// Compiles and runs the probe on the host (cached by its inputs); the bytes each asked call needs.

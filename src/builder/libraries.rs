@@ -1,7 +1,7 @@
 //! The libraries a build compiles (the model's and mlf-build's support code),
 //! what goes into each, and the settings that key their rebuilds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -9,15 +9,17 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
+use crate::codegen::kernel_scratch::{self, ScratchFiles};
 use crate::codegen::{self, glue, support};
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
 use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
 use crate::toolchain::bindings;
 use crate::toolchain::compile::Library;
 use crate::toolchain::target::Target;
 
-use super::kernels::KernelCode;
+use super::kernels::{KernelCode, ScratchSupply};
 
 /// Settings that change compiled code, shared by the model and support libraries.
 pub(super) struct CompileConfig<'a> {
@@ -185,6 +187,47 @@ pub(super) fn model_library(
         directives: extra.directives,
     };
     Ok((library, generated))
+}
+
+/// Gives the calls `supplies` names mlf-build's scratch: each module's buffer
+/// joins the model's library, each calling file is compiled through its
+/// wrapper instead, and the module's memory map counts the buffer. The
+/// generated text extends `generated` (the cache key).
+pub(super) fn supply_scratch(
+    model: &mut Library,
+    generated: &mut Vec<u8>,
+    plan: &mut Plan,
+    supplies: &[ScratchSupply],
+    work: &Path,
+) -> Result<()> {
+    let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
+    // Absolute: the wrappers include the originals from wherever the compiler runs.
+    let tree = std::path::absolute(&tree_dir).map_err(|e| Error::io("read", &tree_dir, e))?;
+    for (index, module) in plan.modules.iter_mut().enumerate() {
+        let own: Vec<&ScratchSupply> = supplies.iter().filter(|supply| supply.module == index).collect();
+        let Some(bytes) = own.iter().map(|supply| supply.bytes).max() else { continue };
+        let mut calls: BTreeMap<String, BTreeSet<CIdent>> = BTreeMap::new();
+        for supply in own {
+            calls.entry(supply.file.clone()).or_default().insert(CIdent::new("CMSIS-NN kernel", &supply.kernel)?);
+        }
+        let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls }, &tree)?;
+        write_if_changed(&gen_dir.join(&code.buffer.path), &code.buffer.bytes)?;
+        generated.extend(&code.buffer.bytes);
+        model.c_sources.push(gen_dir.join(&code.buffer.path));
+        for (file, wrapper) in code.wrappers {
+            write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
+            generated.extend(&wrapper.bytes);
+            let original = tree_dir.join(&file);
+            let source = model.c_sources.iter_mut().chain(&mut model.cxx_sources).find(|source| **source == original);
+            let source = source.ok_or_else(|| {
+                Error::new(ErrorKind::Unsupported, "a source calling CMSIS-NN is not among the sources the build compiles")
+                    .in_file(file.clone())
+            })?;
+            *source = gen_dir.join(&wrapper.path);
+        }
+        module.kernel_scratch_bytes = bytes;
+    }
+    Ok(())
 }
 
 /// `crt_config.h` for archives that ship no template: TVM's documented defaults, logging errors only.

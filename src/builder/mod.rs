@@ -310,10 +310,10 @@ impl Builder {
     fn run(self) -> Result<Output> {
         let settings = self.settings()?;
         settings.env.directives.rerun_if_changed(&self.archive)?;
-        let (toolchain, prepared) = self.probe_and_prepare(&settings)?;
+        let (toolchain, mut prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
         let mut warnings = prepared.warnings.clone();
-        warnings.extend(check_kernel_scratch(&settings, &toolchain, &prepared)?);
+        warnings.extend(check_kernel_scratch(&settings, &toolchain, &mut prepared)?);
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
         prepared.model.link()?;
         support.link()?;
@@ -511,15 +511,18 @@ impl Builder {
 }
 
 /// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
-/// compiler really builds for; its warnings, already printed.
-fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Vec<String>> {
+/// compiler really builds for: too small a buffer is refused, calls given none
+/// that need one get mlf-build's; its warnings, already printed.
+fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &mut Prepared) -> Result<Vec<String>> {
     let Some(kernels) = &prepared.kernels else { return Ok(Vec::new()) };
     let probe_dir = prepared.work.join("kernel-probe");
-    let warnings = kernels::check_scratch(kernels, &prepared.plan, toolchain.compiled_isa, &settings.target.host, &probe_dir)?;
-    for warning in &warnings {
+    let check = kernels::check_scratch(kernels, &prepared.plan, toolchain.compiled_isa, &settings.target.host, &probe_dir)?;
+    for warning in &check.warnings {
         settings.env.directives.warning(warning);
     }
-    Ok(warnings)
+    let Prepared { model, generated_c, plan, work, .. } = prepared;
+    libraries::supply_scratch(model, generated_c, plan, &check.supplies, work)?;
+    Ok(check.warnings)
 }
 
 /// The largest archive file whose bytes may be in memory beside libclang

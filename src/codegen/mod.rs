@@ -6,6 +6,7 @@
 
 pub(crate) mod glue;
 pub(crate) mod kernel_probe;
+pub(crate) mod kernel_scratch;
 pub(crate) mod rust;
 pub(crate) mod support;
 
@@ -15,7 +16,7 @@ mod golden;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::plan::model::{ModulePlan, Plan};
 use crate::plan::report::ModuleReport;
 
@@ -101,12 +102,7 @@ pub(crate) fn kernel_wrappers(root: &std::path::Path, sources: &[String]) -> Res
         .iter()
         .map(|source| {
             let original = root.join(source);
-            let text = original.to_string_lossy();
-            // A header name ends at `"` or a line end, and has no escapes.
-            if text.contains(['"', '\n', '\r']) || original.to_str().is_none() {
-                return Err(Error::new(ErrorKind::Config, format!("`{}`: a path C cannot #include", original.display()))
-                    .help("move the kernel library to a folder whose path has no `\"`, line break or non-UTF-8 byte"));
-            }
+            let text = kernel_scratch::includable(&original)?;
             let bytes = format!("/* Written by mlf-build: {source} with <stdint.h> first. */\n#include <stdint.h>\n#include \"{text}\"\n");
             Ok(GeneratedFile { path: ["kernels", source.as_str()].iter().collect(), bytes: bytes.into_bytes() })
         })

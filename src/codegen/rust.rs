@@ -200,11 +200,31 @@ impl Items<'_> {
             /// Workspace the generated C reserves itself (USMP's static `global_workspace`), in bytes.
             pub const CODE_WORKSPACE_BYTES: usize = #code_workspace;
         };
+        let kernel_scratch = int(needs.kernel_scratch);
+        // Only when supplied, so a module without CMSIS-NN keeps its constants.
+        let scratch_doc = if needs.kernel_scratch > 0 { " + [`KERNEL_SCRATCH_BYTES`]" } else { "" };
+        let (scratch_item, scratch_term) = if needs.kernel_scratch > 0 {
+            let term = quote! { + KERNEL_SCRATCH_BYTES };
+            let item = quote! {
+                /// Static scratch mlf-build supplies to the CMSIS-NN calls that reserve none on this core:
+                /// the most one of them needs, as the library's `*_get_buffer_size` says for it.
+                pub const KERNEL_SCRATCH_BYTES: usize = #kernel_scratch;
+            };
+            (item, term)
+        } else {
+            (TokenStream::new(), TokenStream::new())
+        };
+        items.extend(scratch_item);
         items.extend(match m.schedule() {
-            None => quote! {
-                /// Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`].
-                pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES;
-            },
+            None => {
+                let static_doc = doc(&format!(
+                    "Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]{scratch_doc}."
+                ));
+                quote! {
+                    #static_doc
+                    pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES #scratch_term;
+                }
+            }
             Some(schedule) => {
                 let storage_doc = doc(&format!(
                     "Static storage of the graph's intermediate tensors and operator workspaces, in bytes:\n{} regions sized from the graph's shapes and dtypes and what each operator's code requests,\naligned to [`ALIGNMENT`], sharing bytes when not live during the same call (TVM's own plan:\n{} bytes). Inputs, outputs and weights are used in place and take none.",
@@ -213,6 +233,8 @@ impl Items<'_> {
                 ));
                 let (storage, params) = (int(schedule.storage_bytes), int(schedule.params.len()));
                 let (linked, calls) = (int(schedule.linked_params), int(schedule.calls.len()));
+                let static_doc =
+                    doc(&format!("Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`]{scratch_doc}."));
                 quote! {
                     #storage_doc
                     pub const STORAGE_BYTES: usize = #storage;
@@ -223,8 +245,8 @@ impl Items<'_> {
                     pub const LINKED_PARAMS: usize = #linked;
                     /// Operator calls a run makes, in the graph's order.
                     pub const OPERATOR_CALLS: usize = #calls;
-                    /// Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`].
-                    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES;
+                    #static_doc
+                    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES #scratch_term;
                 }
             }
         });

@@ -146,6 +146,9 @@ pub(crate) struct ScratchCall {
     pub kernel: String,
     /// Bytes the context states.
     pub reserved: u64,
+    /// Whether the context points at a buffer (TVM writes `{NULL,0}` when the
+    /// kernel needs none on the core it compiled for).
+    pub buffered: bool,
     /// The call's argument expressions.
     pub args: Vec<String>,
     /// The `cmsis_nn_*` structures the function initializes, in order.
@@ -168,17 +171,35 @@ pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
     for (function, body) in sources::function_definitions(code) {
         let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
         for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
-            let Some(reserved) = context.init.rsplit(',').next().and_then(|size| sources::parse_c_integer(size.trim())) else { continue };
+            let Some((buffer, size)) = context.init.rsplit_once(',') else { continue };
+            let Some(reserved) = sources::parse_c_integer(size.trim()) else { continue };
+            let buffered = !is_null(buffer);
             let reference = format!("&{}", context.name);
             for (kernel, args) in call_expressions(body) {
                 if args.first().is_some_and(|first| first.split_whitespace().collect::<String>() == reference) {
                     let (file, function) = (file.to_string(), function.to_string());
-                    calls.push(ScratchCall { file, function, kernel: kernel.to_string(), reserved, args, locals: locals.clone() });
+                    calls.push(ScratchCall {
+                        file,
+                        function,
+                        kernel: kernel.to_string(),
+                        reserved,
+                        buffered,
+                        args,
+                        locals: locals.clone(),
+                    });
                 }
             }
         }
     }
     calls
+}
+
+/// `NULL`, `0` or either cast to a pointer: a context without a buffer.
+fn is_null(expression: &str) -> bool {
+    let compact: String = expression.chars().filter(|c| !c.is_whitespace()).collect();
+    let bare = compact.trim_start_matches('(').trim_end_matches(')');
+    let bare = bare.strip_prefix("void*)").unwrap_or(bare);
+    matches!(bare, "NULL" | "0")
 }
 
 fn kernel_local(statement: &str) -> Option<KernelLocal> {
@@ -358,11 +379,21 @@ mod tests {
         let calls = scratch_calls("lib2.c", code);
         assert_eq!(calls.len(), 1);
         let call = &calls[0];
-        assert_eq!((call.function.as_str(), call.kernel.as_str(), call.reserved), ("f", "arm_conv", 4464));
+        assert_eq!((call.function.as_str(), call.kernel.as_str(), call.reserved, call.buffered), ("f", "arm_conv", 4464, true));
         assert_eq!(call.args, ["&context", "&conv_params", "&input_dims", "in"]);
         let names: Vec<&str> = call.locals.iter().map(|local| local.name.as_str()).collect();
         assert_eq!(names, ["context", "stride", "conv_params", "input_dims"]);
         assert_eq!(call.locals[3].init, "1,8,8,3");
+    }
+
+    #[test]
+    fn a_context_of_null_has_no_buffer() {
+        for (init, buffered) in [("NULL,0", false), ("((void*)0), 0", false), ("(void *) NULL,0", false), ("buf,0", true), ("p0,16", true)]
+        {
+            let code = format!("int32_t f(int8_t* in) {{\n  cmsis_nn_context ctx = {{{init}}};\n  arm_pool(&ctx, in);\n  return 0;\n}}");
+            let calls = scratch_calls("lib2.c", &code);
+            assert_eq!(calls.iter().map(|call| call.buffered).collect::<Vec<_>>(), [buffered], "{init}");
+        }
     }
 
     #[test]

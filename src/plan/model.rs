@@ -33,6 +33,9 @@ pub(crate) struct ModulePlan {
     pub arena_bytes: u64,
     /// Target strings from the metadata, for documentation.
     pub targets: Vec<String>,
+    /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none but
+    /// need some on the core built for: set by the Builder once the core is known.
+    pub kernel_scratch_bytes: u64,
 }
 
 /// How the generated code is called, decided from the files (not the version).
@@ -89,6 +92,9 @@ pub struct MemoryNeeds {
     pub pools: u64,
     /// Static storage of a graph's intermediate tensors.
     pub storage: u64,
+    /// Scratch mlf-build supplies to CMSIS-NN calls that reserve none on a core
+    /// whose kernels need some (0 until a build knows the core).
+    pub kernel_scratch: u64,
     /// Weights from a graph's `.params` file, placed in read-only memory.
     pub params: u64,
     /// Static RAM TVM's own plan of a graph would take (one slot per storage id
@@ -105,7 +111,7 @@ impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
         // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage].into_iter().fold(0, u64::saturating_add)
+        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch].into_iter().fold(0, u64::saturating_add)
     }
 
     /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
@@ -138,6 +144,7 @@ impl ModulePlan {
             inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
+            kernel_scratch: self.kernel_scratch_bytes,
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
         }

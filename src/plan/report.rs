@@ -119,6 +119,12 @@ impl ModuleReport {
         if memory.arena > 0 {
             inferred.push(format!("arena {} bytes: workspace rounded up to the alignment, plus one alignment", memory.arena));
         }
+        if memory.kernel_scratch > 0 {
+            inferred.push(format!(
+                "CMSIS-NN scratch {} bytes: the most one of the calls that reserve none needs on the core built for",
+                memory.kernel_scratch
+            ));
+        }
         if memory.code_workspace > 0 {
             inferred.push("workspace is a static array of the generated code (USMP without application pools)".to_string());
         }
@@ -160,6 +166,7 @@ impl ModuleReport {
                 "arena": m.arena,
                 "pools": m.pools,
                 "storage": m.storage,
+                "kernel_scratch": m.kernel_scratch,
                 "inputs": m.inputs,
                 "outputs": m.outputs,
                 "static_ram": m.static_ram(),
@@ -194,6 +201,7 @@ impl ModuleReport {
             ("arena (RAM)", m.arena),
             ("workspace pools (RAM)", m.pools),
             ("graph storage (RAM)", m.storage),
+            ("CMSIS-NN scratch supplied (RAM)", m.kernel_scratch),
             ("inputs", m.inputs),
             ("outputs", m.outputs),
             ("static RAM", m.static_ram()),
@@ -239,6 +247,7 @@ impl ModuleReport {
             Segment { label: "arena", bytes: m.arena, color: "#f28e2b" },
             Segment { label: "workspace pools", bytes: m.pools, color: "#ff9da7" },
             Segment { label: "graph storage", bytes: m.storage, color: "#9c755f" },
+            Segment { label: "CMSIS-NN scratch", bytes: m.kernel_scratch, color: "#d37295" },
             Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
             Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },
         ];

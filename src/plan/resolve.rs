@@ -444,6 +444,7 @@ fn finish_plan(
         alignment,
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
+        kernel_scratch_bytes: 0,
     })
 }
 
@@ -615,6 +616,9 @@ impl TensorResolver<'_> {
         }
         let Some(first) = sizes.first().cloned() else { return Ok(None) };
         let agreeing = |value: u64| sizes.iter().filter(|(size, _)| *size == value).count();
+        if let [only] = &sizes[..] {
+            return Ok(Some(self.checked_by_code(name, only, position)));
+        }
         if agreeing(first.0) == sizes.len() {
             return Ok(Some(first));
         }
@@ -631,6 +635,22 @@ impl TensorResolver<'_> {
                 Ok(Some((*value, sources.join(", agreed by "))))
             }
             None => self.settle_by_code(name, &sizes, position),
+        }
+    }
+
+    /// A size one file states, against how far the code reaches into the
+    /// tensor: where they differ the code decides (a stated size alone may be
+    /// one of TVM 0.11's `_SIZE` macros, which are not byte sizes), with a warning.
+    fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize) -> (u64, String) {
+        match self.code_size(position) {
+            Some((bytes, _, code_source)) if bytes != stated.0 && code_source != stated.1 => {
+                crate::plan::warn(format!(
+                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
+                    self.meta.name, stated.1, stated.0
+                ));
+                (bytes, format!("{code_source}, not {} ({} bytes)", stated.1, stated.0))
+            }
+            _ => stated.clone(),
         }
     }
 

@@ -165,6 +165,11 @@ fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
     value[key].as_str().unwrap_or_default()
 }
 
+/// The case in `dir`, a folder of `tvm-0.18/` or `real-world/`.
+pub fn case_at(dir: &Path) -> Case {
+    load_case(dir, dir.parent().is_some_and(|group| group.ends_with("real-world")))
+}
+
 /// Every case of the corpus, `tvm-0.18/` then `real-world/`, sorted by name.
 pub fn cases(root: &Path) -> Vec<Case> {
     let mut cases = Vec::new();
@@ -287,6 +292,7 @@ pub fn top1(bytes: &[u8], dtype: &str) -> usize {
     values.iter().enumerate().fold(0, |best, (i, v)| if *v > values[best] { i } else { best })
 }
 
+#[derive(Debug)]
 pub enum Verdict {
     Pass(String),
     Fail(String),
