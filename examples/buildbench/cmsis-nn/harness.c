@@ -1,4 +1,4 @@
-/* Bare-metal firmware for the plain-gcc side of cmsis-nn-insns.sh: runs
+/* Bare-metal firmware for the plain-gcc side of insns.sh: runs
  * module `default` of an archive with one input and one output on the
  * vector INPUT_FILE, compares the output with EXPECTED_FILE, prints it through
  * semihosting and exits 0 when they are equal. */
@@ -58,7 +58,7 @@ __attribute__((noreturn)) static void run(void) {
   exit_with(status == 0 && memcmp(output, expected, expected_bytes) == 0);
 }
 
-/* Start-up: .data copied, .bss zeroed, the FPU (and Helium) enabled, then main. */
+/* Start-up: .data copied, .bss zeroed, the FPU (and Helium) enabled, then run. */
 extern uint32_t __data_load[], __data_start[], __data_end[], __bss_start[], __bss_end[], __stack_top[];
 
 __attribute__((noreturn)) void reset(void) {

@@ -64,7 +64,18 @@ for core in "${cores[@]}"; do
 
   # Plain gcc: mlf-build wrote one wrapper per CMSIS-NN source it compiled, at
   # the source's own path under gen/kernels/; gcc compiles the originals.
-  mapfile -t kernels < <(cd "$out_dir"/mlf/build/*/gen/kernels && find . -name '*.c' | sort)
+  gen=$(echo "$out_dir"/mlf/build/*/gen)
+  mapfile -t kernels < <(cd "$gen/kernels" && find . -name '*.c' | sort)
+  sources=("$work"/archive/codegen/host/src/*.c)
+  # Where the archive gives a kernel no scratch and this core's code needs
+  # some (DSP cores), both builds run it with mlf-build's buffer: its file,
+  # and the calling file's wrapper under gen/kernel-scratch/ instead of the file.
+  if [ -d "$gen/kernel-scratch" ]; then
+    while read -r rel; do
+      for i in "${!sources[@]}"; do [ "${sources[$i]}" != "$work/archive/$rel" ] || sources[i]=$gen/kernel-scratch/$rel; done
+    done < <(cd "$gen/kernel-scratch" && find . -name '*.c' -printf '%P\n')
+    sources+=("$gen"/mlf_*_kernel_scratch.c)
+  fi
   plain=$work/$core
   mkdir -p "$plain"
   printf 'MEMORY {\n  %s\n}\nENTRY(reset)\nSECTIONS {\n%s\n}\n' "$memory" '  .text : { KEEP(*(.vectors)) *(.text*) *(.rodata*) } > FLASH
@@ -77,7 +88,7 @@ for core in "${cores[@]}"; do
     -I "$work/archive/codegen/host/include" -I "$work/archive/runtime/include" -I "$cmsis/Include" \
     -DINPUT_FILE="\"$vector\"" -DEXPECTED_FILE="\"$expected\"" \
     -nostartfiles -T "$plain/link.ld" -o "$plain/firmware.elf" \
-    "$here/harness.c" "$work"/archive/codegen/host/src/*.c "${kernels[@]}")
+    "$here/harness.c" "${sources[@]}" "${kernels[@]}")
 
   mlf_result=$(count "$runner" "$board")
   gcc_result=$(count "$plain/firmware.elf" "$board")
