@@ -4,11 +4,13 @@
 //!   wall time and peak RSS (`VmHWM`), and the whole `cargo build`;
 //! - a plain-gcc build of the same sources: one `gcc -c` over
 //!   `codegen/host/src/*.c` and a minimal `main`, the recipe of TVM's AOT test
-//!   harness, with the include paths mlf-build gives the compiler;
+//!   harness, with the include paths mlf-build gives the compiler; with
+//!   `--cmsis-nn DIR` (passed to the build as `CMSIS_NN_PATH`) also the
+//!   CMSIS-NN sources mlf-build compiled, and `-I DIR/Include`;
 //! - the rerun after a same-bytes `touch` of the archive;
 //! - for firmware targets, the flash and static RAM of `examples/cortex-m-runner`.
 //!
-//! `cargo run --release -p buildbench -- ARCHIVE [--target TRIPLE] [--runs N] [--opt-level L]`
+//! `cargo run --release -p buildbench -- ARCHIVE [--target TRIPLE] [--runs N] [--opt-level L] [--cmsis-nn DIR]`
 //!
 //! Each measure runs N times (default 5), interleaved; min and median are printed.
 //! The consumer crate and the archive's copy live under `target/buildbench/`.
@@ -23,22 +25,28 @@ struct Args {
     runs: usize,
     /// The profile's `opt-level`, which sets the C compiler's `-O` (default: release's 3).
     opt_level: Option<String>,
+    /// A CMSIS-NN checkout for archives that call it.
+    cmsis_nn: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let usage = "usage: buildbench ARCHIVE [--target TRIPLE] [--runs N] [--opt-level 0|1|2|3|s|z]";
-    let (mut archive, mut target, mut runs, mut opt_level) = (None, None, 5, None);
+    let usage = "usage: buildbench ARCHIVE [--target TRIPLE] [--runs N] [--opt-level 0|1|2|3|s|z] [--cmsis-nn DIR]";
+    let (mut archive, mut target, mut runs, mut opt_level, mut cmsis_nn) = (None, None, 5, None, None);
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--target" => target = Some(iter.next().ok_or("--target needs a triple")?),
             "--runs" => runs = iter.next().and_then(|n| n.parse().ok()).filter(|&n| n > 0).ok_or("--runs needs a positive number")?,
             "--opt-level" => opt_level = Some(iter.next().ok_or("--opt-level needs a level")?),
+            "--cmsis-nn" => {
+                let dir = iter.next().ok_or("--cmsis-nn needs a directory")?;
+                cmsis_nn = Some(std::fs::canonicalize(&dir).map_err(|e| format!("{dir}: {e}"))?);
+            }
             "-h" | "--help" => return Err(usage.to_string()),
             path => archive = Some(std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?),
         }
     }
-    Ok(Args { archive: archive.ok_or(usage)?, target, runs, opt_level })
+    Ok(Args { archive: archive.ok_or(usage)?, target, runs, opt_level, cmsis_nn })
 }
 
 fn main() -> ExitCode {
@@ -71,7 +79,7 @@ fn timed(command: &mut Command) -> Result<f64, String> {
 }
 
 /// A consumer crate whose build script builds the archive and reports its own
-/// time and peak RSS to `report`.
+/// time, peak RSS and `OUT_DIR` to `report`.
 const BUILD_RS: &str = r##"use std::fmt::Write;
 fn main() {
     let start = std::time::Instant::now();
@@ -87,7 +95,7 @@ fn main() {
     let seconds = start.elapsed().as_secs_f64();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let peak_kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).unwrap_or(0);
-    std::fs::write(std::env::var("BUILDBENCH_REPORT").unwrap(), format!("{seconds} {peak_kb}")).unwrap();
+    std::fs::write(std::env::var("BUILDBENCH_REPORT").unwrap(), format!("{seconds} {peak_kb} {}", out_dir.display())).unwrap();
 }
 "##;
 
@@ -136,8 +144,48 @@ fn plain_compiler(target: Option<&str>) -> (String, Vec<&'static str>) {
     }
 }
 
-/// One `gcc -c` over the archive's C sources and a minimal `main`.
-fn plain_gcc(unpacked: &Path, root: &Path, target: Option<&str>, opt: &str) -> Result<Command, String> {
+/// The CMSIS-NN sources the build compiled (absolute): mlf-build compiles each
+/// through a wrapper at the source's own path under `gen/kernels/` of the
+/// module's work folder, so the selection is read back, not made again.
+fn compiled_kernels(out_dir: &Path, cmsis_nn: &Path) -> Result<Vec<PathBuf>, String> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(&path, found)?;
+            } else if path.extension().is_some_and(|x| x == "c") {
+                found.push(path);
+            }
+        }
+        Ok(())
+    }
+    let modules = out_dir.join("mlf/build");
+    let mut sources = Vec::new();
+    for module in std::fs::read_dir(&modules).map_err(|e| format!("{}: {e}", modules.display()))? {
+        let kernels = module.map_err(|e| e.to_string())?.path().join("gen/kernels");
+        let mut wrappers = Vec::new();
+        if kernels.is_dir() {
+            walk(&kernels, &mut wrappers).map_err(|e| format!("{}: {e}", kernels.display()))?;
+        }
+        sources.extend(wrappers.iter().filter_map(|w| w.strip_prefix(&kernels).ok()).map(|rel| cmsis_nn.join(rel)));
+    }
+    sources.sort();
+    sources.dedup();
+    if sources.is_empty() {
+        return Err(format!("--cmsis-nn: the build compiled no CMSIS-NN source (nothing under {}/*/gen/kernels)", modules.display()));
+    }
+    Ok(sources)
+}
+
+/// One `gcc -c` over the archive's C sources, `extra` sources and a minimal `main`.
+fn plain_gcc(
+    unpacked: &Path,
+    root: &Path,
+    target: Option<&str>,
+    opt: &str,
+    extra: &[PathBuf],
+    cmsis_nn: Option<&Path>,
+) -> Result<Command, String> {
     let src = unpacked.join("codegen/host/src");
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&src)
         .map_err(|e| format!("{}: {e}", src.display()))?
@@ -148,6 +196,7 @@ fn plain_gcc(unpacked: &Path, root: &Path, target: Option<&str>, opt: &str) -> R
     let main = unpacked.join("buildbench_main.c");
     std::fs::write(&main, "int main(void) { return 0; }\n").map_err(|e| e.to_string())?;
     sources.push(main);
+    sources.extend(extra.iter().cloned());
     let objects = unpacked.join("objects");
     std::fs::create_dir_all(&objects).map_err(|e| e.to_string())?;
     let (compiler, flags) = plain_compiler(target);
@@ -161,12 +210,16 @@ fn plain_gcc(unpacked: &Path, root: &Path, target: Option<&str>, opt: &str) -> R
     ] {
         command.arg("-I").arg(include);
     }
+    if let Some(dir) = cmsis_nn {
+        // CMSIS-NN v4.1.0's headers use `uint32_t` before including <stdint.h> off Arm.
+        command.arg("-I").arg(dir.join("Include")).args(["-include", "stdint.h"]);
+    }
     command.args(sources);
     Ok(command)
 }
 
 /// Flash and static RAM of `examples/cortex-m-runner` built from the archive.
-fn firmware(root: &Path, archive: &Path, target: &str, opt_level: Option<&str>) -> Result<(u64, u64), String> {
+fn firmware(root: &Path, archive: &Path, target: &str, opt_level: Option<&str>, cmsis_nn: Option<&Path>) -> Result<(u64, u64), String> {
     let mut command = cargo();
     command
         .current_dir(root)
@@ -176,6 +229,9 @@ fn firmware(root: &Path, archive: &Path, target: &str, opt_level: Option<&str>) 
         .env("MLF_ARCHIVE", archive);
     if let Some(level) = opt_level {
         command.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
+    }
+    if let Some(dir) = cmsis_nn {
+        command.env("CMSIS_NN_PATH", dir);
     }
     run(&mut command)?;
     let elf = root.join("target/buildbench/firmware").join(target).join("release/cortex-m-runner");
@@ -235,15 +291,24 @@ fn bench() -> Result<(), String> {
         if let Some(level) = &args.opt_level {
             command.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
         }
+        if let Some(dir) = &args.cmsis_nn {
+            command.env("CMSIS_NN_PATH", dir);
+        }
         command
     };
-    let read_report = || -> Result<(f64, f64), String> {
+    let read_report = || -> Result<(f64, f64, PathBuf), String> {
         let text = std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
-        let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().unwrap_or(0.0));
-        Ok((fields.next().unwrap_or(0.0), fields.next().unwrap_or(0.0) / 1024.0))
+        let mut fields = text.splitn(3, ' ');
+        let mut number = || fields.next().and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let (seconds, peak_kb) = (number(), number());
+        Ok((seconds, peak_kb / 1024.0, PathBuf::from(fields.next().unwrap_or_default())))
     };
     // Dependencies once; each cold run then rebuilds only the consumer.
     run(&mut build())?;
+    let kernels = match &args.cmsis_nn {
+        Some(dir) => compiled_kernels(&read_report()?.2, dir)?,
+        None => Vec::new(),
+    };
     let gcc_opt = match args.opt_level.as_deref() {
         None => "3",
         Some(level) => level,
@@ -262,7 +327,7 @@ fn bench() -> Result<(), String> {
         }
         run(&mut clean)?;
         cold.0.push(timed(&mut build())?);
-        let (seconds, peak_mb) = read_report()?;
+        let (seconds, peak_mb, _) = read_report()?;
         script.0.push(seconds);
         rss.0.push(peak_mb);
 
@@ -270,15 +335,16 @@ fn bench() -> Result<(), String> {
         touch.0.push(timed(&mut build())?);
         touch_script.0.push(read_report()?.0);
 
-        gcc.0.push(timed(&mut plain_gcc(&unpacked, &root, args.target.as_deref(), gcc_opt)?)?);
+        gcc.0.push(timed(&mut plain_gcc(&unpacked, &root, args.target.as_deref(), gcc_opt, &kernels, args.cmsis_nn.as_deref())?)?);
     }
 
     println!(
-        "buildbench: {}, target {}, {} runs, release profile{}",
+        "buildbench: {}, target {}, {} runs, release profile{}{}",
         args.archive.display(),
         args.target.as_deref().unwrap_or("host"),
         args.runs,
-        args.opt_level.as_deref().map(|l| format!(", opt-level {l}")).unwrap_or_default()
+        args.opt_level.as_deref().map(|l| format!(", opt-level {l}")).unwrap_or_default(),
+        args.cmsis_nn.as_ref().map(|d| format!(", {} CMSIS-NN sources from {}", kernels.len(), d.display())).unwrap_or_default()
     );
     println!("{:<46} {:>10} {:>10}", "measure", "min", "median");
     let gcc_row = format!("plain `gcc -O{gcc_opt} -c` of the same sources (s)");
@@ -295,7 +361,7 @@ fn bench() -> Result<(), String> {
         println!("{name:<46} {min:>10.digits$} {median:>10.digits$}");
     }
     if let Some(target) = args.target.as_deref().filter(|t| t.starts_with("thumb")) {
-        let (flash, ram) = firmware(&root, &args.archive, target, args.opt_level.as_deref())?;
+        let (flash, ram) = firmware(&root, &args.archive, target, args.opt_level.as_deref(), args.cmsis_nn.as_deref())?;
         println!("cortex-m-runner firmware: flash {flash} B, static RAM {ram} B (.data + .bss)");
     }
     Ok(())
