@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::GeneratedFile;
+use super::{includable, GeneratedFile};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{c_comment, CIdent};
 
@@ -67,16 +67,6 @@ pub(crate) fn files(scratch: &ScratchFiles<'_>, tree: &Path) -> Result<ScratchCo
         wrappers.push((file.clone(), GeneratedFile { path: Path::new("kernel-scratch").join(file), bytes: text.into_bytes() }));
     }
     Ok(ScratchCode { buffer, wrappers })
-}
-
-/// `path` as the text of a `#include "..."`: a header name ends at `"` or a
-/// line end and has no escapes.
-pub(crate) fn includable(path: &Path) -> Result<&str> {
-    match path.to_str() {
-        Some(text) if !text.contains(['"', '\n', '\r']) => Ok(text),
-        _ => Err(Error::new(ErrorKind::Config, format!("`{}`: a path C cannot #include", path.display()))
-            .help("move it to a folder whose path has no `\"`, line break or non-UTF-8 byte")),
-    }
 }
 
 #[cfg(test)]

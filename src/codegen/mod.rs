@@ -16,7 +16,7 @@ mod golden;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::plan::model::{ModulePlan, Plan};
 use crate::plan::report::ModuleReport;
 
@@ -102,9 +102,19 @@ pub(crate) fn kernel_wrappers(root: &std::path::Path, sources: &[String]) -> Res
         .iter()
         .map(|source| {
             let original = root.join(source);
-            let text = kernel_scratch::includable(&original)?;
+            let text = includable(&original)?;
             let bytes = format!("/* Written by mlf-build: {source} with <stdint.h> first. */\n#include <stdint.h>\n#include \"{text}\"\n");
             Ok(GeneratedFile { path: ["kernels", source.as_str()].iter().collect(), bytes: bytes.into_bytes() })
         })
         .collect()
+}
+
+/// `path` as the text of a `#include "..."`: a header name ends at `"` or a
+/// line end and has no escapes.
+pub(crate) fn includable(path: &std::path::Path) -> Result<&str> {
+    match path.to_str() {
+        Some(text) if !text.contains(['"', '\n', '\r']) => Ok(text),
+        _ => Err(Error::new(ErrorKind::Config, format!("`{}`: a path C cannot #include", path.display()))
+            .help("move it to a folder whose path has no `\"`, line break or non-UTF-8 byte")),
+    }
 }

@@ -200,19 +200,17 @@ impl Items<'_> {
             /// Workspace the generated C reserves itself (USMP's static `global_workspace`), in bytes.
             pub const CODE_WORKSPACE_BYTES: usize = #code_workspace;
         };
-        let kernel_scratch = int(needs.kernel_scratch);
         // Only when supplied, so a module without CMSIS-NN keeps its constants.
-        let scratch_doc = if needs.kernel_scratch > 0 { " + [`KERNEL_SCRATCH_BYTES`]" } else { "" };
-        let (scratch_item, scratch_term) = if needs.kernel_scratch > 0 {
-            let term = quote! { + KERNEL_SCRATCH_BYTES };
+        let (scratch_item, scratch_term, scratch_doc) = if needs.kernel_scratch > 0 {
+            let bytes = int(needs.kernel_scratch);
             let item = quote! {
                 /// Static scratch mlf-build supplies to the CMSIS-NN calls that reserve none on this core:
                 /// the most one of them needs, as the library's `*_get_buffer_size` says for it.
-                pub const KERNEL_SCRATCH_BYTES: usize = #kernel_scratch;
+                pub const KERNEL_SCRATCH_BYTES: usize = #bytes;
             };
-            (item, term)
+            (item, quote! { + KERNEL_SCRATCH_BYTES }, " + [`KERNEL_SCRATCH_BYTES`]")
         } else {
-            (TokenStream::new(), TokenStream::new())
+            (TokenStream::new(), TokenStream::new(), "")
         };
         items.extend(scratch_item);
         items.extend(match m.schedule() {

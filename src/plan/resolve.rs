@@ -612,7 +612,8 @@ impl TensorResolver<'_> {
     /// naming each value and its source, since a buffer sized from the wrong
     /// one would let the C code write past it.
     fn reconcile(&self, kind: &str, name: &str, mut sizes: Vec<(u64, String)>, position: usize) -> Result<Option<(u64, String)>> {
-        if sizes.is_empty() {
+        let stated = sizes.len();
+        if stated == 0 {
             sizes.extend(self.code_size(position).map(|(bytes, _, source)| (bytes, source)));
         }
         // A size no target can hold is refused as such, before sources are compared.
@@ -622,7 +623,7 @@ impl TensorResolver<'_> {
         }
         let Some(first) = sizes.first().cloned() else { return Ok(None) };
         let agreeing = |value: u64| sizes.iter().filter(|(size, _)| *size == value).count();
-        if let [only] = &sizes[..] {
+        if let ([only], 1) = (&sizes[..], stated) {
             return Ok(Some(self.checked_by_code(name, only, position)));
         }
         if agreeing(first.0) == sizes.len() {
@@ -649,7 +650,7 @@ impl TensorResolver<'_> {
     /// one of TVM 0.11's `_SIZE` macros, which are not byte sizes), with a warning.
     fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize) -> (u64, String) {
         match self.code_size(position) {
-            Some((bytes, _, code_source)) if bytes != stated.0 && code_source != stated.1 => {
+            Some((bytes, _, code_source)) if bytes != stated.0 => {
                 crate::plan::warn(format!(
                     "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
                     self.meta.name, stated.1, stated.0
