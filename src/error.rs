@@ -29,6 +29,8 @@ pub enum ErrorKind {
     Bindings,
     /// A Builder option or environment variable is invalid.
     Config,
+    /// The model does not fit the memory regions of the `memory.x` it was built against.
+    DoesNotFit,
 }
 
 /// An error from `mlf-build`: which archive, which file, what was wrong and what to do.

@@ -344,3 +344,53 @@ fn a_missing_external_header_names_itself_the_file_and_the_option() {
     let byoc = Builder::new(&archive).include_dir(&include).source(out.join("external/kernels.c")).define("MLF_TEST_BYOC_VALUE", Some("3"));
     build_in(&out.join("out2"), byoc).unwrap();
 }
+
+/// The demo model needs more than these 8 bytes of RAM.
+const TINY_RAM: &str = "MEMORY\n{\n  FLASH : ORIGIN = 0x00000000, LENGTH = 256K\n  RAM : ORIGIN = 0x20000000, LENGTH = 8\n}\n";
+
+#[test]
+fn a_packages_own_memory_x_is_checked_on_bare_metal_and_an_explicit_one_wins() {
+    let package = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-with-memory-x");
+    if std::env::var_os(common::CHILD).is_none() {
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(package.join("memory.x"), TINY_RAM).unwrap();
+    }
+    if !common::in_child_with(&[("CARGO_MANIFEST_DIR", package.to_str().unwrap())]) {
+        return;
+    }
+    let error = build_for(&common::scratch("own-memory-x"), "thumbv7em-none-eabihf", Builder::new(demo_archive())).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::DoesNotFit, "{error}");
+    let text = error.to_string();
+    assert!(text.contains(&format!("{} line 4 gives it 8 B", package.join("memory.x").display())), "{text}");
+    // cortex-m-rt reads it only when linking for bare metal; neither does the Builder for the host.
+    let host = build_in(&common::scratch("host-ignores-memory-x"), Builder::new(demo_archive())).unwrap();
+    assert!(host.memory_fit.is_none());
+    // An explicit file wins, and the build reports how the model fits it.
+    let roomy = common::scratch("roomy").join("memory.x");
+    std::fs::write(&roomy, TINY_RAM.replace("LENGTH = 8\n", "LENGTH = 64K\n")).unwrap();
+    let output =
+        build_for(&common::scratch("explicit-memory-x"), "thumbv7em-none-eabihf", Builder::new(demo_archive()).memory_x(&roomy)).unwrap();
+    let fit = output.memory_fit.expect("a memory fit");
+    assert!(fit.code_counted && fit.regions.iter().all(|region| region.fits()), "{fit:?}");
+    assert!(fit.regions.iter().any(|region| region.region == "FLASH" && region.parts.iter().any(|part| part.what == "code")));
+}
+
+#[test]
+fn a_memory_x_that_cannot_be_read_names_the_file_and_line() {
+    let dir = common::scratch("bad-memory-x");
+    let bad = dir.join("memory.x");
+    std::fs::write(&bad, "MEMORY\n{\n  RAM : ORIGIN = _ram_start, LENGTH = 64K\n}\n").unwrap();
+    let error = build_in(&dir.join("out"), Builder::new(demo_archive()).memory_x(&bad)).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config);
+    assert_eq!(error.file(), Some(bad.display().to_string().as_str()));
+    assert!(error.to_string().contains("line 3: `_ram_start` is not a number"), "{error}");
+    let missing = build_in(&dir.join("out"), Builder::new(demo_archive()).memory_x(dir.join("nowhere.x"))).unwrap_err();
+    assert!(
+        missing.to_string().contains("nowhere.x") && missing.help_text().is_some_and(|help| help.contains("package root")),
+        "{missing}"
+    );
+    let section =
+        build_in(&dir.join("out"), Builder::new(demo_archive()).link_section(mlf_build::Storage::Workspace, "sram 2")).unwrap_err();
+    assert_eq!(section.kind(), ErrorKind::Config);
+    assert!(section.to_string().contains("not a section name a linker script can match"), "{section}");
+}

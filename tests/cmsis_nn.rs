@@ -245,7 +245,7 @@ fn native_schedules_calling_cmsis_nn_dsp_helpers_run_on_a_cortex_m4f() {
     case.archive = archive;
     case.needs = vec![("CMSIS-NN".to_string(), "../shared/third-party/CMSIS-NN/v4.1.0".to_string())];
     // The QEMU corpus test's target directory: its dependencies are built already.
-    let firmware = common::Firmware { triple: "thumbv7em-none-eabihf", target_cpu: None, board: None, target_dir: "corpus-qemu" };
+    let firmware = common::Firmware { triple: "thumbv7em-none-eabihf", target_cpu: None, board: None, target_dir: "corpus-qemu", env: &[] };
     let mut runs = 0;
     for module in &case.modules {
         for (index, vector) in module.vectors.iter().enumerate() {

@@ -170,6 +170,7 @@ fn runtime_free(triple: &str) -> Result<(), String> {
 
 /// Builds and runs the firmware; returns the bytes of each `output<i>:` line.
 fn run_firmware(case: &Case, module: Option<&str>, inputs: &[std::path::PathBuf], build: &Build) -> Result<Vec<Vec<u8>>, String> {
-    let firmware = common::Firmware { triple: build.triple, target_cpu: build.target_cpu, board: build.board, target_dir: TARGET_DIR };
+    let firmware =
+        common::Firmware { triple: build.triple, target_cpu: build.target_cpu, board: build.board, target_dir: TARGET_DIR, env: &[] };
     firmware.run(case, module, inputs)
 }

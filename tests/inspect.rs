@@ -55,8 +55,11 @@ fn json_follows_the_documented_schema() {
     let (Some(graph), Some(pools)) = (archive("cnn_f32-graph"), archive("kws_int8-aot_c_pools")) else { return };
     let documented = documented_keys();
     let mut seen = Vec::new();
-    for archive in [graph, pools] {
-        let document = inspect_json(&archive, &[]);
+    let memory_x = common::scratch("inspect-schema").join("memory.x");
+    std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
+    let memory_x = memory_x.display().to_string();
+    for (archive, extra) in [(graph, vec![]), (pools, vec!["--memory-x", memory_x.as_str()])] {
+        let document = inspect_json(&archive, &extra);
         assert_eq!(document["schema"], mlf_build::SCHEMA);
         assert!(document["footprint"].is_null(), "no --target, no footprint");
         let module = &document["modules"][0];
@@ -80,6 +83,52 @@ fn json_follows_the_documented_schema() {
     for key in footprint_keys {
         assert!(documented.iter().any(|k| k == key), "README's JSON schema does not document `{key}`");
     }
+}
+
+/// README's "Ask first" `memory.x`: a small RAM and a second bank.
+const SPLIT_MEMORY_X: &str = "MEMORY
+{
+  FLASH : ORIGIN = 0x00000000, LENGTH = 64K
+  RAM : ORIGIN = 0x20000000, LENGTH = 8K
+  SRAM2 : ORIGIN = 0x20002000, LENGTH = 32K
+}
+SECTIONS { .sram2 (NOLOAD) : { *(.sram2 .sram2.*) } > SRAM2 } INSERT AFTER .bss;
+";
+
+#[test]
+fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
+    let Some(archive) = archive("kws_int8-aot_c_usmp") else { return };
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    let section = readme.split("## Will it fit?").nth(1).expect("README has a Will it fit? section");
+    assert!(section.contains(SPLIT_MEMORY_X), "README's Ask first memory.x differs from the test's");
+    let memory_x = common::scratch("inspect-memory-x").join("memory.x");
+    std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![archive.as_os_str(), "--memory-x".as_ref(), memory_x.as_os_str()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let output = inspect(&args);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    // Everything in RAM: 8 KiB is too small, the exit status says so and the error is README's.
+    let (status, stdout, stderr) = run(&[]);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(stdout.contains("DOES NOT FIT by 7,432 B"), "{stdout}");
+    // README shows the build's error, which names the archive first.
+    let error = stderr.replacen("mlf-build: ", "mlf-build: …/model.tar: ", 1).replace(&memory_x.display().to_string(), "…/memory.x");
+    for line in error.lines() {
+        assert!(section.contains(line), "README's Will it fit? section does not show this line of the error:\n{line}");
+    }
+    // The workspace in the second bank, code measured for the M4F: it fits, as README shows.
+    let (status, stdout, stderr) = run(&["--link-section", "workspace=.sram2", "--target", "thumbv7em-none-eabihf"]);
+    assert_eq!(status, Some(0), "{stderr}");
+    let regions: Vec<&str> = stdout.lines().skip_while(|line| !line.starts_with("memory fit in")).skip(1).collect();
+    assert_eq!(regions.len(), 3, "{stdout}");
+    for line in regions {
+        assert!(section.contains(line), "README's Will it fit? section does not show this line of inspect's output:\n{line}");
+    }
+    let (status, _, stderr) = run(&["--link-section", "stack=.sram2"]);
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("`stack` is not a kind of model storage"), "{stderr}");
 }
 
 #[test]

@@ -4,8 +4,9 @@
 
 mod common;
 
+use common::Run;
+
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use mlf_build::{Builder, ErrorKind};
 
@@ -13,9 +14,6 @@ use mlf_build::{Builder, ErrorKind};
 const TARGET_DIR: &str = "corpus-host";
 /// The QEMU firmware shares tests/corpus_qemu.rs's target directory.
 const QEMU_TARGET_DIR: &str = "corpus-qemu";
-
-/// One runner binary per target directory: builds and runs must not interleave.
-static RUNNER: Mutex<()> = Mutex::new(());
 
 /// The case's `model.tar` unpacked into a fresh directory, to be edited.
 fn unpack(case_dir: &Path, name: &str) -> PathBuf {
@@ -39,34 +37,9 @@ fn edit_json(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     std::fs::write(path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
 }
 
-/// What a host build and run of `archive` gave: the outputs, and the build's stderr.
-struct Run {
-    outputs: Vec<Vec<u8>>,
-    build_stderr: String,
-}
-
-/// Builds `archive` into examples/host-runner, with `libraries` in its
-/// environment (`CMSIS_NN_PATH`), and runs it on `inputs`.
-fn run_on_host(archive: &Path, libraries: &[(&str, PathBuf)], inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
-    let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let build = common::cargo(TARGET_DIR)
-        .args(["build", "--release", "-p", "host-runner"])
-        .env("MLF_ARCHIVE", archive)
-        .envs(libraries.iter().cloned())
-        .output()
-        .unwrap();
-    let build_stderr = String::from_utf8_lossy(&build.stderr).into_owned();
-    if !build.status.success() {
-        return Err(common::failure_text(&build));
-    }
-    let out = archive.with_file_name("outputs");
-    let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
-    let run = std::process::Command::new(binary).args(inputs).arg("--out").arg(&out).output().unwrap();
-    if !run.status.success() {
-        return Err(format!("host-runner failed: {}", String::from_utf8_lossy(&run.stderr)));
-    }
-    let outputs = (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect();
-    Ok(Run { outputs, build_stderr })
+/// Builds `archive` into examples/host-runner, with `env` (e.g. `CMSIS_NN_PATH`), and runs it on `inputs`.
+fn run_on_host(archive: &Path, env: &[(&str, PathBuf)], inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
+    common::run_on_host(TARGET_DIR, archive, env, inputs, outputs)
 }
 
 /// Runs `archive` on the input files of a tvm-0.18 case and compares with its `expected/`.
@@ -196,7 +169,6 @@ fn graph_calling_an_undefined_operator_names_function_and_node() {
 #[test]
 fn runtime_archive_with_workspace_allocation_runs_on_bare_metal() {
     let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
-    let _guard = RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let triple = "thumbv7em-none-eabihf";
     let output = common::cargo(QEMU_TARGET_DIR)
         .args(["run", "--release", "--quiet", "-p", "cortex-m-runner", "--target", triple])

@@ -3,7 +3,8 @@
 //! MLF_INPUTS (comma-separated, declaration order; default: zeros, or the
 //! demo's own input) and writes the `memory.x` of the board MLF_BOARD names
 //! (default: the target's usual board; `.cargo/config.toml`'s runner starts
-//! the same board in QEMU).
+//! the same board in QEMU), or the one MLF_MEMORY_X names, which the model
+//! must fit; MLF_LINK_SECTIONS (`workspace=.sram2`) places its memory.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ fn default_board(target: &str) -> &'static str {
 }
 
 /// `memory.x` for the board: cortex-m-rt wants FLASH and RAM, riscv-rt the REGION_* aliases too.
-fn memory_x(board: &Board, riscv: bool) -> String {
+fn memory_x_text(board: &Board, riscv: bool) -> String {
     let mut text = format!(
         "MEMORY\n{{\n  FLASH : ORIGIN = {:#010x}, LENGTH = {}\n  RAM : ORIGIN = {:#010x}, LENGTH = {}\n}}\n",
         board.code.0, board.code.1, board.data.0, board.data.1
@@ -70,7 +71,36 @@ fn main() {
     let is_demo = archive.is_none();
     let archive = archive.unwrap_or_else(|| manifest_dir.join("../demo-model"));
 
-    let output = match mlf_build::Builder::new(&archive).implement_mlf_rt(true).build() {
+    // The board's memory.x (or MLF_MEMORY_X's) is the one the firmware links
+    // with and the one the model is checked against.
+    let target = std::env::var("TARGET").expect("set by Cargo");
+    let memory_x = out_dir.join("memory.x");
+    match var("MLF_MEMORY_X") {
+        Some(path) => {
+            let path = root.join(path);
+            println!("cargo:rerun-if-changed={}", path.display());
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("MLF_MEMORY_X: {}: {e}", path.display()));
+            write_if_changed(&memory_x, &text);
+        }
+        None => {
+            let board_name = var("MLF_BOARD").unwrap_or_else(|| default_board(&target).to_string());
+            let Some(board) = BOARDS.iter().find(|board| board.name == board_name) else {
+                let names: Vec<&str> = BOARDS.iter().map(|board| board.name).collect();
+                eprintln!("cortex-m-runner: MLF_BOARD={board_name} is not a board the runner knows; it knows {names:?}");
+                std::process::exit(1);
+            };
+            write_if_changed(&memory_x, &memory_x_text(board, target.starts_with("riscv")));
+        }
+    }
+    println!("cargo:rustc-link-search={}", out_dir.display());
+
+    let mut builder = mlf_build::Builder::new(&archive).implement_mlf_rt(true).memory_x(&memory_x);
+    // `workspace=.sram2,constants=.ext_flash`: sections the memory.x places.
+    for placement in var("MLF_LINK_SECTIONS").iter().flat_map(|list| list.split(',')) {
+        let (storage, section) = placement.split_once('=').expect("MLF_LINK_SECTIONS: <storage>=<section>, comma-separated");
+        builder = builder.link_section(storage.parse().unwrap_or_else(|e| panic!("MLF_LINK_SECTIONS: {e}")), section);
+    }
+    let output = match builder.build() {
         Ok(output) => output,
         Err(error) => {
             eprintln!("{error}");
@@ -135,15 +165,6 @@ fn main() {
         needs.tvm_graph_plan
     );
     write_if_changed(&out_dir.join("model-needs.txt"), &report);
-    let target = std::env::var("TARGET").expect("set by Cargo");
-    let board_name = var("MLF_BOARD").unwrap_or_else(|| default_board(&target).to_string());
-    let Some(board) = BOARDS.iter().find(|board| board.name == board_name) else {
-        let names: Vec<&str> = BOARDS.iter().map(|board| board.name).collect();
-        eprintln!("cortex-m-runner: MLF_BOARD={board_name} is not a board the runner knows; it knows {names:?}");
-        std::process::exit(1);
-    };
-    write_if_changed(&out_dir.join("memory.x"), &memory_x(board, target.starts_with("riscv")));
-    println!("cargo:rustc-link-search={}", out_dir.display());
 }
 
 /// Unchanged files keep their timestamps, so Cargo does not relink for nothing.

@@ -1,4 +1,5 @@
-//! Builds the archive named by MLF_ARCHIVE (default: the project's demo archive);
+//! Builds the archive named by MLF_ARCHIVE (default: the project's demo archive),
+//! its memory in the sections MLF_LINK_SECTIONS names;
 //! main.rs includes `$OUT_DIR/mlf/mod.rs` and picks a module through `mlf_rt::Model`.
 
 use std::path::PathBuf;
@@ -13,7 +14,14 @@ fn main() -> Result<(), mlf_build::Error> {
         Ok(path) if !path.is_empty() => (root.join(path), false),
         _ => (manifest_dir.join("../demo-model"), true),
     };
-    mlf_build::Builder::new(&archive).implement_mlf_rt(true).build()?;
+    let mut builder = mlf_build::Builder::new(&archive).implement_mlf_rt(true);
+    // `workspace=.sram2,constants=.ext_flash`: the model's memory in sections of its own.
+    println!("cargo:rerun-if-env-changed=MLF_LINK_SECTIONS");
+    for placement in std::env::var("MLF_LINK_SECTIONS").iter().flat_map(|list| list.split(',')).filter(|p| !p.is_empty()) {
+        let (storage, section) = placement.split_once('=').expect("MLF_LINK_SECTIONS: <storage>=<section>, comma-separated");
+        builder = builder.link_section(storage.parse()?, section);
+    }
+    builder.build()?;
     println!("cargo:rustc-env=MLF_RUNNER_ARCHIVE={}", archive.display());
     if is_demo {
         println!("cargo:rustc-cfg=demo_archive");

@@ -1,12 +1,13 @@
-//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]`:
+//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--memory-x <file>]
+//! [--link-section <storage>=<section>] [--json] [--svg <file>]`:
 //! what an archive holds and needs, before any firmware exists (see README.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use mlf_build::{Builder, Footprint, Inspection, Output, Sizes};
+use mlf_build::{Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
 
-const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--json] [--svg <file>]";
+const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--memory-x <file>] [--link-section <workspace|constants>=<section>] [--json] [--svg <file>]";
 
 struct Args {
     archive: PathBuf,
@@ -14,17 +15,28 @@ struct Args {
     cpu: Option<String>,
     json: bool,
     svg: Option<PathBuf>,
+    memory_x: Option<PathBuf>,
+    link_sections: Vec<(Storage, String)>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut archive = None;
-    let (mut target, mut cpu, mut json, mut svg) = (None, None, false, None);
+    let (mut target, mut cpu, mut json, mut svg, mut memory_x) = (None, None, false, None, None);
+    let mut link_sections = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--target" => target = Some(args.next().ok_or("--target needs a triple")?),
             "--cpu" => cpu = Some(args.next().ok_or("--cpu needs a core, e.g. cortex-m7")?),
             "--json" => json = true,
             "--svg" => svg = Some(PathBuf::from(args.next().ok_or("--svg needs a file")?)),
+            "--memory-x" => memory_x = Some(PathBuf::from(args.next().ok_or("--memory-x needs a file")?)),
+            "--link-section" => {
+                let placement = args.next().ok_or("--link-section needs <workspace|constants>=<section>")?;
+                let (storage, section) = placement
+                    .split_once('=')
+                    .ok_or_else(|| format!("--link-section {placement}: expected <workspace|constants>=<section>"))?;
+                link_sections.push((storage.parse().map_err(|e: mlf_build::Error| e.to_string())?, section.to_string()));
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
             path if archive.is_none() => archive = Some(PathBuf::from(path)),
@@ -32,7 +44,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     let archive = archive.ok_or_else(|| format!("no archive given\n{USAGE}"))?;
-    Ok(Args { archive, target, cpu, json, svg })
+    Ok(Args { archive, target, cpu, json, svg, memory_x, link_sections })
 }
 
 fn main() -> ExitCode {
@@ -62,13 +74,23 @@ fn inspect(args: &Args) -> Result<(), String> {
         }
         None => None,
     };
-    for warning in &inspection.warnings {
+    let fit = match &args.memory_x {
+        Some(path) => {
+            let code = footprint.map(|f| [f.model.text, f.model.data, f.support.text, f.support.data].into_iter().sum());
+            Some(mlf_build::memory_fit(path, &inspection.modules, &args.link_sections, false, code).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
+    for warning in inspection.warnings.iter().chain(fit.iter().flat_map(|fit| &fit.warnings)) {
         eprintln!("mlf-build: warning: {warning}");
     }
     if args.json {
-        println!("{}", json(args, &inspection, footprint.as_ref()));
+        println!("{}", json(args, &inspection, footprint.as_ref(), fit.as_ref()));
     } else {
         print!("{}", text(args, &inspection, footprint.as_ref()));
+        if let Some(fit) = &fit {
+            print!("{}", fit.to_text());
+        }
     }
     if let Some(path) = &args.svg {
         let mut pictures = inspection.modules.iter().map(|m| m.to_svg(footprint.as_ref()));
@@ -83,14 +105,44 @@ fn inspect(args: &Args) -> Result<(), String> {
             );
         }
     }
-    Ok(())
+    // After the report: "will it fit" is answered either way, and the exit status says which.
+    fit.as_ref().map_or(Ok(()), |fit| fit.check().map_err(|e| e.to_string()))
 }
 
 fn sizes_json(sizes: &Sizes) -> serde_json::Value {
     serde_json::json!({ "text": sizes.text, "rodata": sizes.rodata, "data": sizes.data, "bss": sizes.bss, "flash": sizes.flash(), "ram": sizes.ram() })
 }
 
-fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> String {
+fn fit_json(fit: &MemoryFit) -> serde_json::Value {
+    let regions: Vec<serde_json::Value> = fit
+        .regions
+        .iter()
+        .map(|region| {
+            let parts: Vec<serde_json::Value> = region
+                .parts
+                .iter()
+                .map(|part| serde_json::json!({ "module": part.module, "what": part.what, "bytes": part.bytes }))
+                .collect();
+            serde_json::json!({
+                "region": region.region,
+                "origin": region.origin,
+                "length": region.length,
+                "used": region.used(),
+                "headroom": region.headroom(),
+                "fits": region.fits(),
+                "parts": parts,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "memory_x": fit.memory_x.display().to_string(),
+        "code_counted": fit.code_counted,
+        "regions": regions,
+        "warnings": fit.warnings,
+    })
+}
+
+fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>, fit: Option<&MemoryFit>) -> String {
     let document = serde_json::json!({
         "schema": mlf_build::SCHEMA,
         "archive": args.archive.display().to_string(),
@@ -101,6 +153,7 @@ fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
             "model": sizes_json(&f.model),
             "support": sizes_json(&f.support),
         })),
+        "memory_fit": fit.map(fit_json),
     });
     serde_json::to_string_pretty(&document).unwrap_or_default()
 }

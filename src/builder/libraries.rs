@@ -17,6 +17,7 @@ use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
 use crate::toolchain::bindings;
 use crate::toolchain::compile::Library;
+use crate::toolchain::sections::SectionNames;
 use crate::toolchain::target::Target;
 
 use super::kernels::{KernelCode, ScratchSupply};
@@ -95,6 +96,8 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         out_dir: out_dir.join("mlf").join("support"),
         show_warnings: config.show_warnings,
         directives: config.env.directives,
+        sections: SectionNames::default(),
+        external_sources: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -118,6 +121,7 @@ pub(super) fn model_library(
     work: &Path,
     package: &str,
     show_warnings: bool,
+    sections: &SectionNames,
     extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
     let (tree_dir, gen_dir) = (&work.join("tree"), &work.join("gen"));
@@ -143,11 +147,12 @@ pub(super) fn model_library(
         }
         generated.extend(file.bytes);
     }
+    let mut external_sources = Vec::new();
     let allocates = plan.modules.iter().any(|m| m.needs.workspace_allocator);
     // The crate's own backend even when the archive ships TVM's: the runtime's
     // `assert()` pulls the C library's stdio and syscalls into bare-metal builds.
     if allocates {
-        c_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
+        external_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
     }
     let crt_config = match &plan.crt_config_template {
         Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
@@ -158,21 +163,24 @@ pub(super) fn model_library(
     if let Some(kernels) = extra.kernels {
         for wrapper in &kernels.wrappers {
             write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
-            c_sources.push(gen_dir.join(&wrapper.path));
+            external_sources.push(gen_dir.join(&wrapper.path));
         }
     }
     let alignment = plan.modules.iter().map(|m| m.alignment).max().unwrap_or(16);
     for source in extra.sources {
         extra.directives.rerun_if_changed(source)?;
         match source.extension().and_then(|e| e.to_str()) {
-            Some("c") => c_sources.push(source.clone()),
-            Some("cc" | "cpp" | "cxx") => cxx_sources.push(source.clone()),
+            Some("c" | "cc" | "cpp" | "cxx") => external_sources.push(source.clone()),
             _ => {
                 return Err(Error::new(ErrorKind::Config, format!("Builder::source(\"{}\"): not a C or C++ source", source.display()))
                     .help("pass .c, .cc, .cpp or .cxx files; headers go in a directory given to Builder::include_dir"))
             }
         }
     }
+    let (external_cxx, external_c): (Vec<PathBuf>, Vec<PathBuf>) =
+        external_sources.iter().cloned().partition(|source| source.extension().is_some_and(|e| e != "c"));
+    c_sources.extend(external_c);
+    cxx_sources.extend(external_cxx);
     let mut defines = vec![("TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES".to_string(), Some(alignment.to_string()))];
     defines.extend(extra.defines.iter().cloned());
     let library = Library {
@@ -185,6 +193,8 @@ pub(super) fn model_library(
         out_dir: work.join("lib"),
         show_warnings,
         directives: extra.directives,
+        sections: sections.clone(),
+        external_sources,
     };
     Ok((library, generated))
 }

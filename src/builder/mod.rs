@@ -17,12 +17,15 @@ use crate::cargo::write::write_if_changed;
 use crate::codegen::{self, rust as emit, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
+use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
 use crate::plan::checks::check_core;
+use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::Library;
+use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
 use crate::toolchain::{bindings, joined};
 use kernels::KernelCode;
@@ -48,6 +51,9 @@ pub struct Builder {
     cmsis_nn: Option<PathBuf>,
     limits: Limits,
     mlf_rt: bool,
+    memory_x: Option<PathBuf>,
+    link_sections: Vec<(Storage, String)>,
+    app_places_io_buffers: bool,
 }
 
 /// What [`Builder::build`] produced.
@@ -59,6 +65,9 @@ pub struct Output {
     /// What the build printed as `cargo:warning` lines (or would have, with
     /// [`Builder::cargo_metadata`] off): e.g. a module inferred without metadata.json.
     pub warnings: Vec<String>,
+    /// How the model fits the regions of the `memory.x` it was checked
+    /// against ([`Builder::memory_x`]), code measured; `None` without one.
+    pub memory_fit: Option<MemoryFit>,
 }
 
 /// The generated Rust of one module.
@@ -109,6 +118,9 @@ impl Builder {
             cmsis_nn: None,
             limits: Limits::default(),
             mlf_rt: false,
+            memory_x: None,
+            link_sections: Vec::new(),
+            app_places_io_buffers: false,
         }
     }
 
@@ -287,6 +299,56 @@ impl Builder {
         self
     }
 
+    /// The cortex-m-rt style `memory.x` the model must fit, relative to the
+    /// package root. The build fails with [`ErrorKind::DoesNotFit`] when the
+    /// model's static RAM (workspace, arena, pools, CMSIS-NN scratch, plus one
+    /// set of input and output buffers unless [`Builder::app_places_io_buffers`])
+    /// exceeds the region it goes to, or its constants and code exceed FLASH.
+    /// Regions come from [`Builder::link_section`] when `memory.x` places the
+    /// section (`> SRAM2`), else `RAM` and `FLASH` (or riscv-rt's `REGION_BSS`
+    /// and `REGION_RODATA` aliases). Only what the model adds is counted.
+    ///
+    /// Default: the package's own `memory.x` (cortex-m-rt's convention) when
+    /// building for a bare-metal target (`*-none*`); this call wins.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").memory_x("boards/nucleo-f446/memory.x").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn memory_x(mut self, path: impl AsRef<Path>) -> Builder {
+        self.memory_x = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Puts the model's `storage` in the linker section `section`, for the
+    /// application's linker script to place (DTCM, a second SRAM bank,
+    /// external RAM or flash). Works on the objects the archive's C and
+    /// mlf-build's glue compile to, by renaming their sections (ELF targets:
+    /// Linux hosts and bare metal); the archive's sources are not edited.
+    /// [`Storage::Workspace`] holds zero-initialised data the model writes
+    /// before reading, so the section can be `NOLOAD`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// // memory.x: SECTIONS { .sram2 (NOLOAD) : { *(.sram2 .sram2.*) } > SRAM2 } INSERT AFTER .bss;
+    /// mlf_build::Builder::new("model.tar").link_section(mlf_build::Storage::Workspace, ".sram2").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn link_section(mut self, storage: Storage, section: impl Into<String>) -> Builder {
+        self.link_sections.push((storage, section.into()));
+        self
+    }
+
+    /// Says the application places the model's input and output buffers
+    /// itself, so [`Builder::memory_x`] does not count them in RAM (default: counted).
+    pub fn app_places_io_buffers(mut self, places: bool) -> Builder {
+        self.app_places_io_buffers = places;
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
@@ -315,14 +377,22 @@ impl Builder {
         check_kernel_extensions(&settings, &toolchain, &prepared)?;
         let mut warnings = prepared.warnings.clone();
         warnings.extend(check_kernel_scratch(&settings, &toolchain, &mut prepared)?);
+        // Before compiling: a model that cannot fit fails in a second, not after the compile.
+        check_fit(&settings, &prepared.plan, None)?;
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
+        let code = [prepared.model.archives(), support.archives()].concat();
+        let memory_fit = check_fit(&settings, &prepared.plan, Some(&code))?;
+        for warning in memory_fit.iter().flat_map(|fit| &fit.warnings) {
+            settings.env.directives.warning(warning);
+            warnings.push(warning.clone());
+        }
         prepared.model.link()?;
         support.link()?;
         toolchain.link(settings.env.directives)?;
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &self.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
-        Ok(Output { modules, warnings })
+        Ok(Output { modules, warnings, memory_fit })
     }
 
     /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
@@ -345,7 +415,27 @@ impl Builder {
         // Names this crate's glue symbol: deterministic, unlike the output directory.
         let package = env::cargo_provided("CARGO_PKG_NAME").unwrap_or_default();
         let support_dir = out_dir.join("mlf").join("build-support");
-        Ok(Settings { out_dir, target, env, show_warnings, package, support_dir })
+        let mut placing = Placing { app_places_io_buffers: self.app_places_io_buffers, ..Placing::default() };
+        for (storage, section) in &self.link_sections {
+            placing.sections.set(*storage, section)?;
+        }
+        let memory_x = match &self.memory_x {
+            Some(path) => Some(path.clone()),
+            // cortex-m-rt's convention, only where its linker script would read it too.
+            None if target.triple.contains("-none") => {
+                env::cargo_provided("CARGO_MANIFEST_DIR").map(|dir| Path::new(&dir).join("memory.x")).filter(|path| path.is_file())
+            }
+            None => None,
+        };
+        let memory = match memory_x {
+            Some(path) => {
+                env.directives.rerun_if_changed(&path)?;
+                let layout = fit::read(&path)?;
+                Some((path, layout))
+            }
+            None => None,
+        };
+        Ok(Settings { out_dir, target, env, show_warnings, package, support_dir, placing, memory })
     }
 
     fn extra_code<'a>(&'a self, settings: &'a Settings, kernels: Option<&'a KernelCode>) -> ExtraCode<'a> {
@@ -405,7 +495,8 @@ impl Builder {
         }
         support::write(&settings.support_dir)?;
         let extra = self.extra_code(settings, kernels.as_ref());
-        let (model, generated_c) = libraries::model_library(&plan, &stem, &work, &settings.package, settings.show_warnings, &extra)?;
+        let (model, generated_c) =
+            libraries::model_library(&plan, &stem, &work, &settings.package, settings.show_warnings, &settings.placing.sections, &extra)?;
         Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c, kernels })
     }
 
@@ -426,6 +517,7 @@ impl Builder {
                 &config.fingerprint(!model.cxx_sources.is_empty()),
                 generated_c,
                 &extra_fingerprint,
+                format!("{:?}", settings.placing.sections).as_bytes(),
             ]))
         };
         let stamp = |key| cache::Stamp { path: work.join("stamp"), key };
@@ -539,6 +631,25 @@ fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &m
     Ok(check.warnings)
 }
 
+/// The model laid onto the regions of the build's `memory.x`, if it has one:
+/// planned sizes, plus the compiled code once `libraries` (model and
+/// support) exist. Fails when a region is too small.
+fn check_fit(settings: &Settings, plan: &Plan, libraries: Option<&[PathBuf]>) -> Result<Option<MemoryFit>> {
+    let Some((path, layout)) = &settings.memory else { return Ok(None) };
+    let needs: Vec<MemoryNeeds> = plan.modules.iter().map(ModulePlan::memory_needs).collect();
+    let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
+    let code = match libraries {
+        Some(libraries) => {
+            let sizes = crate::toolchain::measure::library_sizes(libraries)?;
+            Some(sizes.text.saturating_add(sizes.data))
+        }
+        None => None,
+    };
+    let fit = fit::fit(path, layout, &modules, &settings.placing, code)?;
+    fit.check()?;
+    Ok(Some(fit))
+}
+
 /// The largest archive file whose bytes may be in memory beside libclang
 /// (see `Builder::probe_and_prepare`): a graph archive's weights are held up to three times
 /// (read, parsed, laid out), so this keeps the growth under 16 MB.
@@ -556,6 +667,10 @@ struct Settings {
     package: String,
     /// `<out_dir>/mlf/build-support`: mlf-build's own C, written out.
     support_dir: PathBuf,
+    /// Where the model's memory goes.
+    placing: Placing,
+    /// The `memory.x` the model must fit, read.
+    memory: Option<(PathBuf, MemoryLayout)>,
 }
 
 /// What [`Builder::prepare`] made ready for the compile.

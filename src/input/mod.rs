@@ -9,6 +9,7 @@ pub(crate) mod archive;
 pub(crate) mod graph;
 pub(crate) mod kernel_library;
 pub(crate) mod loops;
+pub(crate) mod memory_x;
 pub(crate) mod metadata;
 pub(crate) mod params;
 pub(crate) mod sources;

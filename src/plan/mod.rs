@@ -1,7 +1,7 @@
 //! Deciding what to build: the plan model (`model`), resolved from the
 //! archive's files (`resolve`, `schedule` for graph executors), renamed on
-//! request (`rename`), checked (`names`, `limits`, `checks`) and reported
-//! (`report`).
+//! request (`rename`), checked (`names`, `limits`, `checks`), reported
+//! (`report`) and laid onto the memory regions of a `memory.x` (`fit`).
 //!
 //! [`read_and_plan`] is the one door into the pipeline: `Builder::build`,
 //! `inspect` and the fuzz targets all go through it, so whatever one accepts
@@ -9,6 +9,7 @@
 //! others refuse with the same error.
 
 pub(crate) mod checks;
+pub(crate) mod fit;
 pub(crate) mod limits;
 pub(crate) mod model;
 pub(crate) mod names;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::cargo::directive::Directives;
 use crate::error::{Error, ErrorKind, Result};
+use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::static_lib;
 
 /// `sources`, largest first: `cc` starts compiles in this order, so the
@@ -29,6 +30,11 @@ pub(crate) struct Library {
     pub show_warnings: bool,
     /// Where the link lines and the compiler's warnings go.
     pub directives: Directives,
+    /// The linker sections the model's memory goes to (`Builder::link_section`).
+    pub sections: SectionNames,
+    /// Sources that are not the model's (kernels, the user's, mlf-build's
+    /// runtime): their objects keep their sections.
+    pub external_sources: Vec<PathBuf>,
 }
 
 impl Library {
@@ -38,15 +44,51 @@ impl Library {
         if !self.cxx_sources.is_empty() {
             // cc compiles one language per build: C++ goes in a sibling library.
             let mut cxx = self.configured(base);
-            cxx.cpp(true).files(largest_first(&self.cxx_sources));
+            let sources = largest_first(&self.cxx_sources);
+            cxx.cpp(true).files(&sources);
             let objects = cxx.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
+            self.place_sections(&sources, &objects)?;
             self.archive(base, &format!("{}_cxx", self.name), &objects)?;
         }
         let mut build = self.configured(base);
-        build.files(largest_first(&self.c_sources));
+        let sources = largest_first(&self.c_sources);
+        build.files(&sources);
         let mut objects = build.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
-        objects.extend(self.objects.iter().cloned());
+        self.place_sections(&sources, &objects)?;
+        for (index, object) in self.objects.iter().enumerate() {
+            if self.sections.is_empty() {
+                objects.push(object.clone());
+            } else {
+                // The archive's own objects: placed in copies, the tree stays as unpacked.
+                let placed = sections::placed_copy(object, &self.out_dir, index);
+                sections::place(object, &placed, &self.sections)?;
+                objects.push(placed);
+            }
+        }
         self.archive(base, &self.name, &objects)
+    }
+
+    /// Renames the sections of the model's objects (`objects[i]` compiled from
+    /// `sources[i]`, as `cc` returns them) to the user's linker sections.
+    fn place_sections(&self, sources: &[PathBuf], objects: &[PathBuf]) -> Result<()> {
+        if self.sections.is_empty() {
+            return Ok(());
+        }
+        for (source, object) in sources.iter().zip(objects) {
+            if !self.external_sources.contains(source) {
+                sections::place(object, object, &self.sections)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The static libraries [`Library::compile`] writes.
+    pub fn archives(&self) -> Vec<PathBuf> {
+        let mut names = vec![self.name.clone()];
+        if !self.cxx_sources.is_empty() {
+            names.push(format!("{}_cxx", self.name));
+        }
+        names.iter().map(|name| self.out_dir.join(format!("lib{name}.a"))).collect()
     }
 
     /// `lib<name>.a` of `objects`: written here when they are ELF, else by the
@@ -118,6 +160,10 @@ impl Library {
         }
         for (name, value) in &self.defines {
             build.define(name, value.as_deref());
+        }
+        if self.sections.workspace.is_some() {
+            // Tentative definitions would be COMMON symbols, in no section to rename.
+            build.flag("-fno-common");
         }
         build
     }

@@ -4,8 +4,14 @@
 
 /// `SHT_SYMTAB`: the object's symbol table.
 pub(crate) const SHT_SYMTAB: u32 = 2;
+/// `SHT_PROGBITS`: a section of bytes the program defines (code, data, constants).
+pub(crate) const SHT_PROGBITS: u32 = 1;
 /// `SHT_NOBITS`: a section that occupies no file bytes (`.bss`).
 pub(crate) const SHT_NOBITS: u32 = 8;
+/// Section flags: writable, occupies memory at run time, executable.
+pub(crate) const SHF_WRITE: u64 = 0x1;
+pub(crate) const SHF_ALLOC: u64 = 0x2;
+pub(crate) const SHF_EXECINSTR: u64 = 0x4;
 
 /// The ELF file header's fields that say how to read the rest.
 #[derive(Debug, Clone, Copy)]
@@ -18,11 +24,16 @@ pub(crate) struct Header {
     pub section_table: u64,
     pub section_entry: u64,
     pub section_count: u64,
+    /// `e_shstrndx`: the section holding the sections' names (`SHN_XINDEX`
+    /// when the real index is in the first section's `sh_link`).
+    pub names_section: u64,
 }
 
 /// One section header.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Section {
+    /// `sh_name`: offset of the name in the section name string table.
+    pub name: u32,
     pub kind: u32,
     pub flags: u64,
     pub offset: u64,
@@ -61,12 +72,14 @@ impl Header {
             2 => false,
             _ => return None,
         };
-        let mut header = Header { is_64, little_endian, machine: 0, section_table: 0, section_entry: 0, section_count: 0 };
+        let mut header =
+            Header { is_64, little_endian, machine: 0, section_table: 0, section_entry: 0, section_count: 0, names_section: 0 };
         header.machine = u16::try_from(header.read(bytes, 18, 2)?).ok()?;
-        let (table, entry, count) = if is_64 { (0x28, 0x3a, 0x3c) } else { (0x20, 0x2e, 0x30) };
+        let (table, entry, count, names) = if is_64 { (0x28, 0x3a, 0x3c, 0x3e) } else { (0x20, 0x2e, 0x30, 0x32) };
         header.section_table = header.read(bytes, table, header.word())?;
         header.section_entry = header.read(bytes, entry, 2)?;
         header.section_count = header.read(bytes, count, 2)?;
+        header.names_section = header.read(bytes, names, 2)?;
         Some(header)
     }
 
@@ -86,6 +99,28 @@ impl Header {
             let shift = if self.little_endian { i } else { width - 1 - i } * 8;
             value | (u64::from(*byte) << shift)
         }))
+    }
+
+    /// Writes `value` as the unsigned `width`-byte field at `at`, in the file's
+    /// byte order; `None` when it does not fit the field or `bytes`.
+    pub fn write(&self, bytes: &mut [u8], at: usize, width: usize, value: u64) -> Option<()> {
+        if width < 8 && value >> (width * 8) != 0 {
+            return None;
+        }
+        let field = bytes.get_mut(at..at.checked_add(width)?)?;
+        for (i, byte) in field.iter_mut().enumerate() {
+            let shift = if self.little_endian { i } else { width - 1 - i } * 8;
+            *byte = (value >> shift) as u8;
+        }
+        Some(())
+    }
+
+    /// Where section `index`'s name, file offset and size fields are, from
+    /// the start of the file, and the width of the last two.
+    pub fn section_fields(&self, index: u64) -> Option<(usize, usize, usize, usize)> {
+        let at = usize::try_from(self.section_table.checked_add(index.checked_mul(self.section_entry)?)?).ok()?;
+        let (offset, size) = if self.is_64 { (24, 32) } else { (16, 20) };
+        Some((at, at.checked_add(offset)?, at.checked_add(size)?, self.word()))
     }
 
     /// Bytes of `count` section table entries.
@@ -108,6 +143,7 @@ impl Header {
         let word = self.word();
         let (flags, offset, size, link) = if self.is_64 { (8, 24, 32, 40) } else { (8, 16, 20, 24) };
         Some(Section {
+            name: u32::try_from(self.read(table, at, 4)?).ok()?,
             kind: u32::try_from(self.read(table, at.checked_add(4)?, 4)?).ok()?,
             flags: self.read(table, at.checked_add(flags)?, word)?,
             offset: self.read(table, at.checked_add(offset)?, word)?,

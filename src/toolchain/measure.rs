@@ -123,20 +123,17 @@ fn elf_sizes(object: &[u8]) -> Option<Sizes> {
     let header = elf::Header::parse(object)?;
     let table = object.get(usize::try_from(header.section_table).ok()?..)?;
     let count = header.section_count_in(table)?;
-    const SHF_WRITE: u64 = 1;
-    const SHF_ALLOC: u64 = 2;
-    const SHF_EXECINSTR: u64 = 4;
     let mut sizes = Sizes::default();
     for index in 0..count {
         let section = header.section(table, index)?;
-        if section.flags & SHF_ALLOC == 0 {
+        if section.flags & elf::SHF_ALLOC == 0 {
             continue;
         }
         let slot = if section.kind == elf::SHT_NOBITS {
             &mut sizes.bss
-        } else if section.flags & SHF_EXECINSTR != 0 {
+        } else if section.flags & elf::SHF_EXECINSTR != 0 {
             &mut sizes.text
-        } else if section.flags & SHF_WRITE != 0 {
+        } else if section.flags & elf::SHF_WRITE != 0 {
             &mut sizes.data
         } else {
             &mut sizes.rodata

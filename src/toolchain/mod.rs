@@ -1,11 +1,13 @@
 //! The C toolchain: the target and its compiler (`target`), compiling
-//! (`compile`, `static_lib`), bindgen (`bindings`) and reading what was built
+//! (`compile`, `static_lib`), placing the model's memory in named sections
+//! (`sections`), bindgen (`bindings`) and reading what was built
 //! (`elf`, `measure`).
 
 pub(crate) mod bindings;
 pub(crate) mod compile;
 pub(crate) mod elf;
 pub(crate) mod measure;
+pub(crate) mod sections;
 pub(crate) mod static_lib;
 pub(crate) mod target;
 

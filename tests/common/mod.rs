@@ -353,6 +353,8 @@ pub struct Firmware<'a> {
     pub target_cpu: Option<&'a str>,
     pub board: Option<&'a str>,
     pub target_dir: &'a str,
+    /// More of the build's environment (`MLF_MEMORY_X`, `MLF_LINK_SECTIONS`).
+    pub env: &'a [(&'a str, &'a str)],
 }
 
 impl Firmware<'_> {
@@ -377,7 +379,10 @@ impl Firmware<'_> {
             .env("MLF_INPUTS", list.join(","))
             .env("MLF_MODULE", module.unwrap_or_default())
             .env("MLF_BOARD", self.board.unwrap_or_default())
-            .envs(case.library_env().unwrap_or_default());
+            .env("MLF_MEMORY_X", "")
+            .env("MLF_LINK_SECTIONS", "")
+            .envs(case.library_env().unwrap_or_default())
+            .envs(self.env.iter().copied());
         let output = command.output().map_err(|e| format!("cargo: {e}"))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
@@ -408,4 +413,44 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
         return None;
     }
     digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
+}
+
+/// What a host build and run of an archive gave: the outputs, and the build's stderr.
+pub struct Run {
+    pub outputs: Vec<Vec<u8>>,
+    pub build_stderr: String,
+}
+
+/// One runner binary per target directory: builds and runs must not interleave.
+static HOST_RUNNER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Builds `archive` into examples/host-runner in `target_dir`, with `env` in
+/// the build's environment (`CMSIS_NN_PATH`, `MLF_LINK_SECTIONS`), and runs it on `inputs`.
+pub fn run_on_host<V: AsRef<std::ffi::OsStr>>(
+    target_dir: &str,
+    archive: &Path,
+    env: &[(&str, V)],
+    inputs: &[PathBuf],
+    outputs: usize,
+) -> Result<Run, String> {
+    let _guard = HOST_RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let build = cargo(target_dir)
+        .args(["build", "--release", "-p", "host-runner"])
+        .env("MLF_ARCHIVE", archive)
+        .env_remove("MLF_LINK_SECTIONS")
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .output()
+        .unwrap();
+    let build_stderr = String::from_utf8_lossy(&build.stderr).into_owned();
+    if !build.status.success() {
+        return Err(failure_text(&build));
+    }
+    let out = archive.with_file_name("outputs");
+    let binary = repo_root().join("target").join(target_dir).join("release/host-runner");
+    let run = Command::new(binary).args(inputs).arg("--out").arg(&out).output().unwrap();
+    if !run.status.success() {
+        return Err(format!("host-runner failed: {}", String::from_utf8_lossy(&run.stderr)));
+    }
+    let outputs = (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect();
+    Ok(Run { outputs, build_stderr })
 }
