@@ -58,7 +58,7 @@ fn json_follows_the_documented_schema() {
     let memory_x = common::scratch("inspect-schema").join("memory.x");
     std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
     let memory_x = memory_x.display().to_string();
-    for (archive, extra) in [(graph, vec![]), (pools, vec!["--memory-x", memory_x.as_str()])] {
+    for (archive, extra) in [(graph, vec![]), (pools, vec!["--memory-x", memory_x.as_str(), "--link-section", "workspace=.sram2"])] {
         let document = inspect_json(&archive, &extra);
         assert_eq!(document["schema"], mlf_build::SCHEMA);
         assert!(document["footprint"].is_null(), "no --target, no footprint");
@@ -126,6 +126,15 @@ fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
     for line in regions {
         assert!(section.contains(line), "README's Will it fit? section does not show this line of inspect's output:\n{line}");
     }
+    // The picture shows each region to scale with its headroom.
+    let svg = memory_x.with_file_name("fit.svg");
+    let (status, _, stderr) = run(&["--link-section", "workspace=.sram2", "--svg", svg.to_str().unwrap()]);
+    assert_eq!(status, Some(0), "{stderr}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    for label in ["region FLASH: 272 of 65536 bytes, 65264 bytes left", "region SRAM2: 15378 of 32768 bytes, 17390 bytes left"] {
+        assert!(svg.contains(label), "{svg}");
+    }
+    assert!(svg.contains("<title>headroom: 17390 bytes</title>"), "{svg}");
     let (status, _, stderr) = run(&["--link-section", "stack=.sram2"]);
     assert_eq!(status, Some(1));
     assert!(stderr.contains("`stack` is not a kind of model storage"), "{stderr}");

@@ -93,7 +93,7 @@ fn inspect(args: &Args) -> Result<(), String> {
         }
     }
     if let Some(path) = &args.svg {
-        let mut pictures = inspection.modules.iter().map(|m| m.to_svg(footprint.as_ref()));
+        let mut pictures = inspection.modules.iter().map(|m| m.to_svg(footprint.as_ref(), fit.as_ref()));
         let svg = pictures.next().ok_or("the archive has no module")?;
         std::fs::write(path, svg).map_err(|e| format!("mlf-build: cannot write {}: {e}", path.display()))?;
         if inspection.modules.len() > 1 {

@@ -230,8 +230,10 @@ fn xml_escape(text: &str) -> String {
 
 impl ModuleReport {
     /// A memory-map picture: one bar for flash and one for RAM, a segment per
-    /// part with its bytes, and the code measured in `footprint` when given.
-    pub fn to_svg(&self, footprint: Option<&crate::Footprint>) -> String {
+    /// part with its bytes, and the code measured in `footprint` when given;
+    /// with `fit`, one bar per `memory.x` region, its length to scale, showing
+    /// what the model takes and the headroom left.
+    pub fn to_svg(&self, footprint: Option<&crate::Footprint>, fit: Option<&crate::MemoryFit>) -> String {
         let m = &self.memory;
         let mut flash = vec![
             Segment { label: "weights in code", bytes: m.constants, color: "#4e79a7" },
@@ -287,6 +289,36 @@ impl ModuleReport {
                 y += line;
             }
             y += 30.0;
+        }
+        for region in fit.iter().flat_map(|fit| &fit.regions) {
+            let (used, length) = (region.used(), region.length.max(1));
+            let verdict = if region.fits() { format!("{} bytes left", region.headroom()) } else { "DOES NOT FIT".to_string() };
+            body += &format!(
+                "<text x=\"{left}\" y=\"{}\" font-weight=\"bold\" class=\"region\" data-used=\"{used}\" data-length=\"{}\">region {}: {used} of {} bytes, {verdict}</text>\n",
+                y - 6.0,
+                region.length,
+                xml_escape(&region.region),
+                region.length
+            );
+            let mut x = left;
+            for part in &region.parts {
+                // Past the region's end the bar is cut at the frame: the verdict says by how much.
+                let width = (bar_width * part.bytes as f64 / length as f64).min(left + bar_width - x).max(0.0);
+                let owner = part.module.as_deref().map_or_else(String::new, |m| format!("{} ", xml_escape(m)));
+                body += &format!(
+                    "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{width:.1}\" height=\"{bar_height}\" fill=\"{}\" stroke=\"#333\" stroke-width=\"0.5\"><title>{owner}{}: {} bytes</title></rect>\n",
+                    if region.fits() { "#4e79a7" } else { "#e15759" },
+                    part.what,
+                    part.bytes
+                );
+                x += width;
+            }
+            body += &format!(
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{bar_height}\" fill=\"#eeeeee\" stroke=\"#999\"><title>headroom: {} bytes</title></rect>\n",
+                (left + bar_width - x).max(0.0),
+                region.headroom()
+            );
+            y += bar_height + line + 30.0;
         }
         let height = y;
         format!(
