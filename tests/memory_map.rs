@@ -49,6 +49,26 @@ SECTIONS
 ";
 const SRAM2_ORIGIN: u64 = 0x2020_0000;
 
+/// QEMU `virt`'s data RAM split the same way, with the aliases riscv-rt needs.
+const TWO_BANKS_RISCV: &str = "MEMORY
+{
+  FLASH : ORIGIN = 0x80000000, LENGTH = 16M
+  RAM : ORIGIN = 0x81000000, LENGTH = 8M
+  SRAM2 : ORIGIN = 0x81800000, LENGTH = 8M
+}
+REGION_ALIAS(\"REGION_TEXT\", FLASH);
+REGION_ALIAS(\"REGION_RODATA\", FLASH);
+REGION_ALIAS(\"REGION_DATA\", RAM);
+REGION_ALIAS(\"REGION_BSS\", RAM);
+REGION_ALIAS(\"REGION_HEAP\", RAM);
+REGION_ALIAS(\"REGION_STACK\", RAM);
+SECTIONS
+{
+  .sram2 (NOLOAD) : ALIGN(16) { *(.sram2 .sram2.*) } > SRAM2
+} INSERT AFTER .bss;
+";
+const RISCV_TRIPLE: &str = "riscv32imac-unknown-none-elf";
+
 #[test]
 fn firmware_that_does_not_fit_fails_and_a_second_bank_holds_the_workspace() {
     let Some((case, inputs, workspace)) = case() else { return };
@@ -76,10 +96,29 @@ fn firmware_that_does_not_fit_fails_and_a_second_bank_holds_the_workspace() {
         .unwrap_or_else(|why| panic!("{why}"));
     common::check_vector(&case, 0, &case.modules[0].vectors[0], &outputs).unwrap();
     let elf = common::repo_root().join("target").join(QEMU_TARGET_DIR).join(TRIPLE).join("release/cortex-m-runner");
-    let (address, size) = section(&elf, ".sram2", "arm-none-eabi-readelf").expect("the firmware has a .sram2 section");
-    assert_eq!(address, SRAM2_ORIGIN);
+    assert_workspace_in_sram2(&elf, "arm-none-eabi-", SRAM2_ORIGIN, workspace);
+
+    // RISC-V: riscv-rt's linker script, `.sbss` among the renamed sections.
+    if Command::new("qemu-system-riscv32").arg("--version").output().is_err() {
+        common::skip("memory_map: qemu-system-riscv32 is not installed (../shared/rig/README.md)");
+        return;
+    }
+    let banks = write(&dir, "two-banks-riscv-memory.x", TWO_BANKS_RISCV);
+    let banks_text = banks.display().to_string();
+    let env = [("MLF_MEMORY_X", banks_text.as_str()), ("MLF_LINK_SECTIONS", "workspace=.sram2")];
+    let riscv = Firmware { triple: RISCV_TRIPLE, target_cpu: None, board: Some("virt"), target_dir: QEMU_TARGET_DIR, env: &env };
+    let outputs = riscv.run(&case, None, &inputs).unwrap_or_else(|why| panic!("{why}"));
+    common::check_vector(&case, 0, &case.modules[0].vectors[0], &outputs).unwrap();
+    let elf = common::repo_root().join("target").join(QEMU_TARGET_DIR).join(RISCV_TRIPLE).join("release/cortex-m-runner");
+    assert_workspace_in_sram2(&elf, "riscv64-unknown-elf-", 0x8180_0000, workspace);
+}
+
+/// The firmware's `.sram2` starts at `origin` and holds a symbol the size of the workspace.
+fn assert_workspace_in_sram2(elf: &Path, tools: &str, origin: u64, workspace: u64) {
+    let (address, size) = section(elf, ".sram2", &format!("{tools}readelf")).expect("the firmware has a .sram2 section");
+    assert_eq!(address, origin);
     assert!(size >= workspace, ".sram2 holds {size} bytes, the workspace is {workspace}");
-    let workspace_symbol = symbol_in(&elf, "arm-none-eabi-nm", SRAM2_ORIGIN, size, workspace);
+    let workspace_symbol = symbol_in(elf, &format!("{tools}nm"), origin, size, workspace);
     assert!(workspace_symbol.is_some(), "no symbol of {workspace} bytes in .sram2");
 }
 
