@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::input::archive::{Limits, Tree};
+use crate::input::c_text;
 use crate::input::sources::{self, InterfaceHeader};
 use crate::plan::schedule::{self, Inputs};
 use crate::{input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::static_lib};
@@ -67,7 +68,7 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
     if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
         for value in header.macros.values() {
-            sources::parse_c_integer(value);
+            c_text::integer(value);
             sources::parse_byte_list(value);
         }
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::sources;
+use crate::input::c_text;
 
 /// CMSIS-NN's public headers: archives whose code includes one call CMSIS-NN.
 pub(crate) const CMSIS_NN_HEADERS: &[&str] = &["arm_nnfunctions.h", "arm_nnsupportfunctions.h", "arm_nn_types.h", "arm_nn_math_types.h"];
@@ -107,12 +107,12 @@ impl KernelLibrary {
     pub fn from_texts(root: &Path, headers: &[(String, String)], sources: &[(String, String)]) -> KernelLibrary {
         let mut library = KernelLibrary { root: root.to_path_buf(), ..KernelLibrary::default() };
         for (path, text) in headers {
-            let code = sources::strip_comments(text);
+            let code = c_text::strip_comments(text);
             if path.ends_with(CMSIS_NN_API_HEADER) {
                 library.version = revision(text);
             }
             let guards = line_guards(&code);
-            for (name, body) in sources::function_definitions(&code) {
+            for (name, body) in c_text::function_definitions(&code) {
                 library.header_calls.entry(name.to_string()).or_default().extend(calls(body));
                 library.record_guard(name, guard_at(&guards, &code, name), path);
             }
@@ -123,9 +123,9 @@ impl KernelLibrary {
             library.declarations.extend(declarations(&code));
         }
         for (index, (path, text)) in sources.iter().enumerate() {
-            let code = sources::strip_comments(text);
+            let code = c_text::strip_comments(text);
             let guards = line_guards(&code);
-            for (name, _) in sources::function_definitions(&code) {
+            for (name, _) in c_text::function_definitions(&code) {
                 library.record_guard(name, guard_at(&guards, &code, name), path);
                 let files = library.defined_in.entry(name.to_string()).or_default();
                 if !files.contains(&index) {
@@ -218,11 +218,11 @@ pub(crate) struct KernelLocal {
 /// comments) given a `cmsis_nn_context` whose size is a constant.
 pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
     let mut calls = Vec::new();
-    for (function, body) in sources::function_definitions(code) {
+    for (function, body) in c_text::function_definitions(code) {
         let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
         for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
             let Some((buffer, size)) = context.init.rsplit_once(',') else { continue };
-            let Some(reserved) = sources::parse_c_integer(size.trim()) else { continue };
+            let Some(reserved) = c_text::integer(size.trim()) else { continue };
             let buffered = !is_null(buffer);
             let reference = format!("&{}", context.name);
             for (kernel, args) in call_expressions(body) {
@@ -277,7 +277,7 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
             continue;
         }
         if let Some(close) = closing_paren(&body[at + 1..]) {
-            let arguments = sources::split_top_level(&body[at + 1..at + 1 + close]);
+            let arguments = c_text::split_top_level(&body[at + 1..at + 1 + close]);
             found.push((callee, arguments.into_iter().map(|argument| argument.trim().to_string()).collect()));
         }
     }
@@ -285,7 +285,7 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
 }
 
 fn calls(code: &str) -> impl Iterator<Item = String> + '_ {
-    sources::called_functions(code).map(str::to_string)
+    c_text::called_functions(code).map(str::to_string)
 }
 
 /// Per line of `code` (its start offset), the extension the `#if`s around it

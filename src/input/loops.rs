@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use crate::dtype::DType;
+use crate::input::c_text;
 
 /// How much of a buffer the code reaches: indices `0..elements` of `dtype`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ fn tokenize(body: &str) -> Option<Vec<Token>> {
                         i += 1;
                     }
                 }
-                tokens.push(integer(&line[start..i]).map_or(Token::Number, Token::Int));
+                tokens.push(c_text::integer(&line[start..i]).and_then(|value| i64::try_from(value).ok()).map_or(Token::Number, Token::Int));
             } else if c == b'"' || c == b'\'' {
                 i += 1;
                 while i < bytes.len() && bytes[i] != c {
@@ -144,16 +145,6 @@ fn tokenize(body: &str) -> Option<Vec<Token>> {
         }
     }
     Some(tokens)
-}
-
-/// A C integer literal (`42`, `0x2a`, `16u`, `(int64_t)` casts aside).
-fn integer(text: &str) -> Option<i64> {
-    let digits = text.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-        Some(hex) => i64::from_str_radix(hex, 16).ok(),
-        None if digits.len() > 1 && digits.starts_with('0') => i64::from_str_radix(&digits[1..], 8).ok(),
-        None => digits.parse().ok(),
-    }
 }
 
 /// Variables the body assigns after their declaration (`x = ...`, `x += ...`,

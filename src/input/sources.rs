@@ -8,6 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
+use crate::input::c_text::{self, called_functions, closing, function_definitions, split_top_level, strip_comments};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -233,7 +234,7 @@ impl InterfaceHeader {
 
     /// A `#define` value parsed as an unsigned integer.
     pub fn macro_u64(&self, name: &str) -> Option<u64> {
-        parse_c_integer(self.macros.get(name)?)
+        c_text::integer(self.macros.get(name)?)
     }
 }
 
@@ -255,7 +256,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
         if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
             continue;
         }
-        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| parse_c_integer(v));
+        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c_text::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
         stated.push(workspace.is_some());
         modules.push(ModuleMeta {
@@ -301,17 +302,6 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
     (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
-pub(crate) fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("/*") {
-        out.push_str(&rest[..start]);
-        rest = rest[start + 2..].find("*/").map_or("", |end| &rest[start + 2 + end + 2..]);
-    }
-    out.push_str(rest);
-    out.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
-}
-
 /// Field names of `struct <name> { void* a; void* b; };`.
 fn struct_fields(code: &str, name: &str) -> Option<Vec<String>> {
     let start = code.find(&format!("struct {name} {{")).or_else(|| code.find(&format!("struct {name}{{")))?;
@@ -339,21 +329,12 @@ fn macros(code: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-pub(crate) fn parse_c_integer(text: &str) -> Option<u64> {
-    let text = text.trim().trim_start_matches('(').trim_end_matches(')');
-    let text = text.trim_end_matches(['u', 'U', 'l', 'L']);
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => text.parse().ok(),
-    }
-}
-
 /// Parses a `NAME_DATA` macro body (`0x12, 0x34, ...`) into bytes.
 pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
-        .map(|item| parse_c_integer(item).and_then(|value| u8::try_from(value).ok()))
+        .map(|item| c_text::integer(item).and_then(|value| u8::try_from(value).ok()))
         .collect()
 }
 
@@ -374,22 +355,6 @@ fn function_body<'t>(text: &'t str, name: &str) -> Option<&'t str> {
         let body = &rest[1..];
         if let Some(end) = closing(body, '{', '}') {
             return Some(&body[..end]);
-        }
-    }
-    None
-}
-
-/// The index of the `close` that ends a bracket opened just before `text`.
-fn closing(text: &str, open: char, close: char) -> Option<usize> {
-    let mut depth = 1usize;
-    for (i, c) in text.char_indices() {
-        if c == open {
-            depth += 1;
-        } else if c == close {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
         }
     }
     None
@@ -503,24 +468,6 @@ fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
     function_definitions(code).map(|(name, _)| name)
 }
 
-/// `(name, body)` of every function `code` defines (the body between its braces,
-/// or to the end of `code` when unclosed). Control statements are not functions.
-pub(crate) fn function_definitions(code: &str) -> impl Iterator<Item = (&str, &str)> {
-    const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
-    code.match_indices('(').filter_map(move |(at, _)| {
-        let head = code[..at].trim_end_matches([' ', '\t']);
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-        let name = &head[start..];
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || STATEMENTS.contains(&name) {
-            return None;
-        }
-        let after = &code[at + 1..];
-        let close = closing(after, '(', ')')?;
-        let body = after[close + 1..].trim_start().strip_prefix('{')?;
-        Some((name, closing(body, '{', '}').map_or(body, |end| &body[..end])))
-    })
-}
-
 /// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
 /// request rounded up to `alignment` as the allocator does, with those of the
 /// module's functions it calls: an upper bound, as all may be live at once.
@@ -557,7 +504,7 @@ fn workspace_bytes_within<'n>(
         let size = split_top_level(args).get(2)?.trim();
         // `(uint64_t)3888`: the cast, then the constant.
         let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
-        total = total.checked_add(parse_c_integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
+        total = total.checked_add(c_text::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
     }
     callers.push(function);
     for callee in called_functions(body) {
@@ -567,16 +514,6 @@ fn workspace_bytes_within<'n>(
     }
     callers.pop();
     Some(total)
-}
-
-/// Identifiers followed by `(` in a function body: the functions it calls (and
-/// some keywords and macros, which are no defined function's name).
-pub(crate) fn called_functions(body: &str) -> impl Iterator<Item = &str> {
-    body.match_indices('(').filter_map(move |(at, _)| {
-        let head = body[..at].trim_end_matches([' ', '\t']);
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-        Some(&head[start..]).filter(|name| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()))
-    })
 }
 
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
@@ -856,24 +793,6 @@ fn unmatched_close(text: &str) -> Option<usize> {
     None
 }
 
-pub(crate) fn split_top_level(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
 fn parse_tensor_type(text: &str) -> Option<RelayTensor> {
     let inner = text.trim().strip_prefix("Tensor[")?;
     let inner = &inner[..inner.rfind(']')?];
@@ -978,7 +897,7 @@ pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Opti
     for path in &codegen.c_sources {
         for line in strip_comments(sources.text(path)).lines() {
             let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
-            let Some(size) = declaration.split_once('[').and_then(|(_, size)| parse_c_integer(size)) else { continue };
+            let Some(size) = declaration.split_once('[').and_then(|(_, size)| c_text::integer(size)) else { continue };
             total = Some(total.unwrap_or(0u64).checked_add(size)?);
         }
     }
