@@ -25,6 +25,6 @@ mod toolchain;
 pub use builder::{Builder, GeneratedModule, Output};
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
-pub use plan::model::MemoryNeeds;
+pub use plan::model::{MemoryNeeds, StackBound, StackFrame};
 pub use plan::report::{inspect, Inspection, ModuleReport, TensorData, SCHEMA};
 pub use toolchain::measure::{Footprint, Sizes};

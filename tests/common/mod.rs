@@ -359,6 +359,11 @@ impl Firmware<'_> {
     /// Builds `case.archive` (a tar or a directory) into the firmware with
     /// `inputs` and runs it under QEMU; returns the bytes of each `output<i>:` line.
     pub fn run(&self, case: &Case, module: Option<&str>, inputs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
+        self.run_measured(case, module, inputs).map(|run| run.outputs)
+    }
+
+    /// [`Firmware::run`], with the stack the run took and the module's bound.
+    pub fn run_measured(&self, case: &Case, module: Option<&str>, inputs: &[PathBuf]) -> Result<Run, String> {
         let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
         let mut command = cargo(self.target_dir);
         // Appended to the rustflags of .cargo/config.toml's `cfg` table for the
@@ -398,8 +403,27 @@ impl Firmware<'_> {
             let hex = line.strip_prefix(&format!("output{index}: ")).ok_or_else(|| format!("unexpected line `{line}`"))?;
             outputs.push(decode_hex(hex).ok_or_else(|| format!("output{index} is not hex"))?);
         }
-        Ok(outputs)
+        let line = stdout.lines().find_map(|line| line.strip_prefix("stack: ")).ok_or("the firmware printed no `stack:` line")?;
+        let (measured, bound) = line.split_once(" bound ").ok_or_else(|| format!("unexpected line `stack: {line}`"))?;
+        let measured = measured.parse().map_err(|_| format!("unexpected line `stack: {line}`"))?;
+        let bound = bound.parse().map_err(|_| bound.to_string());
+        Ok(Run { outputs, stack: Stack { measured, bound } })
     }
+}
+
+/// What one firmware run gave.
+pub struct Run {
+    /// The bytes of each `output<i>:` line.
+    pub outputs: Vec<Vec<u8>>,
+    pub stack: Stack,
+}
+
+/// The stack a firmware run took (measured by painting) and the module's `STACK_BYTES`.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    pub measured: u64,
+    /// The bound, or `unknown (<why>)`.
+    pub bound: Result<u64, String>,
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
