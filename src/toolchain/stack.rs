@@ -591,12 +591,12 @@ const fn rust_wrapper_allowance(optimised: bool) -> (u64, u64) {
     if optimised {
         (RUST_WRAPPER_OPTIMISED, 16)
     } else {
-        (RUST_WRAPPER_UNOPTIMISED, 32)
+        (RUST_WRAPPER_UNOPTIMISED, 64)
     }
 }
 /// Base allowances (bytes) with and without optimisation.
 const RUST_WRAPPER_OPTIMISED: u64 = 64;
-const RUST_WRAPPER_UNOPTIMISED: u64 = 512;
+const RUST_WRAPPER_UNOPTIMISED: u64 = 1024;
 
 /// `bound` (of the C entry point) with the generated Rust wrapper's
 /// allowance for a module of `tensors` inputs and outputs on top, its Rust
