@@ -10,7 +10,7 @@ use crate::input::archive::{Limits, Tree};
 use crate::input::c_text;
 use crate::input::sources::{self, InterfaceHeader};
 use crate::plan::schedule::{self, Inputs};
-use crate::{input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::static_lib};
+use crate::{input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::stack, toolchain::static_lib};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
 const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
@@ -94,9 +94,13 @@ pub fn relay(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// `bytes` as a prebuilt object (`codegen/host/lib/*.o`): indexed into a
-/// static library, whose sections are then measured as the footprint reads them.
+/// `bytes` as a prebuilt object (`codegen/host/lib/*.o`): read for the stack
+/// bound, and indexed into a static library, whose sections are then measured
+/// as the footprint reads them.
 pub fn object(bytes: &[u8]) -> Result<()> {
+    let mut program = stack::Program::default();
+    program.add_object("default_lib0.o", bytes, Some("default_lib0.c:1:5:tvmgen_default_run\t16\tstatic\n"));
+    let _ = program.bound("tvmgen_default_run");
     let scratch = Scratch::new()?;
     let object = scratch.path.join("default_lib0.o");
     std::fs::write(&object, bytes).map_err(|e| Error::io("write", &object, e))?;

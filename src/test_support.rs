@@ -42,7 +42,7 @@ thread_local! {
 
 /// Prints `SKIP <test>: <why>` for the running test, once: straight to
 /// stdout, so it shows with `--nocapture` and in CI logs.
-fn skip(why: &str) {
+pub(crate) fn skip(why: &str) {
     if !SKIPPED.replace(true) {
         let thread = std::thread::current();
         let test = thread.name().unwrap_or("<unnamed test>");

@@ -1,6 +1,7 @@
 //! Cross-builds corpus archives into `examples/cortex-m-runner` for Cortex-M
 //! and RISC-V targets, runs the firmware under QEMU (`.cargo/qemu-runner`,
-//! wrapped in `timeout`) and compares its outputs with the ones TVM computed.
+//! wrapped in `timeout`) and compares its outputs with the ones TVM computed;
+//! prints the stack each module's run took beside its `STACK_BYTES` bound.
 
 mod common;
 
@@ -113,22 +114,40 @@ fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
     }
     let mut runs = 0;
     for module in &case.modules {
+        // The deepest of the module's runs.
+        let mut stack: Option<common::Stack> = None;
+        let mut keep = |measured: common::Stack| {
+            if stack.as_ref().is_none_or(|deepest| measured.measured > deepest.measured) {
+                stack = Some(measured);
+            }
+        };
         if module.vectors.is_empty() {
             // No reference data: the firmware must still build and run on zeros.
-            if let Err(why) = run_firmware(case, module.module.as_deref(), &[], build) {
-                return Verdict::Fail(why);
+            match run_firmware(case, module.module.as_deref(), &[], build) {
+                Ok(run) => keep(run.stack),
+                Err(why) => return Verdict::Fail(why),
             }
             runs += 1;
         }
         for (index, vector) in module.vectors.iter().enumerate() {
-            let outputs = match run_firmware(case, module.module.as_deref(), &vector.inputs, build) {
-                Ok(outputs) => outputs,
+            let run = match run_firmware(case, module.module.as_deref(), &vector.inputs, build) {
+                Ok(run) => run,
                 Err(why) => return Verdict::Fail(why),
             };
-            if let Err(why) = common::check_vector(case, index, vector, &outputs) {
+            if let Err(why) = common::check_vector(case, index, vector, &run.outputs) {
                 return Verdict::Fail(why);
             }
+            keep(run.stack);
             runs += 1;
+        }
+        if let Some(stack) = stack {
+            let name = match &module.module {
+                Some(module) => format!("{}/{module}", case.name),
+                None => case.name.clone(),
+            };
+            if let Err(why) = stack_line(&name, build, &stack) {
+                return Verdict::Fail(why);
+            }
         }
     }
     let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
@@ -136,9 +155,25 @@ fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
         if let Err(why) = runtime_free(build.triple) {
             return Verdict::Fail(why);
         }
-        return Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}; no heap, JSON or graph runtime linked"));
+        return Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}, stack within bound; no heap, JSON or graph runtime linked"));
     }
-    Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}"))
+    Verdict::Pass(format!("{runs} run(s) under QEMU, {checked}, stack within bound"))
+}
+
+/// Prints `stack: <case> [<label>] measured <N> bound <M>` (or `bound unknown (<why>)`);
+/// an error when the run went deeper than the bound or there is none.
+fn stack_line(name: &str, build: &Build, stack: &common::Stack) -> Result<(), String> {
+    let measured = stack.measured;
+    let bound = match &stack.bound {
+        Ok(bound) => bound.to_string(),
+        Err(why) => format!("unknown {why}"),
+    };
+    let _ = writeln!(std::io::stdout().lock(), "stack: {name} [{}] measured {measured} bound {bound}", build.label());
+    match stack.bound {
+        Ok(bound) if measured <= bound => Ok(()),
+        Ok(bound) => Err(format!("the run took {measured} bytes of stack, more than STACK_BYTES = {bound}")),
+        Err(_) => Err(format!("the stack bound is {bound}")),
+    }
 }
 
 /// A heap's functions, as newlib names them.
@@ -168,9 +203,9 @@ fn runtime_free(triple: &str) -> Result<(), String> {
     }
 }
 
-/// Builds and runs the firmware; returns the bytes of each `output<i>:` line.
-fn run_firmware(case: &Case, module: Option<&str>, inputs: &[std::path::PathBuf], build: &Build) -> Result<Vec<Vec<u8>>, String> {
+/// Builds and runs the firmware; returns its outputs and stack.
+fn run_firmware(case: &Case, module: Option<&str>, inputs: &[std::path::PathBuf], build: &Build) -> Result<common::FirmwareRun, String> {
     let firmware =
         common::Firmware { triple: build.triple, target_cpu: build.target_cpu, board: build.board, target_dir: TARGET_DIR, env: &[] };
-    firmware.run(case, module, inputs)
+    firmware.run_measured(case, module, inputs)
 }

@@ -78,7 +78,9 @@ fn json_follows_the_documented_schema() {
     }
     let footprint_keys = ["footprint.target", "footprint.cpu", "footprint.model.flash", "footprint.support.ram"];
     for key in &documented {
-        assert!(seen.contains(key) || key.starts_with("footprint"), "README documents `{key}`, which inspect does not write");
+        // A path's steps exist only with --target (target_measures_the_compiled_objects_quietly checks them).
+        let compiled_only = key.starts_with("footprint") || key.starts_with("modules[].stack_path[]");
+        assert!(seen.contains(key) || compiled_only, "README documents `{key}`, which inspect does not write");
     }
     for key in footprint_keys {
         assert!(documented.iter().any(|k| k == key), "README's JSON schema does not document `{key}`");
@@ -228,6 +230,17 @@ fn target_measures_the_compiled_objects_quietly() {
     assert!(value(&model["rodata"]) >= value(&memory["constants"]));
     assert!(value(&model["text"]) > 0 && value(&document["footprint"]["support"]["text"]) > 0);
     assert_eq!(value(&model["flash"]), value(&model["text"]) + value(&model["rodata"]) + value(&model["data"]));
+    // Issue 20: the stack bound, its path's frames adding up to it, in the JSON and the text.
+    let module = &document["modules"][0];
+    let steps = module["stack_path"].as_array().unwrap();
+    assert!(module["stack_unknown"].is_null(), "{}", module["stack_unknown"]);
+    assert!(steps.iter().any(|step| step["function"] == "mlf_default_invoke"), "{steps:?}");
+    assert_eq!(value(&module["stack_bytes"]), steps.iter().map(|step| value(&step["bytes"])).sum::<u64>());
+    assert!(stdout.contains(&format!("stack: {} bytes at most; deepest: ", value(&module["stack_bytes"]))), "{stdout}");
+    let plain = inspect_json(&kws, &[]);
+    assert!(
+        plain["modules"][0]["stack_bytes"].is_null() && plain["modules"][0]["stack_unknown"].as_str().unwrap().starts_with("not compiled")
+    );
 }
 
 // Issue 19: scratch the build supplies to CMSIS-NN calls is in the memory map,

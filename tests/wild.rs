@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Run;
+use common::HostRun;
 
 use std::path::{Path, PathBuf};
 
@@ -38,12 +38,12 @@ fn edit_json(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
 }
 
 /// Builds `archive` into examples/host-runner, with `env` (e.g. `CMSIS_NN_PATH`), and runs it on `inputs`.
-fn run_on_host(archive: &Path, env: &[(&str, PathBuf)], inputs: &[PathBuf], outputs: usize) -> Result<Run, String> {
+fn run_on_host(archive: &Path, env: &[(&str, PathBuf)], inputs: &[PathBuf], outputs: usize) -> Result<HostRun, String> {
     common::run_on_host(TARGET_DIR, archive, env, inputs, outputs)
 }
 
 /// Runs `archive` on the input files of a tvm-0.18 case and compares with its `expected/`.
-fn assert_matches_tvm(case_dir: &Path, archive: &Path) -> Run {
+fn assert_matches_tvm(case_dir: &Path, archive: &Path) -> HostRun {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(case_dir.join("case.json")).unwrap()).unwrap();
     let module = &json["modules"][0];
     let inputs: Vec<PathBuf> = module["inputs"].as_array().unwrap().iter().map(|i| case_dir.join(i["file"].as_str().unwrap())).collect();
@@ -62,7 +62,7 @@ fn assert_matches_tvm(case_dir: &Path, archive: &Path) -> Run {
 
 /// Runs `archive` on every vector of a real-world case, with the libraries
 /// the case needs, and compares with its expected bytes.
-fn assert_matches_vectors(case_dir: &Path, archive: &Path) -> Run {
+fn assert_matches_vectors(case_dir: &Path, archive: &Path) -> HostRun {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(case_dir.join("case.json")).unwrap()).unwrap();
     let libraries = common::case_at(case_dir).library_env().unwrap_or_else(|verdict| panic!("{}: {verdict:?}", case_dir.display()));
     let mut last = None;

@@ -129,6 +129,13 @@ fn main() {
     let mut firmware = String::new();
     writeln!(firmware, "/// The model: module `{}` of the archive.", module.name).unwrap();
     writeln!(firmware, "#[allow(dead_code)]\nmod model {{\n    include!({:?});\n}}", module.rust_file).unwrap();
+    writeln!(firmware, "/// The model's stack bound (`STACK_BYTES`), or why it has none.").unwrap();
+    match (module.report.stack.bytes, &module.report.stack.unknown) {
+        (Some(_), _) => writeln!(firmware, "const STACK_BOUND: Result<usize, &str> = Ok(model::STACK_BYTES);").unwrap(),
+        (None, why) => {
+            writeln!(firmware, "const STACK_BOUND: Result<usize, &str> = Err({:?});", why.as_deref().unwrap_or_default()).unwrap()
+        }
+    }
     writeln!(firmware, "/// The archive the firmware was built from.").unwrap();
     writeln!(firmware, "const ARCHIVE: &str = {:?};", archive.display().to_string()).unwrap();
     for (index, path) in inputs.iter().enumerate() {

@@ -16,7 +16,7 @@ use crate::ident::CIdent;
 use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
 use crate::toolchain::bindings;
-use crate::toolchain::compile::Library;
+use crate::toolchain::compile::{Library, STACK_FLAGS};
 use crate::toolchain::sections::SectionNames;
 use crate::toolchain::target::Target;
 
@@ -101,7 +101,12 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
-        let key = cache::key(&[env!("CARGO_PKG_VERSION").as_bytes(), support::digest().as_bytes(), &config.fingerprint(false)]);
+        let key = cache::key(&[
+            env!("CARGO_PKG_VERSION").as_bytes(),
+            support::digest().as_bytes(),
+            &config.fingerprint(false),
+            STACK_FLAGS.join(" ").as_bytes(),
+        ]);
         let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
         if !(stamp.is_current() && library.is_built()) {
             stamp.invalidate()?;

@@ -14,7 +14,7 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{self, rust as emit, support};
+use crate::codegen::{self, glue, rust as emit, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
@@ -24,10 +24,10 @@ use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
-use crate::toolchain::compile::Library;
+use crate::toolchain::compile::{Library, STACK_FLAGS};
 use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
-use crate::toolchain::{bindings, joined};
+use crate::toolchain::{bindings, joined, stack};
 use kernels::KernelCode;
 use libraries::{CompileConfig, ExtraCode};
 
@@ -386,6 +386,7 @@ impl Builder {
             settings.env.directives.warning(warning);
             warnings.push(warning.clone());
         }
+        bound_stacks(&mut prepared, &support)?;
         prepared.model.link()?;
         support.link()?;
         toolchain.link(settings.env.directives)?;
@@ -518,6 +519,7 @@ impl Builder {
                 generated_c,
                 &extra_fingerprint,
                 format!("{:?}", settings.placing.sections).as_bytes(),
+                STACK_FLAGS.join(" ").as_bytes(),
             ]))
         };
         let stamp = |key| cache::Stamp { path: work.join("stamp"), key };
@@ -601,6 +603,19 @@ impl Builder {
         }
         Ok(modules)
     }
+}
+
+/// Each module's stack bound, from the objects of the model's and the
+/// support library (on disk for a cached build too), set in the plan.
+fn bound_stacks(prepared: &mut Prepared, support: &Library) -> Result<()> {
+    let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
+    let bounds = stack::analyse(&[prepared.model.object_list(), support.object_list()], &roots)?;
+    // Cargo's opt-level for the crate; outside a build script the Rust's is not known.
+    let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
+    for (module, bound) in prepared.plan.modules.iter_mut().zip(bounds) {
+        module.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), optimised);
+    }
+    Ok(())
 }
 
 /// Calls to CMSIS-NN code for core extensions the compiled core lacks

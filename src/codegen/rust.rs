@@ -55,8 +55,12 @@ pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Prov
         items.operator_wrapper(),
         if mlf_rt { mlf_rt_impl(module) } else { TokenStream::new() },
     ];
+    let stack_note = match (&module.stack.bytes, &module.stack.unknown) {
+        (None, Some(why)) => format!("\nIts stack bound is unknown, so there is no `STACK_BYTES`: {}.", ident::rust_doc(why)),
+        _ => String::new(),
+    };
     let wrapper = doc(&format!(
-        "The items of module `{}`, re-exported below; unused ones are allowed here, since an included file cannot allow them itself.",
+        "The items of module `{}`, re-exported below; unused ones are allowed here, since an included file cannot allow them itself.{stack_note}",
         module.name
     ));
     let file = quote! {
@@ -252,6 +256,21 @@ impl Items<'_> {
             /// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.
             pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;
         });
+        // Only when known: a module whose bound is unknown says why in its own docs.
+        if let Some(bytes) = m.stack.bytes {
+            let stack_doc = doc(&format!(
+                "Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`]: the deepest call path,\n\
+                 each C function's frame as the compiler reported it (`-fstack-usage`), the calls read from the\n\
+                 compiled objects, and named allowances for the Rust wrapper and C library functions; interrupts\n\
+                 not included (README.md, \"How deep is its stack?\"). Deepest path:\n{}.",
+                ident::rust_doc(&m.stack.path_text())
+            ));
+            let bytes = int(bytes);
+            items.extend(quote! {
+                #stack_doc
+                pub const STACK_BYTES: usize = #bytes;
+            });
+        }
         items
     }
 
@@ -314,7 +333,9 @@ impl Items<'_> {
         // tensor's size; the support library serializes runs, reads its own
         // counter and stores a function pointer it calls with a valid buffer.
         quote! {
-            /// Runs the model: reads `inputs`, writes `outputs`. Uses only static memory.
+            /// Runs the model: reads `inputs`, writes `outputs`. Uses only static memory. Never inlined, so its
+            /// frame is below the caller's and counted in `STACK_BYTES`.
+            #[inline(never)]
             pub fn run(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), Error> {
                 invoke(
                     [#(inputs.#in_idents.as_ptr() as *mut core::ffi::c_void),*],
@@ -323,7 +344,8 @@ impl Items<'_> {
             }
 
             /// Runs the model on raw byte buffers, in `INPUTS`/`OUTPUTS` order; each must have the
-            /// tensor's size and its element type's alignment.
+            /// tensor's size and its element type's alignment. Never inlined, as [`run`].
+            #[inline(never)]
             pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
                 if inputs.len() != INPUTS.len() {
                     return Err(Error::InputCount(inputs.len()));
@@ -430,11 +452,12 @@ impl Items<'_> {
         }
         let wrapper = RustIdent::snake(function).avoiding(MODULE_FUNCTIONS);
         let docs = doc(&format!(
-            "Calls operator `{function}` on typed buffers, arguments in its order ({}):\noutputs are `&mut`. Sizes and types come from the metadata's memory map.",
+            "Calls operator `{function}` on typed buffers, arguments in its order ({}):\noutputs are `&mut`. Sizes and types come from the metadata's memory map. Never inlined, as [`run`].",
             names.join(", ")
         ));
         quote! {
             #docs
+            #[inline(never)]
             pub fn #wrapper(#(#params),*) -> Result<(), Error> {
                 invoke(
                     [#(#in_idents.as_ptr() as *mut core::ffi::c_void),*],

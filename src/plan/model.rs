@@ -36,6 +36,8 @@ pub(crate) struct ModulePlan {
     /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none but
     /// need some on the core built for: set by the Builder once the core is known.
     pub kernel_scratch_bytes: u64,
+    /// The worst-case stack of one run: set by the Builder once the C is compiled.
+    pub stack: StackBound,
 }
 
 /// How the generated code is called, decided from the files (not the version).
@@ -148,6 +150,46 @@ impl ModulePlan {
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
         }
+    }
+}
+
+/// The worst-case stack of one run of a module, from the compiled objects
+/// (README.md, "How deep is its stack?"), or why it is unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StackBound {
+    /// The bound in bytes: `STACK_BYTES` of the generated module; `None` when unknown.
+    pub bytes: Option<u64>,
+    /// Why there is no bound, when there is none.
+    pub unknown: Option<String>,
+    /// The deepest path, outermost first: each function (or allowance) and its frame.
+    pub path: Vec<StackFrame>,
+}
+
+/// One step of a [`StackBound`]'s deepest path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StackFrame {
+    /// The function, or what an allowance stands for.
+    pub function: String,
+    /// Its frame in bytes.
+    pub bytes: u64,
+}
+
+impl StackBound {
+    /// No bound, for `why`.
+    pub(crate) fn unknown(why: impl Into<String>) -> StackBound {
+        StackBound { bytes: None, unknown: Some(why.into()), path: Vec::new() }
+    }
+
+    /// The bound of a module whose C is not compiled (planning alone, `inspect` without `--target`).
+    pub(crate) fn not_compiled() -> StackBound {
+        StackBound::unknown("not compiled: the bound is read from the compiled objects (a build, or inspect --target)")
+    }
+
+    /// The path as text: `f (16) → g (8)`.
+    pub fn path_text(&self) -> String {
+        self.path.iter().map(|step| format!("{} ({})", step.function, step.bytes)).collect::<Vec<_>>().join(" → ")
     }
 }
 

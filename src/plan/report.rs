@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, Tensor};
+use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
 
 /// The `schema` value of every JSON document mlf-build writes about a module;
@@ -55,6 +55,8 @@ pub struct ModuleReport {
     pub alignment: u64,
     /// Facts mlf-build worked out rather than read from the archive.
     pub inferred: Vec<String>,
+    /// The worst-case stack of one run (`STACK_BYTES`), known once the C is compiled.
+    pub stack: StackBound,
 }
 
 /// What `mlf-build inspect` reports on one archive.
@@ -140,6 +142,7 @@ impl ModuleReport {
             memory,
             alignment: module.alignment,
             inferred,
+            stack: module.stack.clone(),
         }
     }
 
@@ -173,6 +176,9 @@ impl ModuleReport {
                 "ram": m.ram(),
             },
             "inferred": self.inferred,
+            "stack_bytes": self.stack.bytes,
+            "stack_unknown": self.stack.unknown,
+            "stack_path": self.stack.path.iter().map(|step| json!({ "function": step.function, "bytes": step.bytes })).collect::<Vec<_>>(),
         })
     }
 
@@ -209,6 +215,10 @@ impl ModuleReport {
         ];
         for (label, bytes) in rows {
             text += &format!("    {label:<36} {bytes:>10}\n");
+        }
+        match (self.stack.bytes, &self.stack.unknown) {
+            (Some(bytes), _) => text += &format!("  stack: {bytes} bytes at most; deepest: {}\n", self.stack.path_text()),
+            (None, why) => text += &format!("  stack: unknown ({})\n", why.as_deref().unwrap_or_default()),
         }
         for fact in &self.inferred {
             text += &format!("  inferred: {fact}\n");

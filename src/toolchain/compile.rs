@@ -15,6 +15,9 @@ fn largest_first(sources: &[PathBuf]) -> Vec<PathBuf> {
     sized.into_iter().map(|(_, path)| path.clone()).collect()
 }
 
+/// Flags every compile gets for the stack bound (`toolchain::stack`); part of the cache keys.
+pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections"];
+
 /// One static library to build.
 pub(crate) struct Library {
     /// `lib<name>.a`.
@@ -41,14 +44,15 @@ impl Library {
     /// Compiles the library from `base` (the user's `cc::Build`, if any).
     pub fn compile(&self, base: &cc::Build) -> Result<()> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
+        let mut cxx_objects = Vec::new();
         if !self.cxx_sources.is_empty() {
             // cc compiles one language per build: C++ goes in a sibling library.
             let mut cxx = self.configured(base);
             let sources = largest_first(&self.cxx_sources);
             cxx.cpp(true).files(&sources);
-            let objects = cxx.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
-            self.place_sections(&sources, &objects)?;
-            self.archive(base, &format!("{}_cxx", self.name), &objects)?;
+            cxx_objects = cxx.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
+            self.place_sections(&sources, &cxx_objects)?;
+            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects)?;
         }
         let mut build = self.configured(base);
         let sources = largest_first(&self.c_sources);
@@ -65,7 +69,18 @@ impl Library {
                 objects.push(placed);
             }
         }
-        self.archive(base, &self.name, &objects)
+        self.archive(base, &self.name, &objects)?;
+        // For the stack bound, which a cached build reads again.
+        let mut list: Vec<String> = cxx_objects.iter().chain(&objects).map(|path| path.display().to_string()).collect();
+        list.push(String::new());
+        let path = self.object_list();
+        std::fs::write(&path, list.join("\n")).map_err(|e| Error::io("write", &path, e))
+    }
+
+    /// `lib<name>.objects`: the path of every object in the library, one per
+    /// line (`-fstack-usage` writes each one's `.su` file beside it).
+    pub fn object_list(&self) -> PathBuf {
+        self.out_dir.join(format!("lib{}.objects", self.name))
     }
 
     /// Renames the sections of the model's objects (`objects[i]` compiled from
@@ -150,10 +165,17 @@ impl Library {
             .cargo_output(self.directives.print)
             .warnings(self.show_warnings)
             .extra_warnings(false);
+        // From the compiler's family (known to `cc` already), not from a probe compile.
+        let msvc = build.try_get_compiler().is_ok_and(|tool| tool.is_like_msvc());
         if !self.show_warnings {
-            // From the compiler's family (known to `cc` already), not from a probe compile.
-            let msvc = build.try_get_compiler().is_ok_and(|tool| tool.is_like_msvc());
             build.flag(if msvc { "/w" } else { "-w" });
+        }
+        if !msvc {
+            // Each function's frame in a `.su` file and each function in a section of
+            // its own (cc's default too), for the stack bound; the code is unchanged.
+            for flag in STACK_FLAGS {
+                build.flag(flag);
+            }
         }
         for dir in &self.include_dirs {
             build.include(dir);

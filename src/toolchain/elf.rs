@@ -166,6 +166,90 @@ impl Header {
     }
 }
 
+/// `SHT_RELA` and `SHT_REL`: relocations with and without explicit addends.
+pub(crate) const SHT_RELA: u32 = 4;
+pub(crate) const SHT_REL: u32 = 9;
+/// `STT_FUNC` and `STT_SECTION`: a symbol's type.
+pub(crate) const STT_FUNC: u8 = 2;
+pub(crate) const STT_SECTION: u8 = 3;
+
+/// A symbol table entry with everything a call graph needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FullSymbol {
+    pub name: u32,
+    pub value: u64,
+    /// `STT_*`.
+    pub kind: u8,
+    pub binding: u8,
+    pub section: u16,
+}
+
+/// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Relocation {
+    pub offset: u64,
+    pub symbol: u32,
+    pub kind: u32,
+    pub addend: i64,
+}
+
+impl Header {
+    /// `e_shstrndx`: the section holding section names, read from the header bytes.
+    pub fn section_names_index(&self, bytes: &[u8]) -> Option<u64> {
+        self.read(bytes, if self.is_64 { 0x3e } else { 0x32 }, 2)
+    }
+
+    /// `sh_name` and `sh_info` of section `index` (a relocation section's target is its `sh_info`).
+    pub fn section_name_and_info(&self, table: &[u8], index: u64) -> Option<(u32, u32)> {
+        let at = usize::try_from(index.checked_mul(self.section_entry)?).ok()?;
+        let info = if self.is_64 { 44 } else { 28 };
+        let name = u32::try_from(self.read(table, at, 4)?).ok()?;
+        Some((name, u32::try_from(self.read(table, at.checked_add(info)?, 4)?).ok()?))
+    }
+
+    /// The symbols of a symbol table section's bytes with their values and types.
+    pub fn full_symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = FullSymbol> + 'a {
+        let entry = if self.is_64 { 24 } else { 16 };
+        let (value, info, section) = if self.is_64 { (8, 4, 6) } else { (4, 12, 14) };
+        table.chunks_exact(entry).filter_map(move |bytes| {
+            Some(FullSymbol {
+                name: u32::try_from(self.read(bytes, 0, 4)?).ok()?,
+                value: self.read(bytes, value, self.word())?,
+                kind: bytes[info] & 0xf,
+                binding: bytes[info] >> 4,
+                section: u16::try_from(self.read(bytes, section, 2)?).ok()?,
+            })
+        })
+    }
+
+    /// The relocations of a `SHT_REL` (`explicit_addend` false) or `SHT_RELA` section's bytes.
+    pub fn relocations<'a>(&'a self, table: &'a [u8], explicit_addend: bool) -> impl Iterator<Item = Relocation> + 'a {
+        let word = self.word();
+        let entry = if explicit_addend { 3 * word } else { 2 * word };
+        table.chunks_exact(entry).filter_map(move |bytes| {
+            let info = self.read(bytes, word, word)?;
+            let (symbol, kind) = if self.is_64 { (info >> 32, info & 0xffff_ffff) } else { (info >> 8, info & 0xff) };
+            let addend = if explicit_addend {
+                let raw = self.read(bytes, 2 * word, word)?;
+                // Sign-extend a 32-bit addend.
+                if self.is_64 {
+                    raw as i64
+                } else {
+                    i64::from(raw as u32 as i32)
+                }
+            } else {
+                0
+            };
+            Some(Relocation {
+                offset: self.read(bytes, 0, word)?,
+                symbol: u32::try_from(symbol).ok()?,
+                kind: u32::try_from(kind).ok()?,
+                addend,
+            })
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub(crate) mod compile;
 pub(crate) mod elf;
 pub(crate) mod measure;
 pub(crate) mod sections;
+pub(crate) mod stack;
 pub(crate) mod static_lib;
 pub(crate) mod target;
 

@@ -361,6 +361,11 @@ impl Firmware<'_> {
     /// Builds `case.archive` (a tar or a directory) into the firmware with
     /// `inputs` and runs it under QEMU; returns the bytes of each `output<i>:` line.
     pub fn run(&self, case: &Case, module: Option<&str>, inputs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
+        self.run_measured(case, module, inputs).map(|run| run.outputs)
+    }
+
+    /// [`Firmware::run`], with the stack the run took and the module's bound.
+    pub fn run_measured(&self, case: &Case, module: Option<&str>, inputs: &[PathBuf]) -> Result<FirmwareRun, String> {
         let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
         let mut command = cargo(self.target_dir);
         // Appended to the rustflags of .cargo/config.toml's `cfg` table for the
@@ -403,8 +408,27 @@ impl Firmware<'_> {
             let hex = line.strip_prefix(&format!("output{index}: ")).ok_or_else(|| format!("unexpected line `{line}`"))?;
             outputs.push(decode_hex(hex).ok_or_else(|| format!("output{index} is not hex"))?);
         }
-        Ok(outputs)
+        let line = stdout.lines().find_map(|line| line.strip_prefix("stack: ")).ok_or("the firmware printed no `stack:` line")?;
+        let (measured, bound) = line.split_once(" bound ").ok_or_else(|| format!("unexpected line `stack: {line}`"))?;
+        let measured = measured.parse().map_err(|_| format!("unexpected line `stack: {line}`"))?;
+        let bound = bound.parse().map_err(|_| bound.to_string());
+        Ok(FirmwareRun { outputs, stack: Stack { measured, bound } })
     }
+}
+
+/// What one firmware run gave.
+pub struct FirmwareRun {
+    /// The bytes of each `output<i>:` line.
+    pub outputs: Vec<Vec<u8>>,
+    pub stack: Stack,
+}
+
+/// The stack a firmware run took (measured by painting) and the module's `STACK_BYTES`.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    pub measured: u64,
+    /// The bound, or `unknown (<why>)`.
+    pub bound: Result<u64, String>,
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
@@ -416,7 +440,7 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
 }
 
 /// What a host build and run of an archive gave: the outputs, and the build's stderr.
-pub struct Run {
+pub struct HostRun {
     pub outputs: Vec<Vec<u8>>,
     pub build_stderr: String,
 }
@@ -432,7 +456,7 @@ pub fn run_on_host<V: AsRef<std::ffi::OsStr>>(
     env: &[(&str, V)],
     inputs: &[PathBuf],
     outputs: usize,
-) -> Result<Run, String> {
+) -> Result<HostRun, String> {
     let _guard = HOST_RUNNER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let build = cargo(target_dir)
         .args(["build", "--release", "-p", "host-runner"])
@@ -452,5 +476,5 @@ pub fn run_on_host<V: AsRef<std::ffi::OsStr>>(
         return Err(format!("host-runner failed: {}", String::from_utf8_lossy(&run.stderr)));
     }
     let outputs = (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect();
-    Ok(Run { outputs, build_stderr })
+    Ok(HostRun { outputs, build_stderr })
 }

@@ -109,13 +109,79 @@ fn run<M: Model>(out: &mut Console) -> Result<(), mlf_rt::Error> {
         *output = &mut buffer[..info.bytes];
         rest = tail;
     }
-    M::run_raw(inputs, outputs)?;
+    let top = stack::pointer();
+    stack::paint(top);
+    let result = M::run_raw(inputs, outputs);
+    let used = stack::used(top);
+    let _ = match STACK_BOUND {
+        Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
+        Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
+    };
+    result?;
     for (index, output) in outputs.iter().enumerate() {
         let _ = write!(out, "output{index}: ");
         write_hex(out, output);
         let _ = writeln!(out);
     }
     Ok(())
+}
+
+/// The stack a run takes: the RAM between the end of the statics and the
+/// stack pointer is painted with a pattern before the run; after it, the
+/// lowest word no longer holding the pattern is as deep as the run went.
+/// Interrupts are off, so only the run writes there.
+mod stack {
+    const PATTERN: u32 = 0x5afe_c0de;
+
+    extern "C" {
+        /// The end of the statics (cortex-m-rt and riscv-rt both define it; the heap is empty).
+        static __sheap: u32;
+    }
+
+    /// The stack pointer, read in the calling function (always inlined).
+    #[inline(always)]
+    pub fn pointer() -> usize {
+        let sp: usize;
+        // SAFETY: reads a register.
+        #[cfg(target_arch = "arm")]
+        unsafe {
+            core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        #[cfg(target_arch = "riscv32")]
+        unsafe {
+            core::arch::asm!("mv {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+
+    fn bottom() -> usize {
+        // Only the symbol's address is taken.
+        core::ptr::addr_of!(__sheap) as usize
+    }
+
+    /// Paints the free stack below this function's own frame.
+    #[inline(never)]
+    pub fn paint(top: usize) {
+        // A margin below this function's stack pointer, which it does not go below.
+        let end = pointer().min(top) - 64;
+        let mut at = bottom();
+        while at < end {
+            // SAFETY: between the statics and the stack in use: RAM nothing else holds.
+            unsafe { core::ptr::write_volatile(at as *mut u32, PATTERN) };
+            at += 4;
+        }
+    }
+
+    /// Bytes below `top` the run wrote to.
+    #[inline(never)]
+    pub fn used(top: usize) -> usize {
+        let mut at = bottom();
+        // SAFETY: as in `paint`; the words are read only.
+        while at < top && unsafe { core::ptr::read_volatile(at as *const u32) } == PATTERN {
+            at += 4;
+        }
+        top - at
+    }
 }
 
 /// Hex in chunks: one semihosting call per 64 bytes rather than per byte.

@@ -47,6 +47,12 @@ mod generated {
     pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES;
     /// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.
     pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;
+    /// Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`]: the deepest call path,
+    /// each C function's frame as the compiler reported it (`-fstack-usage`), the calls read from the
+    /// compiled objects, and named allowances for the Rust wrapper and C library functions; interrupts
+    /// not included (README.md, "How deep is its stack?"). Deepest path:
+    /// Rust run/run_raw (optimised allowance) (96) → mlf_default_invoke (24) → mlf_support_call (120) → entry (16) → tvmgen_default_run (0) → tvmgen_default___tvm_main__ (64) → tvmgen_default_fused_nn_conv2d_expand_dims_add_fixed_point_multiply_add_clip (72) → memset (C library allowance) (32).
+    pub const STACK_BYTES: usize = 424;
     /// Type, size and shape of each input of the model.
     pub mod inputs {
         /// Input 0, `input_1`: metadata.json memory.functions.main.inputs.input_1.
@@ -302,7 +308,9 @@ mod generated {
             }
         }
     }
-    /// Runs the model: reads `inputs`, writes `outputs`. Uses only static memory.
+    /// Runs the model: reads `inputs`, writes `outputs`. Uses only static memory. Never inlined, so its
+    /// frame is below the caller's and counted in `STACK_BYTES`.
+    #[inline(never)]
     pub fn run(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), Error> {
         invoke(
             [inputs.input_1.as_ptr() as *mut core::ffi::c_void],
@@ -310,7 +318,8 @@ mod generated {
         )
     }
     /// Runs the model on raw byte buffers, in `INPUTS`/`OUTPUTS` order; each must have the
-    /// tensor's size and its element type's alignment.
+    /// tensor's size and its element type's alignment. Never inlined, as [`run`].
+    #[inline(never)]
     pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
         if inputs.len() != INPUTS.len() {
             return Err(Error::InputCount(inputs.len()));

@@ -1,0 +1,793 @@
+//! The stack bound of a module's run: each function's frame from the
+//! compiler's `-fstack-usage` file, who calls whom from the objects'
+//! relocations, and the deepest path from the glue's entry point. Pure: the
+//! caller hands in the objects' bytes and the `.su` texts (`analyse` below is
+//! the thin shell that reads them).
+//!
+//! Sound for code that calls functions directly, as TVM's generated C and
+//! CMSIS-NN do. A call through a pointer has no relocation, so pointers are
+//! followed from where their value comes from: a function that reads a table
+//! of function addresses (a graph's call list, a `tvm_model_t`) is taken to
+//! call every function in it; a function whose code takes another's address
+//! must pass it to one of mlf-build's own callback runners
+//! ([`CALLBACK_RUNNERS`]), which then call it in their frame; any other taken
+//! address makes the bound unknown. So does recursion, a frame the compiler
+//! calls `dynamic`, a function without a frame (no `.su` line) and a call
+//! into code no object defines unless [`library_allowance`] names it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::plan::model::{StackBound, StackFrame};
+use crate::toolchain::elf::{self, Header};
+
+/// `e_machine` values the relocation types are known for.
+const EM_ARM: u16 = 40;
+const EM_X86_64: u16 = 62;
+const EM_AARCH64: u16 = 183;
+const EM_RISCV: u16 = 243;
+
+/// mlf-build's support functions that call a function pointer their caller
+/// passes, in their own frame: `mlf_support_call` runs the glue's entry under
+/// the abort guard; `TVMBackendParallelLaunch` runs generated code's lambda.
+const CALLBACK_RUNNERS: &[&str] = &["mlf_support_call", "TVMBackendParallelLaunch"];
+
+/// mlf-build's support functions that call the application's code through a
+/// pointer the application set: their stack is not the model's to know.
+const APPLICATION_CALLS: &[(&str, &str)] =
+    &[("TVMLogf", "the application's log hook"), ("mlf_support_emit_log", "the application's log hook")];
+
+/// C library functions that copy, fill, scan or save registers: a few saved registers, no calls.
+const MEMORY_FUNCTIONS: &[&str] =
+    &["memcpy", "memmove", "memset", "memcmp", "strlen", "setjmp", "longjmp", "_setjmp", "_longjmp", "__errno", "__stack_chk_fail"];
+/// C maths library functions (single and double precision); each may call
+/// the library's error helpers and, without an FPU, soft-float helpers.
+const MATHS_FUNCTIONS: &[&str] = &[
+    "expf",
+    "exp",
+    "exp2f",
+    "expm1f",
+    "logf",
+    "log",
+    "log2f",
+    "log10f",
+    "log1pf",
+    "powf",
+    "pow",
+    "sqrtf",
+    "sqrt",
+    "tanhf",
+    "tanh",
+    "erff",
+    "erf",
+    "sinf",
+    "sin",
+    "cosf",
+    "cos",
+    "atanf",
+    "atan2f",
+    "fabsf",
+    "fabs",
+    "floorf",
+    "floor",
+    "ceilf",
+    "ceil",
+    "roundf",
+    "round",
+    "truncf",
+    "trunc",
+    "rintf",
+    "nearbyintf",
+    "lroundf",
+    "fmaxf",
+    "fmax",
+    "fminf",
+    "fmin",
+    "fmodf",
+    "fmod",
+];
+
+/// The stack a call into a function no compiled object defines is allowed,
+/// with what it is, when mlf-build names it: C library memory functions and
+/// `setjmp`/`longjmp` 32 bytes, compiler runtime helpers (`__aeabi_*`,
+/// libgcc's `__divdi3`, `__mulsf3`, `__fixsfsi`, ...) 128 bytes, C maths
+/// library functions 256 bytes. README.md ("How deep is its stack?") says
+/// what these rest on.
+pub(crate) fn library_allowance(name: &str) -> Option<(u64, &'static str)> {
+    let libgcc = name.strip_prefix("__").is_some_and(|rest| {
+        rest.starts_with("aeabi_")
+            || rest.starts_with("gnu_thumb1_case_")
+            || rest.starts_with("fix")
+            || rest.starts_with("float")
+            || (rest.ends_with(['2', '3']) && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+    });
+    if MEMORY_FUNCTIONS.contains(&name) || name.starts_with("__aeabi_mem") {
+        Some((32, "C library"))
+    } else if libgcc {
+        Some((128, "compiler runtime"))
+    } else if MATHS_FUNCTIONS.contains(&name) {
+        Some((256, "C maths library"))
+    } else {
+        None
+    }
+}
+
+/// One function's frame as its `.su` line states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    Bytes(u64),
+    /// `dynamic` without `bounded`: it grows with its arguments (alloca, VLAs).
+    Dynamic,
+    /// No `.su` line: compiled without `-fstack-usage`, or written in assembly.
+    Missing,
+}
+
+/// The frames of a `.su` file by function name (`file:line:col:name<TAB>bytes<TAB>qualifiers`).
+/// gcc names a clone without its number (`f.constprop` for `f.constprop.0`),
+/// so a repeated name keeps its largest frame, and any `dynamic` one wins.
+fn parse_stack_usage(text: &str) -> BTreeMap<String, Frame> {
+    let mut frames = BTreeMap::new();
+    for line in text.lines() {
+        let mut fields = line.split('\t');
+        let (Some(location), Some(bytes), Some(qualifiers)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let name = location.rsplit(':').next().unwrap_or_default().trim();
+        let frame = match bytes.trim().parse::<u64>() {
+            Ok(_) if qualifiers.trim() == "dynamic" => Frame::Dynamic,
+            Ok(bytes) => Frame::Bytes(bytes),
+            Err(_) => Frame::Missing,
+        };
+        let entry = frames.entry(name.to_string()).or_insert(frame);
+        *entry = match (*entry, frame) {
+            (Frame::Bytes(a), Frame::Bytes(b)) => Frame::Bytes(a.max(b)),
+            (Frame::Dynamic, _) | (_, Frame::Dynamic) => Frame::Dynamic,
+            (Frame::Missing, other) | (other, Frame::Missing) => other,
+        };
+    }
+    frames
+}
+
+/// A symbol name without gcc's clone numbers (`f.constprop.0` → `f.constprop`), as `.su` files name it.
+fn su_name(symbol: &str) -> String {
+    symbol.split('.').filter(|part| part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit())).collect::<Vec<_>>().join(".")
+}
+
+/// What a relocation does with its symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// A call, tail call or branch.
+    Call,
+    /// Takes the symbol's address (a pointer, a table entry, a literal).
+    Reference,
+    /// Label arithmetic, relaxation hints, unwind tables.
+    Ignore,
+}
+
+/// What relocation `kind` at `offset` of `code` (the section's bytes) does, on `machine`.
+fn classify(machine: u16, kind: u32, code: &[u8], offset: u64) -> Use {
+    match machine {
+        // PC24, THM_CALL, CALL, JUMP24, THM_JUMP24, THM_JUMP19, THM_JUMP11, THM_JUMP8; NONE, V4BX, PREL31.
+        EM_ARM => match kind {
+            1 | 10 | 28 | 29 | 30 | 51 | 102 | 103 => Use::Call,
+            0 | 40 | 42 => Use::Ignore,
+            _ => Use::Reference,
+        },
+        // BRANCH, JAL, CALL, CALL_PLT, RVC_BRANCH, RVC_JUMP; NONE, PCREL_LO12_I/S (point at
+        // their auipc), ADD/SUB (label differences), ALIGN, RELAX, SUB6, SET6/8/16/32.
+        EM_RISCV => match kind {
+            16..=19 | 44 | 45 => Use::Call,
+            0 | 24 | 25 | 33..=40 | 43 | 51..=56 => Use::Ignore,
+            _ => Use::Reference,
+        },
+        // PLT32 calls; PC32 calls when the instruction is call/jmp/jcc rel32, else takes an address.
+        EM_X86_64 => match kind {
+            4 => Use::Call,
+            0 => Use::Ignore,
+            2 => {
+                let at = usize::try_from(offset).unwrap_or(usize::MAX);
+                let before = |back: usize| at.checked_sub(back).and_then(|i| code.get(i)).copied();
+                let jcc = before(2) == Some(0x0f) && before(1).is_some_and(|b| b & 0xf0 == 0x80);
+                if matches!(before(1), Some(0xe8 | 0xe9)) || jcc {
+                    Use::Call
+                } else {
+                    Use::Reference
+                }
+            }
+            _ => Use::Reference,
+        },
+        // TSTBR14, CONDBR19, JUMP26, CALL26.
+        EM_AARCH64 => match kind {
+            279 | 280 | 282 | 283 => Use::Call,
+            0 => Use::Ignore,
+            _ => Use::Reference,
+        },
+        _ => Use::Ignore,
+    }
+}
+
+/// What a relocation points at.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    Function(usize),
+    Data(usize),
+    /// A symbol this object does not define: another object's, or the C library's.
+    Global(String),
+}
+
+#[derive(Debug)]
+struct Function {
+    name: String,
+    frame: Frame,
+    calls: BTreeSet<Target>,
+    /// Addresses its code takes.
+    references: BTreeSet<Target>,
+}
+
+/// The functions and data of every object read so far.
+#[derive(Debug, Default)]
+pub(crate) struct Program {
+    functions: Vec<Function>,
+    /// What each data section (a table, a descriptor) points at.
+    data: Vec<BTreeSet<Target>>,
+    global_functions: HashMap<String, usize>,
+    global_data: HashMap<String, usize>,
+    /// Why an object could not be read, the first time.
+    unreadable: Option<String>,
+}
+
+/// Sections whose relocations say nothing about calls: unwind and exception tables.
+fn is_unwind_section(name: &str) -> bool {
+    name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
+}
+
+/// The NUL-terminated string at `offset` of `table`.
+fn c_string(table: &[u8], offset: u32) -> Option<&str> {
+    let rest = table.get(usize::try_from(offset).ok()?..)?;
+    std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0)?]).ok()
+}
+
+impl Program {
+    /// Adds object `label` (its bytes) with the text of its `.su` file, if any;
+    /// an object that cannot be read makes every bound unknown.
+    pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) {
+        if self.add(bytes, stack_usage).is_none() && self.unreadable.is_none() {
+            self.unreadable = Some(format!("`{label}` is not an ELF object of a machine the bound reads (Arm, RISC-V, x86-64, AArch64)"));
+        }
+    }
+
+    fn add(&mut self, bytes: &[u8], stack_usage: Option<&str>) -> Option<()> {
+        let header = Header::parse(bytes)?;
+        if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
+            return None;
+        }
+        let slice = |offset: u64, len: u64| bytes.get(usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(len)?).ok()?);
+        let first = slice(header.section_table, header.section_table_len(1)?)?;
+        let count = header.section_count_in(first)?;
+        let table = slice(header.section_table, header.section_table_len(count)?)?;
+        let sections: Vec<elf::Section> = (0..count).map(|i| header.section(table, i)).collect::<Option<_>>()?;
+        let names_section = sections.get(usize::try_from(header.section_names_index(bytes)?).ok()?)?;
+        let section_names = slice(names_section.offset, names_section.size)?;
+        let name_and_info: Vec<(&str, u32)> = (0..count)
+            .map(|i| {
+                let (name, info) = header.section_name_and_info(table, i)?;
+                Some((c_string(section_names, name)?, info))
+            })
+            .collect::<Option<_>>()?;
+        let symtab = sections.iter().find(|s| s.kind == elf::SHT_SYMTAB)?;
+        let strtab = sections.get(usize::try_from(symtab.link).ok()?)?;
+        let symbol_names = slice(strtab.offset, strtab.size)?;
+        let symbols: Vec<elf::FullSymbol> = header.full_symbols(slice(symtab.offset, symtab.size)?).collect();
+        let symbol_name = |symbol: &elf::FullSymbol| c_string(symbol_names, symbol.name);
+        let executable = |index: usize| sections.get(index).is_some_and(|s| s.flags & elf::SHF_EXECINSTR != 0);
+        let is_data = |index: usize| {
+            sections.get(index).is_some_and(|s| s.flags & elf::SHF_ALLOC != 0 && s.flags & elf::SHF_EXECINSTR == 0)
+                && !is_unwind_section(name_and_info[index].0)
+        };
+        let frames = parse_stack_usage(stack_usage.unwrap_or_default());
+
+        // A node per function; a cold part (`f.cold`) belongs to `f`, whose frame it runs in.
+        let mut function_of_symbol: HashMap<usize, usize> = HashMap::new();
+        let mut owners: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+        let mut cold_parts = Vec::new();
+        for (index, symbol) in symbols.iter().enumerate() {
+            if symbol.kind != elf::STT_FUNC || symbol.section == 0 || !executable(usize::from(symbol.section)) {
+                continue;
+            }
+            let name = symbol_name(symbol)?;
+            if let Some((parent, _)) = name.split_once(".cold") {
+                cold_parts.push((index, parent.to_string()));
+                continue;
+            }
+            let node = self.functions.len();
+            self.functions.push(Function {
+                name: name.to_string(),
+                frame: frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing),
+                calls: BTreeSet::new(),
+                references: BTreeSet::new(),
+            });
+            if symbol.binding != 0 {
+                self.global_functions.entry(name.to_string()).or_insert(node);
+            }
+            function_of_symbol.insert(index, node);
+            owners.entry(usize::from(symbol.section)).or_default().insert(node);
+        }
+        for (index, parent) in cold_parts {
+            let node = function_of_symbol.iter().find(|(_, &node)| self.functions[node].name == parent).map(|(_, &node)| node);
+            if let Some(node) = node {
+                function_of_symbol.insert(index, node);
+                owners.entry(usize::from(symbols[index].section)).or_default().insert(node);
+            }
+        }
+        let mut data_of_section: HashMap<usize, usize> = HashMap::new();
+        let mut data_node = |program: &mut Program, section: usize| {
+            *data_of_section.entry(section).or_insert_with(|| {
+                program.data.push(BTreeSet::new());
+                program.data.len() - 1
+            })
+        };
+        for symbol in &symbols {
+            let section = usize::from(symbol.section);
+            if symbol.binding != 0 && symbol.kind != elf::STT_FUNC && section != 0 && is_data(section) {
+                let node = data_node(self, section);
+                self.global_data.entry(symbol_name(symbol)?.to_string()).or_insert(node);
+            }
+        }
+
+        for (relocations, section) in sections.iter().zip(&name_and_info) {
+            let explicit_addend = match relocations.kind {
+                elf::SHT_RELA => true,
+                elf::SHT_REL => false,
+                _ => continue,
+            };
+            let applies_to = usize::try_from(section.1).ok()?;
+            let in_code = executable(applies_to);
+            if !in_code && !is_data(applies_to) {
+                continue;
+            }
+            let target_section = sections.get(applies_to)?;
+            let code =
+                if in_code && target_section.kind != elf::SHT_NOBITS { slice(target_section.offset, target_section.size)? } else { &[] };
+            for relocation in header.relocations(slice(relocations.offset, relocations.size)?, explicit_addend) {
+                let usage = classify(header.machine, relocation.kind, code, relocation.offset);
+                if usage == Use::Ignore || relocation.symbol == 0 {
+                    continue;
+                }
+                let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
+                let section = usize::from(symbol.section);
+                // Whether the target is a label or section rather than a function's own symbol.
+                let mut is_label = false;
+                let target = if section == 0 {
+                    Target::Global(symbol_name(symbol)?.to_string())
+                } else if let Some(&node) = function_of_symbol.get(&usize::try_from(relocation.symbol).ok()?) {
+                    // A jump into a function's own cold part.
+                    is_label = symbol_name(symbol)?.contains(".cold");
+                    Target::Function(node)
+                } else if executable(section) {
+                    is_label = true;
+                    // A section symbol points at a function only at that function's start:
+                    // x86-64 PC-relative addends are 4 short of it.
+                    let adjust = if header.machine == EM_X86_64 && matches!(relocation.kind, 2 | 4) { 4 } else { 0 };
+                    let offset = relocation.addend.checked_add(adjust)?;
+                    let starts = symbols.iter().enumerate().find(|(index, s)| {
+                        usize::from(s.section) == section
+                            && function_of_symbol.contains_key(index)
+                            && i64::try_from(s.value & !1).ok() == Some(offset)
+                    });
+                    match (symbol.kind == elf::STT_SECTION, starts, owners.get(&section)) {
+                        (true, Some((index, _)), _) if usage == Use::Reference => Target::Function(function_of_symbol[&index]),
+                        // Any other reference into code is a label: a jump table entry or a literal.
+                        _ if usage == Use::Reference => continue,
+                        (_, _, Some(nodes)) if nodes.len() == 1 => Target::Function(*nodes.iter().next()?),
+                        // Code of several functions in one section: the call may be to any.
+                        (_, _, Some(nodes)) => {
+                            for &node in nodes {
+                                self.record(&owners, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
+                            }
+                            continue;
+                        }
+                        (_, _, None) => continue,
+                    }
+                } else if is_data(section) {
+                    Target::Data(data_node(self, section))
+                } else {
+                    continue;
+                };
+                self.record(&owners, applies_to, in_code, usage, target, is_label, &mut data_node);
+            }
+        }
+        Some(())
+    }
+
+    /// Records that section `section` (code or data) calls or references `target`.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        owners: &HashMap<usize, BTreeSet<usize>>,
+        section: usize,
+        in_code: bool,
+        usage: Use,
+        target: Target,
+        is_label: bool,
+        data_node: &mut impl FnMut(&mut Program, usize) -> usize,
+    ) {
+        if in_code {
+            for &owner in owners.get(&section).into_iter().flatten() {
+                // A branch within the function (to a label, its cold part) is no call.
+                if is_label && target == Target::Function(owner) {
+                    continue;
+                }
+                let function = &mut self.functions[owner];
+                match usage {
+                    Use::Call => function.calls.insert(target.clone()),
+                    _ => function.references.insert(target.clone()),
+                };
+            }
+        } else {
+            let node = data_node(self, section);
+            self.data[node].insert(target);
+        }
+    }
+
+    /// The deepest stack a call of global function `root` takes, or why it is unknown.
+    pub fn bound(&self, root: &str) -> StackBound {
+        if let Some(why) = &self.unreadable {
+            return StackBound::unknown(why.clone());
+        }
+        let Some(&node) = self.global_functions.get(root) else {
+            return StackBound::unknown(format!("no compiled object defines `{root}`"));
+        };
+        let mut walk = Walk { program: self, memo: HashMap::new(), active: Vec::new() };
+        match walk.depth(node) {
+            Ok(deepest) => StackBound { bytes: Some(deepest.bytes), unknown: None, path: deepest.path },
+            Err(why) => StackBound::unknown(why),
+        }
+    }
+
+    /// The function or data a target names, across objects; `None` for a symbol no object defines.
+    fn resolve(&self, target: &Target) -> Option<Target> {
+        match target {
+            Target::Global(name) => match self.global_functions.get(name) {
+                Some(&node) => Some(Target::Function(node)),
+                None => self.global_data.get(name).map(|&node| Target::Data(node)),
+            },
+            other => Some(other.clone()),
+        }
+    }
+
+    /// The functions data node `start` points at, through any data it points at.
+    fn table_functions(&self, start: usize) -> BTreeSet<usize> {
+        let (mut seen, mut todo, mut functions) = (BTreeSet::from([start]), vec![start], BTreeSet::new());
+        while let Some(node) = todo.pop() {
+            for target in &self.data[node] {
+                match self.resolve(target) {
+                    Some(Target::Function(function)) => {
+                        functions.insert(function);
+                    }
+                    Some(Target::Data(data)) if seen.insert(data) => todo.push(data),
+                    _ => {}
+                }
+            }
+        }
+        functions
+    }
+}
+
+/// A depth below some function and the path that reaches it.
+#[derive(Debug, Clone)]
+struct Deepest {
+    bytes: u64,
+    path: Vec<StackFrame>,
+}
+
+/// One bound's depth-first walk: results per function, and the functions on the current path.
+struct Walk<'a> {
+    program: &'a Program,
+    memo: HashMap<usize, std::result::Result<Deepest, String>>,
+    active: Vec<usize>,
+}
+
+impl Walk<'_> {
+    fn depth(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+        if let Some(done) = self.memo.get(&node) {
+            return done.clone();
+        }
+        if let Some(at) = self.active.iter().position(|&n| n == node) {
+            let cycle: Vec<&str> = self.active[at..].iter().chain([&node]).map(|&n| self.program.functions[n].name.as_str()).collect();
+            return Err(format!("recursion: {}", cycle.join(" → ")));
+        }
+        self.active.push(node);
+        let result = self.depth_of(node);
+        self.active.pop();
+        self.memo.insert(node, result.clone());
+        result
+    }
+
+    fn depth_of(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+        let program = self.program;
+        let function = &program.functions[node];
+        let name = &function.name;
+        if let Some((_, what)) = APPLICATION_CALLS.iter().find(|(n, _)| n == name) {
+            return Err(format!("`{name}` calls {what}, whose stack is the application's"));
+        }
+        let frame = match function.frame {
+            Frame::Bytes(bytes) => bytes,
+            Frame::Dynamic => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
+            Frame::Missing => return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)")),
+        };
+        // Addresses the code takes, and the tables it reads (whose functions it may call).
+        let mut taken = BTreeSet::new();
+        let mut callees: BTreeSet<Target> = function.calls.iter().filter_map(|t| program.resolve(t).or(Some(t.clone()))).collect();
+        for target in &function.references {
+            match program.resolve(target) {
+                Some(Target::Function(f)) => {
+                    taken.insert(f);
+                }
+                Some(Target::Data(data)) => callees.extend(program.table_functions(data).into_iter().map(Target::Function)),
+                _ => {}
+            }
+        }
+        let runs_callbacks =
+            callees.iter().any(|t| matches!(t, Target::Function(f) if CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str())));
+        if let (Some(&first), false) = (taken.iter().next(), runs_callbacks) {
+            return Err(format!(
+                "`{name}` takes the address of `{}` and passes it to no function known to call it",
+                program.functions[first].name
+            ));
+        }
+        let mut deepest = Deepest { bytes: 0, path: Vec::new() };
+        for callee in &callees {
+            let below = match callee {
+                Target::Function(f) if runs_callbacks && CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str()) => {
+                    self.runner_depth(*f, &taken)?
+                }
+                Target::Function(f) => self.depth(*f)?,
+                Target::Global(external) => external_depth(external)?,
+                Target::Data(_) => continue,
+            };
+            if below.bytes > deepest.bytes || deepest.path.is_empty() {
+                deepest = below;
+            }
+        }
+        let bytes = frame.checked_add(deepest.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
+        let mut path = vec![StackFrame { function: name.clone(), bytes: frame }];
+        path.extend(deepest.path);
+        Ok(Deepest { bytes, path })
+    }
+
+    /// A callback runner called with `callbacks`: its frame, then the deepest of its own callees and the callbacks.
+    fn runner_depth(&mut self, runner: usize, callbacks: &BTreeSet<usize>) -> std::result::Result<Deepest, String> {
+        let own = self.depth(runner)?;
+        let frame = own.path.first().map_or(0, |step| step.bytes);
+        let mut deepest = own;
+        for &callback in callbacks {
+            let below = self.depth(callback)?;
+            let bytes = frame.checked_add(below.bytes).ok_or("the stack overflows 64 bits")?;
+            if bytes > deepest.bytes {
+                let mut path = vec![deepest.path[0].clone()];
+                path.extend(below.path);
+                deepest = Deepest { bytes, path };
+            }
+        }
+        Ok(deepest)
+    }
+}
+
+/// A call into a function no object defines: its allowance, or why the bound is unknown.
+fn external_depth(name: &str) -> std::result::Result<Deepest, String> {
+    match library_allowance(name) {
+        Some((bytes, what)) => Ok(Deepest { bytes, path: vec![StackFrame { function: format!("{name} ({what} allowance)"), bytes }] }),
+        None => Err(format!("`{name}` is defined by no compiled object and mlf-build has no allowance for it")),
+    }
+}
+
+/// The stack the generated Rust is allowed between the caller's stack pointer
+/// and the C entry point: the frame of `run` or `run_raw` (never inlined),
+/// with `invoke` inlined into it or called from it, holding a pointer per input
+/// and output. An allowance, not a reading of compiled code: the Rust is
+/// compiled after the build script runs. Unoptimised Rust keeps every value
+/// in the frame, so it is allowed more. `tests/corpus_qemu.rs` measures it
+/// with the rest on every core.
+const fn rust_wrapper_allowance(optimised: bool) -> (u64, u64) {
+    if optimised {
+        (RUST_WRAPPER_OPTIMISED, 16)
+    } else {
+        (RUST_WRAPPER_UNOPTIMISED, 64)
+    }
+}
+/// Base allowances (bytes) with and without optimisation.
+const RUST_WRAPPER_OPTIMISED: u64 = 64;
+const RUST_WRAPPER_UNOPTIMISED: u64 = 1024;
+
+/// `bound` (of the C entry point) with the generated Rust wrapper's
+/// allowance for a module of `tensors` inputs and outputs on top, its Rust
+/// `optimised` (opt-level above 0) or not.
+pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: bool) -> StackBound {
+    let Some(bytes) = bound.bytes else { return bound };
+    let (base, per_tensor) = rust_wrapper_allowance(optimised);
+    let allowance =
+        u64::try_from(tensors).ok().and_then(|tensors| tensors.checked_mul(per_tensor)).and_then(|extra| extra.checked_add(base));
+    let Some((allowance, total)) = allowance.and_then(|allowance| Some((allowance, allowance.checked_add(bytes)?))) else {
+        return StackBound::unknown("the bound overflows 64 bits");
+    };
+    let what = if optimised { "optimised" } else { "unoptimised" };
+    let mut path = vec![StackFrame { function: format!("Rust run/run_raw ({what} allowance)"), bytes: allowance }];
+    path.extend(bound.path);
+    StackBound { bytes: Some(total), unknown: None, path }
+}
+
+/// The bound of each root in `roots` over the objects the lists name (each a
+/// file of object paths, one per line, as [`crate::toolchain::compile::Library`]
+/// writes it), with their `.su` files beside them.
+pub(crate) fn analyse(object_lists: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
+    let mut program = Program::default();
+    for list in object_lists {
+        let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
+        for object in text.lines().filter(|line| !line.is_empty()).map(Path::new) {
+            let bytes = std::fs::read(object).map_err(|e| Error::io("read", object, e))?;
+            let stack_usage = std::fs::read_to_string(object.with_extension("su")).ok();
+            let label = object.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+            program.add_object(&label, &bytes, stack_usage.as_deref());
+        }
+    }
+    Ok(roots.iter().map(|root| program.bound(root)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program of `(name, frame, calls, addresses taken)`; names no function has are external.
+    fn program(functions: &[(&str, Frame, &[&str], &[&str])]) -> Program {
+        let mut program = Program::default();
+        for (name, frame, ..) in functions {
+            program.global_functions.insert(name.to_string(), program.functions.len());
+            program.functions.push(Function { name: name.to_string(), frame: *frame, calls: BTreeSet::new(), references: BTreeSet::new() });
+        }
+        for (node, (_, _, calls, taken)) in functions.iter().enumerate() {
+            program.functions[node].calls = calls.iter().map(|name| Target::Global(name.to_string())).collect();
+            program.functions[node].references = taken.iter().map(|name| Target::Global(name.to_string())).collect();
+        }
+        program
+    }
+
+    fn names(bound: &StackBound) -> Vec<&str> {
+        bound.path.iter().map(|step| step.function.as_str()).collect()
+    }
+
+    #[test]
+    fn reads_stack_usage_lines() {
+        let frames = parse_stack_usage(
+            "a.c:4:5:fn2\t184\tstatic\nb.c:1:38:helper.constprop\t56\tstatic\nb.c:9:38:helper.constprop\t72\tstatic\n\
+             c.c:2:5:vla\t32\tdynamic\nc.c:3:5:bounded\t48\tdynamic,bounded\nnot a line\n",
+        );
+        assert_eq!(frames["fn2"], Frame::Bytes(184));
+        assert_eq!(frames["helper.constprop"], Frame::Bytes(72), "a repeated clone name keeps the largest frame");
+        assert_eq!(frames["vla"], Frame::Dynamic);
+        assert_eq!(frames["bounded"], Frame::Bytes(48));
+        assert_eq!(frames.len(), 4);
+        assert_eq!(su_name("helper.constprop.0"), "helper.constprop");
+        assert_eq!(su_name("f.part.1.isra.0"), "f.part.isra");
+    }
+
+    #[test]
+    fn tells_x86_calls_from_address_loads() {
+        // call rel32, jmp rel32, jne rel32, then lea rax, [rip + rel32].
+        let code = [0xe8, 0, 0, 0, 0, 0xe9, 0, 0, 0, 0, 0x0f, 0x85, 0, 0, 0, 0, 0x48, 0x8d, 0x05, 0, 0, 0, 0];
+        assert_eq!(classify(EM_X86_64, 2, &code, 1), Use::Call);
+        assert_eq!(classify(EM_X86_64, 2, &code, 6), Use::Call);
+        assert_eq!(classify(EM_X86_64, 2, &code, 12), Use::Call);
+        assert_eq!(classify(EM_X86_64, 2, &code, 19), Use::Reference);
+        assert_eq!(classify(EM_ARM, 10, &[], 0), Use::Call);
+        assert_eq!(classify(EM_ARM, 2, &[], 0), Use::Reference);
+        assert_eq!(classify(EM_RISCV, 19, &[], 0), Use::Call);
+        assert_eq!(classify(EM_RISCV, 51, &[], 0), Use::Ignore);
+    }
+
+    #[test]
+    fn bounds_the_deepest_path_with_allowances() {
+        let program = program(&[
+            ("invoke", Frame::Bytes(16), &["mlf_support_call"], &["entry"]),
+            ("mlf_support_call", Frame::Bytes(120), &["setjmp"], &[]),
+            ("entry", Frame::Bytes(8), &["op_a", "op_b"], &[]),
+            ("op_a", Frame::Bytes(100), &["memset"], &[]),
+            ("op_b", Frame::Bytes(40), &["expf"], &[]),
+        ]);
+        let bound = program.bound("invoke");
+        // invoke 16 + runner 120 + entry 8 + max(op_a 100 + memset 32, op_b 40 + expf 256).
+        assert_eq!(bound.bytes, Some(16 + 120 + 8 + 40 + 256));
+        assert_eq!(names(&bound), ["invoke", "mlf_support_call", "entry", "op_b", "expf (C maths library allowance)"]);
+        let wrapped = with_rust_wrapper(bound, 2, true);
+        assert_eq!(wrapped.bytes, Some(16 + 120 + 8 + 40 + 256 + RUST_WRAPPER_OPTIMISED + 2 * 16));
+    }
+
+    #[test]
+    fn unknown_for_recursion_dynamic_frames_and_unknown_callees() {
+        let recursive = program(&[("a", Frame::Bytes(8), &["b"], &[]), ("b", Frame::Bytes(8), &["a"], &[])]);
+        assert_eq!(recursive.bound("a").unknown.as_deref(), Some("recursion: a → b → a"));
+        let dynamic = program(&[("a", Frame::Bytes(8), &["b"], &[]), ("b", Frame::Dynamic, &[], &[])]);
+        assert!(dynamic.bound("a").unknown.unwrap().contains("`b` has a dynamic frame"));
+        let missing = program(&[("a", Frame::Missing, &[], &[])]);
+        assert!(missing.bound("a").unknown.unwrap().contains("no frame for `a`"));
+        let external = program(&[("a", Frame::Bytes(8), &["my_kernel"], &[])]);
+        assert!(external.bound("a").unknown.unwrap().contains("`my_kernel` is defined by no compiled object"));
+        let pointer = program(&[("a", Frame::Bytes(8), &[], &["b"]), ("b", Frame::Bytes(8), &[], &[])]);
+        assert!(pointer.bound("a").unknown.unwrap().contains("`a` takes the address of `b`"));
+        let hook = program(&[("a", Frame::Bytes(8), &["TVMLogf"], &[]), ("TVMLogf", Frame::Bytes(300), &[], &[])]);
+        assert!(hook.bound("a").unknown.unwrap().contains("log hook"));
+        assert!(program(&[]).bound("a").unknown.unwrap().contains("no compiled object defines `a`"));
+    }
+
+    #[test]
+    fn a_table_of_functions_is_called_by_its_reader() {
+        let mut program =
+            program(&[("entry", Frame::Bytes(8), &[], &[]), ("op_a", Frame::Bytes(100), &[], &[]), ("op_b", Frame::Bytes(200), &[], &[])]);
+        program.data.push(BTreeSet::from([Target::Global("op_a".into()), Target::Data(1)]));
+        program.data.push(BTreeSet::from([Target::Function(2)]));
+        program.functions[0].references.insert(Target::Data(0));
+        let bound = program.bound("entry");
+        assert_eq!(bound.bytes, Some(208));
+        assert_eq!(names(&bound), ["entry", "op_b"]);
+    }
+
+    #[test]
+    fn allowances_name_library_functions() {
+        assert_eq!(library_allowance("memcpy"), Some((32, "C library")));
+        assert_eq!(library_allowance("__aeabi_uldivmod"), Some((128, "compiler runtime")));
+        assert_eq!(library_allowance("__divdi3"), Some((128, "compiler runtime")));
+        assert_eq!(library_allowance("__floatsisf"), Some((128, "compiler runtime")));
+        assert_eq!(library_allowance("tanhf"), Some((256, "C maths library")));
+        assert_eq!(library_allowance("arm_convolve_s8"), None);
+        assert_eq!(library_allowance("__my_Helper"), None);
+    }
+
+    /// The host compiler's object of a small program, read as the Builder reads the model's.
+    #[test]
+    fn reads_a_compiled_object() {
+        let dir = crate::test_support::scratch("stack-object");
+        let source = dir.join("calls.c");
+        std::fs::write(
+            &source,
+            "#include <string.h>\nstatic int leaf(char *p, int n) { volatile char buf[64]; for (int i = 0; i < 64; i++) buf[i] = n; \
+             return buf[p[0] & 63] + (int)strlen(p); }\n\
+             static int cb(void *c) { return *(int *)c; }\nint mlf_support_call(int (*f)(void *), void *c);\n\
+             int root(char *p, int n) { return leaf(p, n) + mlf_support_call(cb, &n); }\n",
+        )
+        .unwrap();
+        let object = dir.join("calls.o");
+        let status = std::process::Command::new("cc")
+            .args(["-O1", "-fno-inline", "-fstack-usage", "-ffunction-sections", "-c"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&object)
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no host C compiler (cc)");
+            return;
+        }
+        let mut program = Program::default();
+        let usage = std::fs::read_to_string(dir.join("calls.su")).unwrap();
+        program.add_object("calls.o", &std::fs::read(&object).unwrap(), Some(&usage));
+        // Without the runner's object, nothing is known to call `cb`.
+        let unknown = program.bound("root").unknown.unwrap();
+        assert!(unknown.contains("`root` takes the address of `cb`"), "{unknown}");
+        let runner = "int mlf_support_call(int (*f)(void *), void *c) { return f(c); }\n";
+        std::fs::write(dir.join("runner.c"), runner).unwrap();
+        let status = std::process::Command::new("cc")
+            .args(["-O1", "-fstack-usage", "-ffunction-sections", "-c"])
+            .arg(dir.join("runner.c"))
+            .arg("-o")
+            .arg(dir.join("runner.o"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let usage = std::fs::read_to_string(dir.join("runner.su")).unwrap();
+        program.add_object("runner.o", &std::fs::read(dir.join("runner.o")).unwrap(), Some(&usage));
+        let bound = program.bound("root");
+        assert!(bound.bytes.is_some(), "{bound:?}");
+        let path = names(&bound);
+        assert_eq!(path[0], "root");
+        assert!(path.contains(&"leaf") || path.contains(&"mlf_support_call"), "{path:?}");
+        let leaf = program.functions.iter().find(|f| f.name == "leaf").unwrap();
+        assert!(matches!(leaf.frame, Frame::Bytes(bytes) if bytes >= 64), "{:?}", leaf.frame);
+    }
+}
