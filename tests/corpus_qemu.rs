@@ -169,11 +169,35 @@ fn stack_line(name: &str, build: &Build, stack: &common::Stack) -> Result<(), St
         Err(why) => format!("unknown {why}"),
     };
     let _ = writeln!(std::io::stdout().lock(), "stack: {name} [{}] measured {measured} bound {bound}", build.label());
+    let readme = readme_stack_row(name, &build.label());
+    if readme != Some((measured, stack.bound.clone().ok())) {
+        return Err(format!(
+            "README's stack table says {readme:?} for `{name}` [{}]; this run measured {measured} with bound {bound}: update the row",
+            build.label()
+        ));
+    }
     match stack.bound {
         Ok(bound) if measured <= bound => Ok(()),
         Ok(bound) => Err(format!("the run took {measured} bytes of stack, more than STACK_BYTES = {bound}")),
         Err(_) => Err(format!("the stack bound is {bound}")),
     }
+}
+
+/// The measured stack and bound README's table (under "How deep is its
+/// stack?") states for `name` on `label`, so the table stays what the suite measures.
+fn readme_stack_row(name: &str, label: &str) -> Option<(u64, Option<u64>)> {
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).ok()?;
+    let section = readme.split("### How deep is its stack?").nth(1)?.split("\n## ").next()?;
+    section.lines().find_map(|line| {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let number = |cell: &str| cell.replace(',', "").parse::<u64>().ok();
+        match cells.as_slice() {
+            ["", case, target, measured, bound, ..] if case.trim_matches('`') == name && *target == label => {
+                Some((number(measured)?, number(bound)))
+            }
+            _ => None,
+        }
+    })
 }
 
 /// A heap's functions, as newlib names them.
