@@ -1,6 +1,6 @@
-//! Just enough ELF to find a relocatable object's sections and symbols. Every
-//! reader takes bytes the caller read from the file, so a large object is
-//! never read whole to learn its header; every offset is checked.
+//! Just enough ELF to read a relocatable object's sections, symbols and
+//! relocations. Every reader takes bytes the caller read (only the tables, for
+//! an archive index; the whole object, to analyse it); every offset is checked.
 
 /// `SHT_SYMTAB`: the object's symbol table.
 pub(crate) const SHT_SYMTAB: u32 = 2;
@@ -12,6 +12,12 @@ pub(crate) const SHT_NOBITS: u32 = 8;
 pub(crate) const SHF_WRITE: u64 = 0x1;
 pub(crate) const SHF_ALLOC: u64 = 0x2;
 pub(crate) const SHF_EXECINSTR: u64 = 0x4;
+/// `SHT_RELA` and `SHT_REL`: relocations with and without explicit addends.
+pub(crate) const SHT_RELA: u32 = 4;
+pub(crate) const SHT_REL: u32 = 9;
+/// `STT_FUNC` and `STT_SECTION`: a symbol's type ([`Symbol::kind`]).
+pub(crate) const STT_FUNC: u8 = 2;
+pub(crate) const STT_SECTION: u8 = 3;
 
 /// The ELF file header's fields that say how to read the rest.
 #[derive(Debug, Clone, Copy)]
@@ -40,17 +46,52 @@ pub(crate) struct Section {
     pub size: u64,
     /// The linked section: a symbol table's string table.
     pub link: u32,
+    /// `sh_info`: a relocation section's target section.
+    pub info: u32,
 }
 
-/// One symbol table entry, as much as an archive index needs.
+/// One symbol table entry.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Symbol {
     /// Offset of the name in the linked string table.
     pub name: u32,
+    /// `st_value`: in a relocatable object, the offset in its section.
+    pub value: u64,
+    /// `STT_*`.
+    pub kind: u8,
     /// `STB_*`.
     pub binding: u8,
     /// `st_shndx`: 0 (`SHN_UNDEF`) for a symbol the object only uses.
     pub section: u16,
+}
+
+impl Section {
+    /// The section's bytes in a whole object's bytes (none for `SHT_NOBITS`).
+    pub fn bytes<'o>(&self, object: &'o [u8]) -> Option<&'o [u8]> {
+        if self.kind == SHT_NOBITS {
+            return Some(&[]);
+        }
+        let start = usize::try_from(self.offset).ok()?;
+        object.get(start..start.checked_add(usize::try_from(self.size).ok()?)?)
+    }
+}
+
+/// `e_shstrndx` saying the real index is in the first section's `sh_link`.
+const SHN_XINDEX: u64 = 0xffff;
+
+/// The NUL-terminated string at `offset` of a string table.
+pub(crate) fn string(table: &[u8], offset: u32) -> Option<&[u8]> {
+    let rest = table.get(usize::try_from(offset).ok()?..)?;
+    Some(&rest[..rest.iter().position(|&b| b == 0)?])
+}
+
+/// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Relocation {
+    pub offset: u64,
+    pub symbol: u32,
+    pub kind: u32,
+    pub addend: i64,
 }
 
 impl Header {
@@ -141,7 +182,7 @@ impl Header {
     pub fn section(&self, table: &[u8], index: u64) -> Option<Section> {
         let at = usize::try_from(index.checked_mul(self.section_entry)?).ok()?;
         let word = self.word();
-        let (flags, offset, size, link) = if self.is_64 { (8, 24, 32, 40) } else { (8, 16, 20, 24) };
+        let (flags, offset, size, link, info) = if self.is_64 { (8, 24, 32, 40, 44) } else { (8, 16, 20, 24, 28) };
         Some(Section {
             name: u32::try_from(self.read(table, at, 4)?).ok()?,
             kind: u32::try_from(self.read(table, at.checked_add(4)?, 4)?).ok()?,
@@ -149,70 +190,16 @@ impl Header {
             offset: self.read(table, at.checked_add(offset)?, word)?,
             size: self.read(table, at.checked_add(size)?, word)?,
             link: u32::try_from(self.read(table, at.checked_add(link)?, 4)?).ok()?,
+            info: u32::try_from(self.read(table, at.checked_add(info)?, 4)?).ok()?,
         })
     }
 
     /// The symbols of a symbol table section's bytes (entry 0, the null symbol, included).
     pub fn symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = Symbol> + 'a {
         let entry = if self.is_64 { 24 } else { 16 };
-        let (info, section) = if self.is_64 { (4, 6) } else { (12, 14) };
-        table.chunks_exact(entry).filter_map(move |bytes| {
-            Some(Symbol {
-                name: u32::try_from(self.read(bytes, 0, 4)?).ok()?,
-                binding: bytes[info] >> 4,
-                section: u16::try_from(self.read(bytes, section, 2)?).ok()?,
-            })
-        })
-    }
-}
-
-/// `SHT_RELA` and `SHT_REL`: relocations with and without explicit addends.
-pub(crate) const SHT_RELA: u32 = 4;
-pub(crate) const SHT_REL: u32 = 9;
-/// `STT_FUNC` and `STT_SECTION`: a symbol's type.
-pub(crate) const STT_FUNC: u8 = 2;
-pub(crate) const STT_SECTION: u8 = 3;
-
-/// A symbol table entry with everything a call graph needs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct FullSymbol {
-    pub name: u32,
-    pub value: u64,
-    /// `STT_*`.
-    pub kind: u8,
-    pub binding: u8,
-    pub section: u16,
-}
-
-/// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Relocation {
-    pub offset: u64,
-    pub symbol: u32,
-    pub kind: u32,
-    pub addend: i64,
-}
-
-impl Header {
-    /// `e_shstrndx`: the section holding section names, read from the header bytes.
-    pub fn section_names_index(&self, bytes: &[u8]) -> Option<u64> {
-        self.read(bytes, if self.is_64 { 0x3e } else { 0x32 }, 2)
-    }
-
-    /// `sh_name` and `sh_info` of section `index` (a relocation section's target is its `sh_info`).
-    pub fn section_name_and_info(&self, table: &[u8], index: u64) -> Option<(u32, u32)> {
-        let at = usize::try_from(index.checked_mul(self.section_entry)?).ok()?;
-        let info = if self.is_64 { 44 } else { 28 };
-        let name = u32::try_from(self.read(table, at, 4)?).ok()?;
-        Some((name, u32::try_from(self.read(table, at.checked_add(info)?, 4)?).ok()?))
-    }
-
-    /// The symbols of a symbol table section's bytes with their values and types.
-    pub fn full_symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = FullSymbol> + 'a {
-        let entry = if self.is_64 { 24 } else { 16 };
         let (value, info, section) = if self.is_64 { (8, 4, 6) } else { (4, 12, 14) };
         table.chunks_exact(entry).filter_map(move |bytes| {
-            Some(FullSymbol {
+            Some(Symbol {
                 name: u32::try_from(self.read(bytes, 0, 4)?).ok()?,
                 value: self.read(bytes, value, self.word())?,
                 kind: bytes[info] & 0xf,
@@ -222,6 +209,21 @@ impl Header {
         })
     }
 
+    /// Every section header of a whole object's bytes.
+    pub fn sections(&self, object: &[u8]) -> Option<Vec<Section>> {
+        let table = object.get(usize::try_from(self.section_table).ok()?..)?;
+        let count = self.section_count_in(table)?;
+        let table = table.get(..usize::try_from(self.section_table_len(count)?).ok()?)?;
+        (0..count).map(|index| self.section(table, index)).collect()
+    }
+
+    /// The index in `sections` of the section holding the sections' names.
+    pub fn names_index(&self, sections: &[Section]) -> Option<usize> {
+        match self.names_section {
+            SHN_XINDEX => usize::try_from(sections.first()?.link).ok(),
+            index => usize::try_from(index).ok(),
+        }
+    }
     /// The relocations of a `SHT_REL` (`explicit_addend` false) or `SHT_RELA` section's bytes.
     pub fn relocations<'a>(&'a self, table: &'a [u8], explicit_addend: bool) -> impl Iterator<Item = Relocation> + 'a {
         let word = self.word();

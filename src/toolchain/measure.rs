@@ -121,11 +121,8 @@ fn ar_members(bytes: &[u8]) -> Option<Vec<&[u8]>> {
 /// Section sizes of one relocatable ELF object; `None` for anything else.
 fn elf_sizes(object: &[u8]) -> Option<Sizes> {
     let header = elf::Header::parse(object)?;
-    let table = object.get(usize::try_from(header.section_table).ok()?..)?;
-    let count = header.section_count_in(table)?;
     let mut sizes = Sizes::default();
-    for index in 0..count {
-        let section = header.section(table, index)?;
+    for section in header.sections(object)? {
         if section.flags & elf::SHF_ALLOC == 0 {
             continue;
         }

@@ -45,8 +45,6 @@ pub(crate) struct SectionNames {
 
 /// Thread-local storage: not the model's memory.
 const SHF_TLS: u64 = 0x400;
-/// `e_shstrndx` saying the real index is in the first section's `sh_link`.
-const SHN_XINDEX: u64 = 0xffff;
 /// Read-only sections that are the toolchain's, not data: unwinding tables and notes.
 const TOOLCHAIN_SECTIONS: &[&str] = &[".eh_frame", ".gcc_except_table", ".note", ".ARM."];
 
@@ -104,22 +102,10 @@ impl SectionNames {
 /// is not a well-formed ELF object. Unchanged objects come back as they are.
 pub(crate) fn renamed(object: &[u8], names: &SectionNames) -> Option<Vec<u8>> {
     let header = Header::parse(object)?;
-    let table_start = usize::try_from(header.section_table).ok()?;
-    let first_entry = object.get(table_start..)?;
-    let count = header.section_count_in(first_entry)?;
-    let table = object.get(table_start..table_start.checked_add(usize::try_from(header.section_table_len(count)?).ok()?)?)?;
-    let sections: Vec<Section> = (0..count).map(|index| header.section(table, index)).collect::<Option<_>>()?;
-    let names_index = match header.names_section {
-        SHN_XINDEX => u64::from(sections.first()?.link),
-        index => index,
-    };
-    let strings = sections.get(usize::try_from(names_index).ok()?)?;
-    let strings_start = usize::try_from(strings.offset).ok()?;
-    let old_strings = object.get(strings_start..strings_start.checked_add(usize::try_from(strings.size).ok()?)?)?;
-    let name_of = |section: &Section| {
-        let rest = old_strings.get(usize::try_from(section.name).ok()?..)?;
-        Some(&rest[..rest.iter().position(|&b| b == 0)?])
-    };
+    let sections = header.sections(object)?;
+    let names_index = header.names_index(&sections)?;
+    let old_strings = sections.get(names_index)?.bytes(object)?;
+    let name_of = |section: &Section| elf::string(old_strings, section.name);
     // The new names go after the old ones in a copy of the table at the end of the file.
     let mut new_strings = old_strings.to_vec();
     let mut new_offsets: Vec<(&str, u64)> = Vec::new();
@@ -148,7 +134,7 @@ pub(crate) fn renamed(object: &[u8], names: &SectionNames) -> Option<Vec<u8>> {
         let (name_field, ..) = header.section_fields(index)?;
         header.write(&mut out, name_field, 4, offset)?;
     }
-    let (_, offset_field, size_field, width) = header.section_fields(names_index)?;
+    let (_, offset_field, size_field, width) = header.section_fields(names_index as u64)?;
     header.write(&mut out, offset_field, width, new_start)?;
     header.write(&mut out, size_field, width, new_strings.len() as u64)?;
     Some(out)
@@ -191,19 +177,9 @@ mod tests {
 
     fn section_names(object: &[u8]) -> Vec<String> {
         let header = Header::parse(object).unwrap();
-        let start = header.section_table as usize;
-        let count = header.section_count_in(&object[start..]).unwrap();
-        let table = &object[start..];
-        let sections: Vec<Section> = (0..count).map(|i| header.section(table, i).unwrap()).collect();
-        let strings = &sections[header.names_section as usize];
-        let strings = &object[strings.offset as usize..(strings.offset + strings.size) as usize];
-        sections
-            .iter()
-            .map(|s| {
-                let rest = &strings[s.name as usize..];
-                String::from_utf8_lossy(&rest[..rest.iter().position(|&b| b == 0).unwrap()]).into_owned()
-            })
-            .collect()
+        let sections = header.sections(object).unwrap();
+        let strings = sections[header.names_index(&sections).unwrap()].bytes(object).unwrap();
+        sections.iter().map(|s| String::from_utf8_lossy(elf::string(strings, s.name).unwrap()).into_owned()).collect()
     }
 
     const SOURCE: &str = "unsigned char workspace[4096] __attribute__((section(\".bss.noinit.tvm\")));\n\

@@ -240,12 +240,6 @@ fn is_unwind_section(name: &str) -> bool {
     name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
 }
 
-/// The NUL-terminated string at `offset` of `table`.
-fn c_string(table: &[u8], offset: u32) -> Option<&str> {
-    let rest = table.get(usize::try_from(offset).ok()?..)?;
-    std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0)?]).ok()
-}
-
 impl Program {
     /// Adds object `label` (its bytes) with the text of its `.su` file, if any;
     /// an object that cannot be read makes every bound unknown.
@@ -260,28 +254,18 @@ impl Program {
         if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
             return None;
         }
-        let slice = |offset: u64, len: u64| bytes.get(usize::try_from(offset).ok()?..usize::try_from(offset.checked_add(len)?).ok()?);
-        let first = slice(header.section_table, header.section_table_len(1)?)?;
-        let count = header.section_count_in(first)?;
-        let table = slice(header.section_table, header.section_table_len(count)?)?;
-        let sections: Vec<elf::Section> = (0..count).map(|i| header.section(table, i)).collect::<Option<_>>()?;
-        let names_section = sections.get(usize::try_from(header.section_names_index(bytes)?).ok()?)?;
-        let section_names = slice(names_section.offset, names_section.size)?;
-        let name_and_info: Vec<(&str, u32)> = (0..count)
-            .map(|i| {
-                let (name, info) = header.section_name_and_info(table, i)?;
-                Some((c_string(section_names, name)?, info))
-            })
-            .collect::<Option<_>>()?;
+        let sections = header.sections(bytes)?;
+        let section_names = sections.get(header.names_index(&sections)?)?.bytes(bytes)?;
+        let names: Vec<&str> =
+            sections.iter().map(|s| std::str::from_utf8(elf::string(section_names, s.name)?).ok()).collect::<Option<_>>()?;
         let symtab = sections.iter().find(|s| s.kind == elf::SHT_SYMTAB)?;
-        let strtab = sections.get(usize::try_from(symtab.link).ok()?)?;
-        let symbol_names = slice(strtab.offset, strtab.size)?;
-        let symbols: Vec<elf::FullSymbol> = header.full_symbols(slice(symtab.offset, symtab.size)?).collect();
-        let symbol_name = |symbol: &elf::FullSymbol| c_string(symbol_names, symbol.name);
+        let symbol_names = sections.get(usize::try_from(symtab.link).ok()?)?.bytes(bytes)?;
+        let symbols: Vec<elf::Symbol> = header.symbols(symtab.bytes(bytes)?).collect();
+        let symbol_name = |symbol: &elf::Symbol| std::str::from_utf8(elf::string(symbol_names, symbol.name)?).ok();
         let executable = |index: usize| sections.get(index).is_some_and(|s| s.flags & elf::SHF_EXECINSTR != 0);
         let is_data = |index: usize| {
             sections.get(index).is_some_and(|s| s.flags & elf::SHF_ALLOC != 0 && s.flags & elf::SHF_EXECINSTR == 0)
-                && !is_unwind_section(name_and_info[index].0)
+                && !is_unwind_section(names[index])
         };
         let frames = parse_stack_usage(stack_usage.unwrap_or_default());
 
@@ -333,21 +317,20 @@ impl Program {
             }
         }
 
-        for (relocations, section) in sections.iter().zip(&name_and_info) {
+        for relocations in &sections {
             let explicit_addend = match relocations.kind {
                 elf::SHT_RELA => true,
                 elf::SHT_REL => false,
                 _ => continue,
             };
-            let applies_to = usize::try_from(section.1).ok()?;
+            let applies_to = usize::try_from(relocations.info).ok()?;
             let in_code = executable(applies_to);
             if !in_code && !is_data(applies_to) {
                 continue;
             }
             let target_section = sections.get(applies_to)?;
-            let code =
-                if in_code && target_section.kind != elf::SHT_NOBITS { slice(target_section.offset, target_section.size)? } else { &[] };
-            for relocation in header.relocations(slice(relocations.offset, relocations.size)?, explicit_addend) {
+            let code = if in_code { target_section.bytes(bytes)? } else { &[] };
+            for relocation in header.relocations(relocations.bytes(bytes)?, explicit_addend) {
                 let usage = classify(header.machine, relocation.kind, code, relocation.offset);
                 if usage == Use::Ignore || relocation.symbol == 0 {
                     continue;

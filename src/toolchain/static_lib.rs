@@ -79,8 +79,7 @@ fn read_member(path: &Path) -> Result<Option<Member>> {
             if symbol.section == 0 || !INDEXED_BINDINGS.contains(&symbol.binding) {
                 continue;
             }
-            let name = names.get(symbol.name as usize..).ok_or_else(malformed)?;
-            let name = &name[..name.iter().position(|&b| b == 0).ok_or_else(malformed)?];
+            let name = elf::string(&names, symbol.name).ok_or_else(malformed)?;
             if !name.is_empty() {
                 symbols.push(name.to_vec());
             }
