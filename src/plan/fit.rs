@@ -2,6 +2,7 @@
 //! its memory map is counted against the region the linker script sends it
 //! to. Counts what the model adds, never the application's own data.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -135,20 +136,7 @@ pub(crate) fn fit(
         let module = Some(module.to_string());
         let mut add = |region: &Region, what: &'static str, bytes: u64| {
             if bytes > 0 {
-                let at = match fit.regions.iter().position(|r| r.region == region.name) {
-                    Some(at) => at,
-                    None => {
-                        fit.regions.push(RegionFit {
-                            region: region.name.clone(),
-                            origin: region.origin,
-                            length: region.length,
-                            line: region.line,
-                            parts: Vec::new(),
-                        });
-                        fit.regions.len() - 1
-                    }
-                };
-                fit.regions[at].parts.push(FitPart { module: module.clone(), what, bytes });
+                region_fit(&mut fit.regions, region).parts.push(FitPart { module: module.clone(), what, bytes });
             }
         };
         for (what, bytes) in [
@@ -171,22 +159,32 @@ pub(crate) fn fit(
     }
     if let Some(code) = code_bytes.filter(|&bytes| bytes > 0) {
         let flash = default_region(layout, Memory::Flash, "the model's code")?;
-        let at = fit.regions.iter().position(|r| r.region == flash.name);
-        let part = FitPart { module: None, what: "code", bytes: code };
-        match at {
-            Some(at) => fit.regions[at].parts.push(part),
-            None => fit.regions.push(RegionFit {
-                region: flash.name.clone(),
-                origin: flash.origin,
-                length: flash.length,
-                line: flash.line,
-                parts: vec![part],
-            }),
-        }
+        region_fit(&mut fit.regions, flash).parts.push(FitPart { module: None, what: "code", bytes: code });
     }
     fit.regions.sort_by_key(|region| region.line);
     Ok(fit)
 }
+
+/// The entry of `region` in `regions`, added empty when it has none yet.
+fn region_fit<'f>(regions: &'f mut Vec<RegionFit>, region: &Region) -> &'f mut RegionFit {
+    let at = match regions.iter().position(|r| r.region == region.name) {
+        Some(at) => at,
+        None => {
+            regions.push(RegionFit {
+                region: region.name.clone(),
+                origin: region.origin,
+                length: region.length,
+                line: region.line,
+                parts: Vec::new(),
+            });
+            regions.len() - 1
+        }
+    };
+    &mut regions[at]
+}
+
+/// Parts that hold read-only data or code (flash), as [`fit`] names them; the others are RAM.
+const READ_ONLY_PARTS: &[&str] = &["constants", "constant pools", "graph params", "code"];
 
 /// The region `storage` goes to: its section's, when the script places it, else RAM or FLASH.
 fn place<'l>(fit: &mut MemoryFit, layout: &'l MemoryLayout, section: Option<&str>, memory: Memory, storage: Storage) -> Result<&'l Region> {
@@ -250,7 +248,7 @@ impl MemoryFit {
         let message = format!(
             "{who} {} B of {} `{}` ({parts}), but {} line {} gives it {} B; this counts only what the model adds, not the application's own data{}",
             grouped(region.used()),
-            if region.parts.iter().any(|p| matches!(p.what, "code" | "constants" | "constant pools" | "graph params")) {
+            if region.parts.iter().any(|p| READ_ONLY_PARTS.contains(&p.what)) {
                 "read-only memory in region"
             } else {
                 "RAM in region"
@@ -261,7 +259,7 @@ impl MemoryFit {
             grouped(region.length),
             if self.code_counted { "" } else { " (the model's code is not counted: it is not compiled yet)" },
         );
-        let holds_ram = region.parts.iter().any(|p| !matches!(p.what, "code" | "constants" | "constant pools" | "graph params"));
+        let holds_ram = region.parts.iter().any(|p| !READ_ONLY_PARTS.contains(&p.what));
         let help = if holds_ram {
             "use a part with a larger RAM region, move the workspace to another bank with Builder::link_section(Storage::Workspace, \".sram2\") and a SECTIONS entry in memory.x that places `.sram2`, or place the input and output buffers yourself and say so with Builder::app_places_io_buffers(true)"
         } else {
@@ -277,14 +275,13 @@ impl MemoryFit {
             self.memory_x.display(),
             if self.code_counted { "code measured" } else { "code not counted: give --target to compile and measure it" }
         );
+        let modules: BTreeSet<&str> = self.regions.iter().flat_map(|r| &r.parts).filter_map(|p| p.module.as_deref()).collect();
         for region in &self.regions {
             let parts: Vec<String> = region
                 .parts
                 .iter()
                 .map(|part| match &part.module {
-                    Some(module) if self.regions.iter().flat_map(|r| &r.parts).any(|p| p.module.as_ref().is_some_and(|m| m != module)) => {
-                        format!("{module} {} {}", part.what, grouped(part.bytes))
-                    }
+                    Some(module) if modules.len() > 1 => format!("{module} {} {}", part.what, grouped(part.bytes)),
                     _ => format!("{} {}", part.what, grouped(part.bytes)),
                 })
                 .collect();
