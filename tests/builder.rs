@@ -408,6 +408,12 @@ fn a_wrong_archive_path_names_the_file_the_package_root_and_what_to_do() {
         root = package.display()
     );
     assert_eq!(error.to_string(), expected);
+    // README's Errors section shows the same error for `modle.tar` in a package at /home/me/app.
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    let shown = expected.replace("models/../", "").replace(&package.display().to_string(), "/home/me/app");
+    for line in shown.lines() {
+        assert!(readme.contains(line), "README does not show this line of the error:\n{line}");
+    }
 }
 
 /// A build script's paths are taken from its package root, which is not

@@ -245,8 +245,13 @@ fn help_and_version_exit_0_and_usage_errors_exit_2_with_a_hint() {
         assert_eq!(status, Some(2), "{wrong:?}: {stderr}");
         assert!(stdout.is_empty() && stderr.contains("Usage: mlf-build") && stderr.contains("--help"), "{wrong:?}: {stderr}");
     }
+    // README shows this one.
     let (_, _, stderr) = mlf_build(&["inspect", "model.tar", "--targte", "x"]);
-    assert!(stderr.contains("unexpected argument '--targte'") && stderr.contains("--target"), "a near miss is named: {stderr}");
+    assert!(stderr.contains("a similar argument exists: '--target'"), "a near miss is named: {stderr}");
+    let section = readme.split("## Inspect an archive").nth(1).expect("README has an Inspect section");
+    for line in stderr.lines().filter(|line| !line.is_empty()) {
+        assert!(section.contains(line), "README's Inspect section does not show this line of the usage error:\n{line}");
+    }
 }
 
 #[test]
