@@ -149,7 +149,8 @@ fn a_missing_rust_target_says_how_to_install_it() {
 #[test]
 fn an_archive_for_a_larger_core_is_refused_naming_both_cores() {
     let Some(case) = common::corpus_case("kws_int8-aot_c-cortex_m4") else { return };
-    let archive = case.join("model.tar");
+    // Errors name the archive normalised: without the `..` of `../shared`.
+    let archive = case.join("model.tar").canonicalize().unwrap();
     let out = common::scratch("wrong-core");
     let error = build_for(&out, "thumbv6m-none-eabi", Builder::new(&archive)).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::WrongTarget);
@@ -385,12 +386,61 @@ fn a_memory_x_that_cannot_be_read_names_the_file_and_line() {
     assert_eq!(error.file(), Some(bad.display().to_string().as_str()));
     assert!(error.to_string().contains("line 3: `_ram_start` is not a number"), "{error}");
     let missing = build_in(&dir.join("out"), Builder::new(demo_archive()).memory_x(dir.join("nowhere.x"))).unwrap_err();
-    assert!(
-        missing.to_string().contains("nowhere.x") && missing.help_text().is_some_and(|help| help.contains("package root")),
-        "{missing}"
-    );
+    assert_eq!(missing.file(), Some(dir.join("nowhere.x").display().to_string().as_str()));
+    assert_eq!(missing.help_text(), Some("correct the path given to Builder::memory_x(..)"), "{missing}");
     let section =
         build_in(&dir.join("out"), Builder::new(demo_archive()).link_section(mlf_build::Storage::Workspace, "sram 2")).unwrap_err();
     assert_eq!(section.kind(), ErrorKind::Config);
     assert!(section.to_string().contains("not a section name a linker script can match"), "{section}");
+}
+
+#[test]
+fn a_wrong_archive_path_names_the_file_the_package_root_and_what_to_do() {
+    let package = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-without-archive");
+    if !common::in_child_with(&[("CARGO_MANIFEST_DIR", package.to_str().unwrap())]) {
+        return;
+    }
+    let error = build_in(&common::scratch("wrong-archive-path"), Builder::new("models/../modle.tar")).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Io);
+    let expected = format!(
+        "mlf-build: {root}/modle.tar: does not exist (the path `models/../modle.tar` is taken from the package root {root}, CARGO_MANIFEST_DIR)\n  \
+         help: correct the path given to Builder::new(..): relative to the package root, or absolute",
+        root = package.display()
+    );
+    assert_eq!(error.to_string(), expected);
+    // README's Errors section shows the same error for `modle.tar` in a package at /home/me/app.
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    let shown = expected.replace("models/../", "").replace(&package.display().to_string(), "/home/me/app");
+    for line in shown.lines() {
+        assert!(readme.contains(line), "README does not show this line of the error:\n{line}");
+    }
+}
+
+/// A build script's paths are taken from its package root, which is not
+/// always the directory the process runs in (this test runs at the workspace root).
+#[test]
+fn relative_paths_are_taken_from_the_package_root_of_a_subdirectory() {
+    let package = common::repo_root().join("examples/host-runner");
+    if !common::in_child_with(&[("CARGO_MANIFEST_DIR", package.to_str().unwrap())]) {
+        return;
+    }
+    assert!(!Path::new("../demo-model").exists(), "the test runs where `../demo-model` is not the demo");
+    let output = build_in(&common::scratch("from-subdirectory"), Builder::new("../demo-model")).unwrap();
+    assert_eq!(output.modules[0].name, "default");
+    // Each option's path is taken from there too, and a wrong one says so.
+    let demo = || Builder::new("../demo-model");
+    for (option, builder) in [
+        ("Builder::source(..)", demo().source("kernels/add.c")),
+        ("Builder::include_dir(..)", demo().include_dir("kernels/include")),
+        ("Builder::memory_x(..)", demo().memory_x("kernels/memory.x")),
+    ] {
+        let error = build_in(&common::scratch("from-subdirectory"), builder).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            error.file().is_some_and(|file| file.starts_with(&format!("{}/kernels/", package.display())))
+                && text.contains(&format!("is taken from the package root {}, CARGO_MANIFEST_DIR", package.display()))
+                && error.help_text() == Some(&format!("correct the path given to {option}: relative to the package root, or absolute")),
+            "{text}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
-//! Builds a consumer crate that includes the demo module in a `no_std`
-//! library under `#![deny(warnings, missing_docs)]` and runs it.
+//! Builds consumer crates that include generated modules in a `no_std`
+//! library under `#![deny(warnings, missing_docs)]` (one under
+//! `clippy -D warnings -W clippy::pedantic` too) and runs them.
 
 mod common;
 
@@ -7,12 +8,19 @@ use std::path::Path;
 
 /// Runs the fixture crate `tests/fixtures/<name>` with `env` set and returns its stdout; panics when it fails.
 fn run_fixture(name: &str, env: &[(&str, &Path)]) -> String {
+    fixture_cargo(name, name, &["run", "--release", "--quiet"], env)
+}
+
+/// `cargo <args>` on the fixture crate `tests/fixtures/<name>` in `target/<target_dir>`, with
+/// `env` set; returns its stdout, panics with its output when it fails.
+fn fixture_cargo(name: &str, target_dir: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
     let manifest = common::repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
-    let mut command = common::cargo(name);
-    command.args(["run", "--release", "--quiet", "--manifest-path"]).arg(&manifest).envs(env.iter().copied());
+    let mut command = common::cargo(target_dir);
+    // Before any `--`, past which the arguments are the compiler's.
+    command.arg(args[0]).arg("--manifest-path").arg(&manifest).args(&args[1..]).envs(env.iter().copied());
     let output = command.output().expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "{name} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{name}: cargo {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     stdout
 }
 
@@ -101,4 +109,29 @@ fn several_archives_in_one_crate_run_by_type_and_by_descriptor() {
             && stdout.contains("multi-archive: ok"),
         "{stdout}"
     );
+}
+
+/// One crate with a module of every kind (AOT C interface, graph, packed API,
+/// legacy `tvm_model_t`, USMP pools, operator export): clippy's pedantic lints
+/// as errors on a `#![no_std]` library under `#![deny(warnings, missing_docs)]`,
+/// then a binary whose `main` returns `Box<dyn Error>` and runs each with `?`.
+#[test]
+fn every_kind_of_module_is_clippy_pedantic_clean_and_a_std_error() {
+    let Some(corpus) = common::corpus_dir() else { return };
+    let env = [("MLF_TEST_CORPUS", corpus.as_path())];
+    // Shares multi-archive's target directory: the same dependencies, built once.
+    let clippy = ["clippy", "--release", "--quiet", "--all-targets"];
+    fixture_cargo("strict-consumer", "multi-archive", &[&clippy[..], &["--", "-D", "warnings", "-W", "clippy::pedantic"]].concat(), &env);
+    let stdout = fixture_cargo("strict-consumer", "multi-archive", &["run", "--release", "--quiet"], &env);
+    for line in [
+        "tvm-0.18/mlp_f32-aot_c: ok",
+        "tvm-0.18/mlp_f32-graph: ok",
+        "tvm-0.18/mlp_f32-aot_packed: ok",
+        "real-world/arduino-microspeech-aot-tvm_model_t-v5 `yes`: ok",
+        "tvm-0.18/kws_int8-aot_c_pools: ok",
+        "operator add: ok",
+        "refused: got 0 input buffers, model `aot` takes 1",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "no line `{line}`:\n{stdout}");
+    }
 }

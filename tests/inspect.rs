@@ -105,8 +105,10 @@ fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
     assert!(section.contains(SPLIT_MEMORY_X), "README's Ask first memory.x differs from the test's");
     let memory_x = common::scratch("inspect-memory-x").join("memory.x");
     std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
+    // `--option=value`, as well as `--option value` elsewhere.
+    let memory_x_arg = format!("--memory-x={}", memory_x.display());
     let run = |extra: &[&str]| {
-        let mut args = vec![archive.as_os_str(), "--memory-x".as_ref(), memory_x.as_os_str()];
+        let mut args = vec![archive.as_os_str(), memory_x_arg.as_ref()];
         args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
         let output = inspect(&args);
         (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
@@ -137,8 +139,9 @@ fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
         assert!(svg.contains(label), "{svg}");
     }
     assert!(svg.contains("<title>headroom: 17390 bytes</title>"), "{svg}");
+    // A value the option cannot take is a usage error.
     let (status, _, stderr) = run(&["--link-section", "stack=.sram2"]);
-    assert_eq!(status, Some(1));
+    assert_eq!(status, Some(2));
     assert!(stderr.contains("`stack` is not a kind of model storage"), "{stderr}");
 }
 
@@ -206,7 +209,81 @@ fn errors_are_one_block_and_fail() {
     );
     assert!(output.stdout.is_empty());
     let usage = inspect(&[]);
-    assert!(!usage.status.success() && String::from_utf8_lossy(&usage.stderr).contains("usage: mlf-build inspect"));
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("Usage: mlf-build inspect"));
+}
+
+fn mlf_build(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_mlf-build")).args(args).output().expect("mlf-build runs");
+    (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn help_and_version_exit_0_and_usage_errors_exit_2_with_a_hint() {
+    for help in [&["--help"][..], &["-h"], &["help"], &["inspect", "--help"], &["inspect", "-h"], &["help", "inspect"]] {
+        let (status, stdout, stderr) = mlf_build(help);
+        assert_eq!(status, Some(0), "{help:?}: {stderr}");
+        assert!(stdout.contains("Usage: mlf-build") && stderr.is_empty(), "{help:?}: {stdout}");
+    }
+    let (status, stdout, _) = mlf_build(&["--version"]);
+    assert_eq!((status, stdout.trim()), (Some(0), concat!("mlf-build ", env!("CARGO_PKG_VERSION"))));
+    // Every option README's command line shows is in the subcommand's help.
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    let command = readme.lines().find(|line| line.contains("--bin mlf-build -- inspect")).expect("README shows the command");
+    let (_, help, _) = mlf_build(&["inspect", "--help"]);
+    let arguments = command.split("-- inspect").nth(1).unwrap_or_default();
+    let options: Vec<&str> = arguments.split(['[', ']', ' ']).filter(|word| word.starts_with("--")).collect();
+    assert!(options.len() >= 6, "{command}");
+    for option in options {
+        assert!(
+            help.contains(&format!("  {option} ")) || help.contains(&format!("  {option}\n")),
+            "`inspect --help` lacks {option}:\n{help}"
+        );
+    }
+    for wrong in [&[][..], &["inspect"], &["inspect", "model.tar", "--targte", "x"], &["frobnicate"]] {
+        let (status, stdout, stderr) = mlf_build(wrong);
+        assert_eq!(status, Some(2), "{wrong:?}: {stderr}");
+        assert!(stdout.is_empty() && stderr.contains("Usage: mlf-build") && stderr.contains("--help"), "{wrong:?}: {stderr}");
+    }
+    // README shows this one.
+    let (_, _, stderr) = mlf_build(&["inspect", "model.tar", "--targte", "x"]);
+    assert!(stderr.contains("a similar argument exists: '--target'"), "a near miss is named: {stderr}");
+    let section = readme.split("## Inspect an archive").nth(1).expect("README has an Inspect section");
+    for line in stderr.lines().filter(|line| !line.is_empty()) {
+        assert!(section.contains(line), "README's Inspect section does not show this line of the usage error:\n{line}");
+    }
+}
+
+#[test]
+fn a_wrong_path_names_the_current_directory_it_was_taken_from() {
+    let Some(archive) = archive("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("wrong-path");
+    let run = |current_dir: &Path, args: &[&std::ffi::OsStr]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_mlf-build")).current_dir(current_dir).arg("inspect").args(args).output().unwrap();
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (status, stdout, stderr) = run(&dir, &["models/../modle.tar".as_ref()]);
+    assert_eq!((status, stdout.as_str()), (Some(1), ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "mlf-build: {dir}/modle.tar: does not exist (the path `models/../modle.tar` is taken from the current directory {dir})\n  \
+             help: correct the archive path: relative to the current directory, or absolute\n",
+            dir = dir.display()
+        )
+    );
+    let (status, _, stderr) = run(&dir, &[archive.as_os_str(), "--memory-x".as_ref(), "boards/memory.x".as_ref()]);
+    assert_eq!(status, Some(1));
+    assert!(
+        stderr.starts_with(&format!("mlf-build: {}/boards/memory.x: does not exist", dir.display()))
+            && stderr.contains("help: correct the memory.x path: relative to the current directory"),
+        "{stderr}"
+    );
+    // A relative path from the archive's own directory works, and the report shows it as given.
+    let (status, stdout, stderr) = run(archive.parent().unwrap(), &["model.tar".as_ref(), "--json".as_ref()]);
+    assert_eq!(status, Some(0), "{stderr}");
+    let document: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(document["archive"], "model.tar");
 }
 
 #[test]
@@ -216,7 +293,7 @@ fn target_measures_the_compiled_objects_quietly() {
         common::skip("arm-none-eabi-gcc is not installed");
         return;
     }
-    let output = inspect(&[kws.as_os_str(), "--target".as_ref(), "thumbv7em-none-eabihf".as_ref()]);
+    let output = inspect(&[kws.as_os_str(), "--target=thumbv7em-none-eabihf".as_ref()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!stdout.contains("cargo:") && !String::from_utf8_lossy(&output.stderr).contains("cargo:"), "{stdout}");

@@ -2,17 +2,18 @@
 //! its memory in the sections MLF_LINK_SECTIONS names;
 //! main.rs includes `$OUT_DIR/mlf/mod.rs` and picks a module through `mlf_rt::Model`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() -> Result<(), mlf_build::Error> {
     println!("cargo:rerun-if-env-changed=MLF_ARCHIVE");
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by Cargo"));
     // Relative paths are taken from the workspace root, where the README's
     // commands run, as in every runner (a build script runs in its package's folder).
-    let root = manifest_dir.join("../..");
-    let (archive, is_demo) = match std::env::var("MLF_ARCHIVE") {
-        Ok(path) if !path.is_empty() => (root.join(path), false),
-        _ => (manifest_dir.join("../demo-model"), true),
+    let root = manifest_dir.ancestors().nth(2).expect("examples/host-runner is two folders below the workspace root");
+    let given = std::env::var("MLF_ARCHIVE").ok().filter(|path| !path.is_empty());
+    let (archive, is_demo) = match &given {
+        Some(path) => (root.join(path), false),
+        None => (manifest_dir.join("../demo-model"), true),
     };
     let mut builder = mlf_build::Builder::new(&archive).implement_mlf_rt(true);
     // `workspace=.sram2,constants=.ext_flash`: the model's memory in sections of its own.
@@ -21,7 +22,16 @@ fn main() -> Result<(), mlf_build::Error> {
         let (storage, section) = placement.split_once('=').expect("MLF_LINK_SECTIONS: <storage>=<section>, comma-separated");
         builder = builder.link_section(storage.parse()?, section);
     }
-    builder.build()?;
+    builder.build().inspect_err(|_| {
+        // The Builder saw an absolute path: the base it was taken from is this script's to name.
+        if let Some(path) = given.as_deref().filter(|path| Path::new(path).is_relative() && !archive.exists()) {
+            eprintln!(
+                "host-runner: MLF_ARCHIVE `{path}` is taken from the workspace root {}, not from where cargo runs \
+                 (README.md, \"The host runner\"): give a path from there, or an absolute one",
+                root.display()
+            );
+        }
+    })?;
     println!("cargo:rustc-env=MLF_RUNNER_ARCHIVE={}", archive.display());
     if is_demo {
         println!("cargo:rustc-cfg=demo_archive");

@@ -1,59 +1,69 @@
 //! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--memory-x <file>]
 //! [--link-section <storage>=<section>] [--json] [--svg <file>]`:
 //! what an archive holds and needs, before any firmware exists (see README.md).
+//! Arguments are parsed by clap; `--help` and `--version` exit 0, a usage
+//! error exits 2, an error about the archive (or a model that does not fit) 1.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
 use mlf_build::{Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
 
-const USAGE: &str = "usage: mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--memory-x <file>] [--link-section <workspace|constants>=<section>] [--json] [--svg <file>]";
-
-struct Args {
-    archive: PathBuf,
-    target: Option<String>,
-    cpu: Option<String>,
-    json: bool,
-    svg: Option<PathBuf>,
-    memory_x: Option<PathBuf>,
-    link_sections: Vec<(Storage, String)>,
+/// Reports on Apache TVM Model Library Format archives, as build scripts using
+/// the mlf-build library would build them.
+#[derive(Parser)]
+#[command(name = "mlf-build", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut archive = None;
-    let (mut target, mut cpu, mut json, mut svg, mut memory_x) = (None, None, false, None, None);
-    let mut link_sections = Vec::new();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--target" => target = Some(args.next().ok_or("--target needs a triple")?),
-            "--cpu" => cpu = Some(args.next().ok_or("--cpu needs a core, e.g. cortex-m7")?),
-            "--json" => json = true,
-            "--svg" => svg = Some(PathBuf::from(args.next().ok_or("--svg needs a file")?)),
-            "--memory-x" => memory_x = Some(PathBuf::from(args.next().ok_or("--memory-x needs a file")?)),
-            "--link-section" => {
-                let placement = args.next().ok_or("--link-section needs <workspace|constants>=<section>")?;
-                let (storage, section) = placement
-                    .split_once('=')
-                    .ok_or_else(|| format!("--link-section {placement}: expected <workspace|constants>=<section>"))?;
-                link_sections.push((storage.parse().map_err(|e: mlf_build::Error| e.to_string())?, section.to_string()));
-            }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
-            path if archive.is_none() => archive = Some(PathBuf::from(path)),
-            extra => return Err(format!("unexpected argument `{extra}`\n{USAGE}")),
-        }
-    }
-    let archive = archive.ok_or_else(|| format!("no archive given\n{USAGE}"))?;
-    Ok(Args { archive, target, cpu, json, svg, memory_x, link_sections })
+#[derive(Subcommand)]
+enum Command {
+    /// What an archive holds and needs, before any firmware exists.
+    ///
+    /// Per module: its kind, tensors and memory map; with --target its compiled
+    /// size and stack bound; with --memory-x whether it fits. Relative paths are
+    /// taken from the current directory.
+    Inspect(Args),
+}
+
+/// `mlf-build inspect`'s arguments.
+#[derive(clap::Args)]
+struct Args {
+    /// The archive: a Model Library Format `.tar`, or the directory it was extracted to.
+    archive: PathBuf,
+    /// Also compile the archive for this Rust target triple and report the objects' sizes (e.g. thumbv7em-none-eabihf).
+    #[arg(long, value_name = "TRIPLE")]
+    target: Option<String>,
+    /// The Arm core to compile for with --target (e.g. cortex-m7); default: the triple's usual core.
+    #[arg(long, value_name = "CORE")]
+    cpu: Option<String>,
+    /// Lay the model onto the regions of this cortex-m-rt style memory.x; exits 1 when it does not fit.
+    #[arg(long, value_name = "FILE")]
+    memory_x: Option<PathBuf>,
+    /// Put the model's `workspace` or `constants` in a linker section of its own, as Builder::link_section does; repeatable.
+    #[arg(long = "link-section", value_name = "STORAGE=SECTION", value_parser = placement)]
+    link_sections: Vec<(Storage, String)>,
+    /// Print one JSON document (schema in README.md) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also draw the memory map as an SVG picture into FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+/// `workspace=.sram2`: a storage and the section it goes to.
+fn placement(text: &str) -> Result<(Storage, String), Box<dyn std::error::Error + Send + Sync>> {
+    let (storage, section) = text.split_once('=').ok_or("expected <workspace|constants>=<section>")?;
+    Ok((storage.parse::<Storage>()?, section.to_string()))
 }
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let result = match args.next().as_deref() {
-        Some("inspect") => parse_args(args).and_then(|args| inspect(&args)),
-        _ => Err(USAGE.to_string()),
-    };
-    match result {
+    // Usage errors exit 2, --help and --version 0, as clap does them.
+    let Command::Inspect(args) = Cli::parse().command;
+    match inspect(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("{message}");
@@ -189,6 +199,8 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
 fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<(Footprint, Output), String> {
     let out_dir = std::env::temp_dir().join(format!("mlf-build-inspect-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
+    // Absolute: the Builder takes a relative path from CARGO_MANIFEST_DIR, which `cargo run` sets to mlf-build's own.
+    let archive = std::env::current_dir().map_err(|e| format!("mlf-build: the current directory: {e}"))?.join(archive);
     let mut builder = Builder::new(archive).out_dir(&out_dir).target(triple).cargo_metadata(false);
     if let Some(cpu) = cpu {
         builder = builder.cpu(cpu);

@@ -19,6 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
+use crate::input::user_path::Base;
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
@@ -92,8 +93,10 @@ pub struct GeneratedModule {
 }
 
 impl Builder {
-    /// A builder for the archive at `path`: a `.tar` or an extracted directory,
-    /// relative to the package root (the build script's working directory).
+    /// A builder for the archive at `path`: a `.tar` or an extracted directory.
+    /// A relative path (here and in every option) is taken from the package
+    /// root, `CARGO_MANIFEST_DIR` (outside Cargo: the current directory); a
+    /// path that leads nowhere is an error naming it normalised, and that base.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), mlf_build::Error> {
@@ -365,13 +368,14 @@ impl Builder {
     /// # }
     /// ```
     pub fn build(self) -> Result<Output> {
-        let archive = self.archive.clone();
-        self.run().map_err(|error| error.in_archive(&archive))
+        let base = Base::package_root();
+        let archive = base.resolve(&self.archive);
+        self.run(&base).map_err(|error| error.in_archive(&archive))
     }
 
-    fn run(self) -> Result<Output> {
-        let settings = self.settings()?;
-        settings.env.directives.rerun_if_changed(&self.archive)?;
+    fn run(self, base: &Base) -> Result<Output> {
+        let settings = self.settings(base)?;
+        settings.env.directives.rerun_if_changed(&settings.paths.archive)?;
         let (toolchain, mut prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
         check_kernel_extensions(&settings, &toolchain, &prepared)?;
@@ -391,13 +395,14 @@ impl Builder {
         support.link()?;
         toolchain.link(settings.env.directives)?;
         let modules = self.write_modules(&settings, &prepared)?;
-        registry::remove_stale_modules(&settings.out_dir, &self.archive, &self.renames, &prepared.plan)?;
+        registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         Ok(Output { modules, warnings, memory_fit })
     }
 
     /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
-    fn settings(&self) -> Result<Settings> {
+    fn settings(&self, base: &Base) -> Result<Settings> {
+        let paths = self.user_paths(base)?;
         let env = Env { directives: Directives { print: self.cargo_metadata } };
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
@@ -421,7 +426,7 @@ impl Builder {
             placing.sections.set(*storage, section)?;
         }
         let memory_x = match &self.memory_x {
-            Some(path) => Some(path.clone()),
+            Some(path) => Some(base.file(path, "the path given to Builder::memory_x(..)")?),
             // cortex-m-rt's convention, only where its linker script would read it too.
             None if target.triple.contains("-none") => {
                 env::cargo_provided("CARGO_MANIFEST_DIR").map(|dir| Path::new(&dir).join("memory.x")).filter(|path| path.is_file())
@@ -436,13 +441,28 @@ impl Builder {
             }
             None => None,
         };
-        Ok(Settings { out_dir, target, env, show_warnings, package, support_dir, placing, memory })
+        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory })
+    }
+
+    /// The archive and the files and directories of the options, taken from
+    /// `base` and checked to exist, so a wrong one is reported with the base.
+    fn user_paths(&self, base: &Base) -> Result<UserPaths> {
+        Ok(UserPaths {
+            archive: base.archive(&self.archive, "the path given to Builder::new(..)")?,
+            include_dirs: self
+                .include_dirs
+                .iter()
+                .map(|dir| base.dir(dir, "the path given to Builder::include_dir(..)"))
+                .collect::<Result<_>>()?,
+            sources: self.sources.iter().map(|file| base.file(file, "the path given to Builder::source(..)")).collect::<Result<_>>()?,
+            cmsis_nn: self.cmsis_nn.as_ref().map(|dir| base.dir(dir, "the path given to Builder::cmsis_nn(..)")).transpose()?,
+        })
     }
 
     fn extra_code<'a>(&'a self, settings: &'a Settings, kernels: Option<&'a KernelCode>) -> ExtraCode<'a> {
         ExtraCode {
-            include_dirs: &self.include_dirs,
-            sources: &self.sources,
+            include_dirs: &settings.paths.include_dirs,
+            sources: &settings.paths.sources,
             defines: &self.defines,
             support_dir: &settings.support_dir,
             kernels,
@@ -455,7 +475,7 @@ impl Builder {
     fn probe_and_prepare(&self, settings: &Settings) -> Result<(Toolchain, Prepared)> {
         // libclang (~80 MB resident) loads while the toolchain is probed, unless
         // the archive is large: then only once its files are out of memory.
-        let small = std::fs::metadata(&self.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
+        let small = std::fs::metadata(&settings.paths.archive).is_ok_and(|m| m.is_file() && m.len() <= PRELOAD_MAX_ARCHIVE_BYTES);
         if small {
             // Not joined: bindgen waits for the library itself if it is still loading.
             std::thread::spawn(bindings::preload);
@@ -477,13 +497,14 @@ impl Builder {
     /// mlf-build's own C and the generated glue.
     fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
         let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target) };
-        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&self.archive, &options)?;
+        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
             settings.env.directives.warning(warning);
         }
-        let kernels = kernels::cmsis_nn(&plan, self.cmsis_nn.as_deref(), &settings.env, &self.include_dirs)?;
-        registry::claim_symbols(&settings.out_dir, &self.archive, &plan)?;
+        let paths = &settings.paths;
+        let kernels = kernels::cmsis_nn(&plan, paths.cmsis_nn.as_deref(), &settings.env, &paths.include_dirs)?;
+        registry::claim_symbols(&settings.out_dir, &paths.archive, &plan)?;
         // Module names are unique within a build script (claim_symbols), so the
         // first names this archive's work directory and library.
         let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.to_string());
@@ -571,7 +592,7 @@ impl Builder {
     /// The Rust module and the JSON report of every module, written under `mlf/`.
     fn write_modules(&self, settings: &Settings, prepared: &Prepared) -> Result<Vec<GeneratedModule>> {
         let Prepared { tree, metadata, plan, stem, work, .. } = prepared;
-        let archive_name = self.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
+        let archive_name = settings.paths.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
         let bindings = plan
@@ -672,6 +693,7 @@ const PRELOAD_MAX_ARCHIVE_BYTES: u64 = 4 << 20;
 
 /// The Builder's options and Cargo's variables, resolved once per build.
 struct Settings {
+    paths: UserPaths,
     /// `Builder::out_dir`, else `OUT_DIR`.
     out_dir: PathBuf,
     target: Target,
@@ -686,6 +708,15 @@ struct Settings {
     placing: Placing,
     /// The `memory.x` the model must fit, read.
     memory: Option<(PathBuf, MemoryLayout)>,
+}
+
+/// The paths of [`Builder::new`], [`Builder::include_dir`], [`Builder::source`]
+/// and [`Builder::cmsis_nn`], absolute and normalised.
+struct UserPaths {
+    archive: PathBuf,
+    include_dirs: Vec<PathBuf>,
+    sources: Vec<PathBuf>,
+    cmsis_nn: Option<PathBuf>,
 }
 
 /// What [`Builder::prepare`] made ready for the compile.

@@ -4,11 +4,12 @@
 //! same archive gives the same bytes.
 //!
 //! An included file cannot carry inner attributes, so the items live in a
-//! private `#[allow(dead_code)] mod generated` that the file re-exports with
+//! private `mod generated` that the file re-exports with
 //! `pub use self::generated::*`: a binary that includes the module privately
 //! and calls only `run` builds under `#![deny(warnings)]`, and a library that
 //! makes it `pub` shows every item at the paths users write (`model::run`,
-//! `model::inputs::<name>::LEN`, `model::ffi`).
+//! `model::inputs::<name>::LEN`, `model::ffi`). The code is clean under
+//! `clippy::pedantic` but for the lints that module allows (README.md).
 
 use std::collections::BTreeMap;
 
@@ -60,12 +61,14 @@ pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Prov
         _ => String::new(),
     };
     let wrapper = doc(&format!(
-        "The items of module `{}`, re-exported below; unused ones are allowed here, since an included file cannot allow them itself.{stack_note}",
+        "The items of module `{}`, re-exported below. Allowed here, since an included file cannot allow them itself: unused\n\
+         items, prose quoting the archive's names (`doc_markdown`) and sizes written as plain integers, as the JSON report\n\
+         has them (`unreadable_literal`).{stack_note}",
         module.name
     ));
     let file = quote! {
         #wrapper
-        #[allow(dead_code)]
+        #[allow(dead_code, clippy::doc_markdown, clippy::unreadable_literal)]
         mod generated {
             #(#body)*
         }
@@ -141,6 +144,7 @@ fn ffi_module(module: &ModulePlan, bindings: &syn::File) -> TokenStream {
             dead_code,
             missing_docs,
             clippy::all,
+            clippy::pedantic,
             unnecessary_transmutes,
             unsafe_op_in_unsafe_fn
         )]
@@ -335,6 +339,10 @@ impl Items<'_> {
         quote! {
             /// Runs the model: reads `inputs`, writes `outputs`. Uses only static memory. Never inlined, so its
             /// frame is below the caller's and counted in `STACK_BYTES`.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Model`] or [`Error::Aborted`] when the model fails, [`Error::Busy`] while another run is in progress.
             #[inline(never)]
             pub fn run(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), Error> {
                 invoke(
@@ -345,6 +353,10 @@ impl Items<'_> {
 
             /// Runs the model on raw byte buffers, in `INPUTS`/`OUTPUTS` order; each must have the
             /// tensor's size and its element type's alignment. Never inlined, as [`run`].
+            ///
+            /// # Errors
+            ///
+            /// A wrong buffer count, size or alignment, before anything runs; otherwise as [`run`].
             #[inline(never)]
             pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
                 if inputs.len() != INPUTS.len() {
@@ -378,7 +390,7 @@ impl Items<'_> {
             fn invoke(inputs: [*mut core::ffi::c_void; #n_in], outputs: [*mut core::ffi::c_void; #n_out]) -> Result<(), Error> {
                 let mut code = 0;
                 #claim
-                let status = unsafe { ffi::#invoke(inputs.as_ptr(), outputs.as_ptr(), &mut code) };
+                let status = unsafe { ffi::#invoke(inputs.as_ptr(), outputs.as_ptr(), core::ptr::addr_of_mut!(code)) };
                 match status {
                     ffi::MLF_STATUS_OK => Ok(()),
                     ffi::MLF_STATUS_ABORTED => Err(Error::Aborted(code)),
@@ -389,6 +401,7 @@ impl Items<'_> {
 
             /// Most workspace bytes the last run used at once (0 when the model allocates nothing): of
             /// [`ARENA_BYTES`], or for a graph module of any one operator's region of its storage.
+            #[must_use]
             pub fn workspace_peak() -> usize {
                 unsafe { ffi::mlf_support_workspace_peak() }
             }
@@ -420,6 +433,7 @@ impl Items<'_> {
         // SAFETY (of the generated `unsafe`): an immutable C object defined by the glue, valid for the whole program.
         quote! {
             #docs
+            #[must_use]
             pub fn descriptor() -> &'static ffi::tvm_model_t {
                 #claim
                 unsafe { &ffi::#descriptor }
@@ -452,12 +466,14 @@ impl Items<'_> {
         }
         let wrapper = RustIdent::snake(function).avoiding(MODULE_FUNCTIONS);
         let docs = doc(&format!(
-            "Calls operator `{function}` on typed buffers, arguments in its order ({}):\noutputs are `&mut`. Sizes and types come from the metadata's memory map. Never inlined, as [`run`].",
+            "Calls operator `{function}` on typed buffers, arguments in its order ({}):\noutputs are `&mut`. Sizes and types come from the metadata's memory map. Never inlined, as [`run`].\n\n# Errors\n\nAs [`run`].",
             names.join(", ")
         ));
+        // The parameters are the operator's, named after its tensors: as many and as alike as TVM made them.
         quote! {
             #docs
             #[inline(never)]
+            #[allow(clippy::too_many_arguments, clippy::many_single_char_names, clippy::similar_names)]
             pub fn #wrapper(#(#params),*) -> Result<(), Error> {
                 invoke(
                     [#(#in_idents.as_ptr() as *mut core::ffi::c_void),*],
@@ -566,6 +582,14 @@ fn buffer_struct(name: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
     let bytes_doc = doc(&format!("The bytes of {kind} `index` (little-endian elements), or `None` past the last."));
     let indices: Vec<Literal> = (0..tensors.len()).map(int).collect();
     let paths: Vec<TokenStream> = idents.iter().map(|ident| quote! { #module::#ident }).collect();
+    // A literal of the element's kind: `0 as f32` would be a lossy cast to clippy::pedantic.
+    let zeros = tensors.iter().map(|tensor| {
+        if tensor.dtype.rust_type().starts_with('f') {
+            quote! { 0.0 }
+        } else {
+            quote! { 0 }
+        }
+    });
     // SAFETY (of the generated `unsafe` blocks): the elements are plain numbers; every byte pattern is valid.
     quote! {
         #docs
@@ -580,11 +604,13 @@ fn buffer_struct(name: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
 
         impl #name {
             /// All elements zero.
+            #[must_use]
             pub const fn zeroed() -> Self {
-                Self { #(#idents: [0 as #paths::Element; #paths::LEN]),* }
+                Self { #(#idents: [#zeros; #paths::LEN]),* }
             }
 
             #bytes_doc
+            #[must_use]
             pub fn bytes(&self, index: usize) -> Option<&[u8]> {
                 match index {
                     #(#indices => Some(unsafe {
@@ -615,7 +641,7 @@ fn buffer_struct(name: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
 
 fn error_type() -> TokenStream {
     quote! {
-        /// Why a run failed.
+        /// Why a run failed. A `core::error::Error`, so `?` turns it into a `Box<dyn Error>`.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Error {
             /// The generated code returned this non-zero code.
@@ -671,6 +697,8 @@ fn error_type() -> TokenStream {
                 }
             }
         }
+
+        impl core::error::Error for Error {}
     }
 }
 

@@ -3,7 +3,7 @@
 //! `params`), what the generated C sources say (`sources`), and what a kernel
 //! library the code calls defines (`kernel_library`); `loops` reads how far
 //! the code's loops reach into a buffer, and `c_text` holds the C text
-//! primitives they share. Each reader
+//! primitives they share; `user_path` finds the paths users give. Each reader
 //! returns data and refuses what it cannot verify; none decides what to build.
 
 pub(crate) mod archive;
@@ -15,3 +15,4 @@ pub(crate) mod memory_x;
 pub(crate) mod metadata;
 pub(crate) mod params;
 pub(crate) mod sources;
+pub(crate) mod user_path;

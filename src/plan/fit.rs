@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::memory_x::{self, MemoryLayout, Placement, Region};
+use crate::input::user_path::Base;
 use crate::plan::model::MemoryNeeds;
 use crate::plan::report::ModuleReport;
 use crate::toolchain::sections::{SectionNames, Storage};
@@ -83,6 +84,7 @@ pub(crate) struct Placing {
 /// build with the same options would: `sections` as [`crate::Builder::link_section`]
 /// gives them, I/O buffers counted in RAM unless `app_places_io_buffers`, and
 /// `code_bytes` (the compiled code, e.g. from [`crate::Footprint`]) in FLASH when given.
+/// A relative `memory_x` is taken from the current directory.
 ///
 /// # Errors
 /// When the file cannot be read or parsed, or has no region for a part (no `RAM`
@@ -94,7 +96,7 @@ pub fn memory_fit(
     app_places_io_buffers: bool,
     code_bytes: Option<u64>,
 ) -> Result<MemoryFit> {
-    let memory_x = memory_x.as_ref();
+    let memory_x = &Base::current_dir().file(memory_x.as_ref(), "the memory.x path")?;
     let mut placing = Placing { app_places_io_buffers, ..Placing::default() };
     for (storage, section) in sections {
         placing.sections.set(*storage, section)?;

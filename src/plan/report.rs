@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::error::Result;
+use crate::input::user_path::Base;
 use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
 
@@ -70,12 +71,13 @@ pub struct Inspection {
 }
 
 /// Reads and plans an archive without compiling it: what [`crate::Builder::build`]
-/// would generate, as data. Needs no build script environment.
+/// would generate, as data. Needs no build script environment; a relative
+/// `path` is taken from the current directory.
 ///
 /// # Errors
 /// The Builder's own errors for an archive it cannot build.
 pub fn inspect(path: impl AsRef<std::path::Path>) -> Result<Inspection> {
-    let path = path.as_ref();
+    let path = &Base::current_dir().archive(path.as_ref(), "the archive path")?;
     let read = || -> Result<Inspection> {
         let Planned { metadata, plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
         Ok(Inspection { modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version)).collect(), warnings })
