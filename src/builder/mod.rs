@@ -464,7 +464,12 @@ impl Builder {
         let (toolchain, prepared) = std::thread::scope(|scope| {
             let toolchain = scope.spawn(|| match &self.cc {
                 Some(user_build) => target::toolchain(user_build, target),
-                None => target::default_toolchain(&default_cc(), target, &libraries::compiler_environment(target, &settings.env)),
+                None => target::default_toolchain(
+                    &default_cc(),
+                    target,
+                    &libraries::compiler_environment(target, &settings.env),
+                    &answers_dir(&settings.out_dir),
+                ),
             });
             let prepared = self.prepare(settings, small);
             (joined(toolchain), prepared)
@@ -505,8 +510,12 @@ impl Builder {
     fn compile_and_bind(&self, settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Library> {
         let Prepared { tree, plan, work, model, generated_c, kernels, .. } = prepared;
         let base = &toolchain.build;
-        let compilers = Compilers::resolve(base, settings.show_warnings, !model.cxx_sources.is_empty())
-            .map_err(|e| Error::new(ErrorKind::Toolchain, format!("no C compiler for `{}`: {e}", settings.target.triple)))?;
+        let compilers = Compilers::answered(
+            base,
+            settings.show_warnings,
+            !model.cxx_sources.is_empty(),
+            toolchain.answers_key.as_deref().map(|key| (answers_dir(&settings.out_dir), key)),
+        )?;
         let compilers = &compilers;
         let config = CompileConfig { base, compilers, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
         let extra = self.extra_code(settings, kernels.as_ref());
@@ -715,6 +724,11 @@ struct Prepared {
     generated_c: Vec<u8>,
     /// CMSIS-NN, when the archive's code calls it.
     kernels: Option<KernelCode>,
+}
+
+/// `<out_dir>/mlf/toolchain`: the toolchain probes' answers (`toolchain::answers`).
+fn answers_dir(out_dir: &Path) -> PathBuf {
+    out_dir.join("mlf").join("toolchain")
 }
 
 /// `<work>/gen/<module>_bindings.rs`: bindgen's output, kept for cached rebuilds.

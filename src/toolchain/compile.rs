@@ -9,9 +9,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde::{Deserialize, Serialize};
+
 use crate::cargo::directive::Directives;
 use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
 use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
+use crate::toolchain::answers;
 use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Ran};
@@ -22,7 +25,7 @@ pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections
 
 /// The compilers a build's libraries use, as `cc` resolved them, and what
 /// identifies them (the keys of the compiled objects).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Compilers {
     pub c: CompilerCommand,
     /// Only when a library has C++ to compile: resolving it runs probes.
@@ -33,6 +36,30 @@ pub(crate) struct Compilers {
 }
 
 impl Compilers {
+    /// [`Compilers::resolve`], or the answers kept under `answers` (a
+    /// directory and what the toolchain's answers are keyed by) when their
+    /// programs are unchanged; without `answers` `cc` is asked every time.
+    pub fn answered(base: &cc::Build, show_warnings: bool, with_cxx: bool, answers: Option<(PathBuf, &str)>) -> Result<Compilers> {
+        let resolve = || {
+            Compilers::resolve(base, show_warnings, with_cxx)
+                .map_err(|e| Error::new(ErrorKind::Toolchain, format!("no C compiler: {e}")).help("install one, or name it with CC"))
+        };
+        let Some((dir, key)) = answers else { return resolve() };
+        let key = format!("{key}\ncompilers show_warnings={show_warnings} with_cxx={with_cxx}");
+        if let Some(compilers) = answers::load::<Compilers>(&dir, &key) {
+            return Ok(compilers);
+        }
+        let compilers = resolve()?;
+        answers::store(&dir, &key, &compilers.programs(), &compilers)?;
+        Ok(compilers)
+    }
+
+    /// The programs the commands run: a wrapper and the compiler after it.
+    fn programs(&self) -> Vec<PathBuf> {
+        let commands = std::iter::once(&self.c).chain(&self.cxx);
+        commands.flat_map(|command| std::iter::once(command.program.clone()).chain(command.wrapped())).collect()
+    }
+
     /// The compilers `base` resolves to, warnings shown or silenced as asked.
     pub fn resolve(base: &cc::Build, show_warnings: bool, with_cxx: bool) -> std::result::Result<Compilers, cc::Error> {
         let mut build = base.clone();
@@ -52,15 +79,15 @@ impl CompilerCommand {
     /// and of the compiler a wrapper runs (its first argument).
     fn identity(&self) -> String {
         let mut text = format!("{:?} {:?} {:?}", self.program, self.args, self.env);
-        let wrapped = self.args.first().map(PathBuf::from).filter(|first| first.is_absolute());
-        for program in std::iter::once(self.program.clone()).chain(wrapped) {
-            let found = which::which(&program).ok().and_then(|path| {
-                let metadata = std::fs::metadata(&path).ok()?;
-                Some(format!("{} {} {:?}", path.display(), metadata.len(), metadata.modified().ok()?))
-            });
-            text.push_str(&format!("\n{}: {found:?}", program.display()));
+        for program in std::iter::once(self.program.clone()).chain(self.wrapped()) {
+            text.push_str(&format!("\n{}: {:?}", program.display(), answers::stamp(&program)));
         }
         text
+    }
+
+    /// The compiler a wrapper (sccache) runs: its first argument, when that is a path.
+    fn wrapped(&self) -> Option<PathBuf> {
+        self.args.first().map(PathBuf::from).filter(|first| first.is_absolute())
     }
 }
 

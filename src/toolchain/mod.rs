@@ -3,6 +3,7 @@
 //! (`sections`), bindgen (`bindings`) and reading what was built
 //! (`elf`, `measure`).
 
+pub(crate) mod answers;
 pub(crate) mod bindings;
 pub(crate) mod compile;
 pub(crate) mod elf;

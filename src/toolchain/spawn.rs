@@ -13,12 +13,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use serde::{Deserialize, Serialize};
+
 use crate::cargo::env;
 use crate::toolchain::joined;
 
 /// A compiler as a command line: the program (a wrapper such as sccache
 /// when there is one), its arguments and the variables it is run with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CompilerCommand {
     pub program: PathBuf,
     pub args: Vec<OsString>,
