@@ -82,6 +82,11 @@ impl Error {
         self
     }
 
+    /// The kind of the I/O error this one wraps, if it wraps one.
+    pub(crate) fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.source.as_deref().and_then(|source| source.downcast_ref::<std::io::Error>()).map(std::io::Error::kind)
+    }
+
     /// The coarse category, for callers that branch on it.
     pub fn kind(&self) -> ErrorKind {
         self.kind

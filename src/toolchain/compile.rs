@@ -319,7 +319,7 @@ impl Library {
         if let Some((line, kind)) = out_of_space(&stderr) {
             return Error::new(
                 ErrorKind::Io,
-                format!("compiling `{}` failed writing under `{}`: {}", source.display(), self.out_dir.display(), printable(line.trim())),
+                format!("the C compiler could not write a file compiling `{}`: {}", source.display(), printable(line.trim())),
             )
             .help(out_of_space_help(kind).unwrap_or_default());
         }
@@ -373,7 +373,11 @@ impl Library {
                         .help("check AR / ARFLAGS")
                 })
             }
-            Err(error) => Err(error),
+            // Named by the library, not the temporary, when writing it failed.
+            Err(error) => Err(match error.io_kind() {
+                Some(kind) => Error::io("write", &library, kind.into()),
+                None => error,
+            }),
         };
         match written {
             Ok(()) => rename(&partial, &library),
