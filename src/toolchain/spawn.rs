@@ -101,6 +101,9 @@ pub(crate) enum Ran {
 /// and stdout captured; after the first one that fails or cannot start no
 /// more are started. Returns what each did, `None` for those not started.
 pub(crate) fn run_all(commands: Vec<Command>) -> Vec<Option<Ran>> {
+    if commands.is_empty() {
+        return Vec::new();
+    }
     let group = Group::new();
     let count = commands.len();
     let next = AtomicUsize::new(0);
