@@ -52,7 +52,12 @@ impl Error {
     }
 
     pub(crate) fn io(action: &str, path: &Path, err: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, format!("could not {action} `{}`: {err}", path.display())).with_source(err)
+        let help = out_of_space_help(err.kind());
+        let error = Error::new(ErrorKind::Io, format!("could not {action} `{}`: {err}", path.display())).with_source(err);
+        match help {
+            Some(help) => error.help(help),
+            None => error,
+        }
     }
 
     /// Names the file inside the archive the error is about.
@@ -75,6 +80,11 @@ impl Error {
     pub(crate) fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));
         self
+    }
+
+    /// The kind of the I/O error this one wraps, if it wraps one.
+    pub(crate) fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.source.as_deref().and_then(|source| source.downcast_ref::<std::io::Error>()).map(std::io::Error::kind)
     }
 
     /// The coarse category, for callers that branch on it.
@@ -125,6 +135,19 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// What to do when a write failed for want of room (a full disk or quota, a
+/// file size limit, a read-only file system), `None` for other failures.
+pub(crate) fn out_of_space_help(kind: std::io::ErrorKind) -> Option<String> {
+    use std::io::ErrorKind::{FileTooLarge, QuotaExceeded, ReadOnlyFilesystem, StorageFull};
+    let what = match kind {
+        StorageFull | QuotaExceeded => "free space on that file system (or raise the quota)",
+        FileTooLarge => "raise the file size limit (`ulimit -f`) or free space",
+        ReadOnlyFilesystem => "make the output directory writable",
+        _ => return None,
+    };
+    Some(format!("{what}, then build again: the build redoes only what it had not finished, no `cargo clean` needed"))
 }
 
 /// `text` with control characters written as escapes (`\n`, `\u{1b}`): how archive

@@ -6,12 +6,12 @@ use std::path::Path;
 use crate::error::{Error, ErrorKind};
 use crate::input::sources;
 use crate::plan::model::Plan;
-use crate::toolchain::compile::Library;
+use crate::toolchain::compile::{Compilers, Library};
 
 /// After a failed compile: every header the archive's sources include that
 /// neither the archive, mlf-build, the Builder's include directories nor the
 /// compiler has, each named with the files that want it, and the options that help.
-pub(super) fn missing_header(plan: &Plan, tree_dir: &Path, model: &Library, base: &cc::Build) -> Option<Error> {
+pub(super) fn missing_header(plan: &Plan, tree_dir: &Path, model: &Library, compilers: &Compilers) -> Option<Error> {
     let mut found: BTreeMap<String, bool> = BTreeMap::new();
     let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &plan.modules {
@@ -22,7 +22,7 @@ pub(super) fn missing_header(plan: &Plan, tree_dir: &Path, model: &Library, base
             for header in sources::included_headers(&text) {
                 let in_own_dir = own_dir.join(header).is_file();
                 let known = *found.entry(header.to_string()).or_insert_with(|| {
-                    model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(base, header)
+                    model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(compilers, header)
                 });
                 if !(in_own_dir || known) {
                     let files = missing.entry(header.to_string()).or_default();

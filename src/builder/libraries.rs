@@ -16,7 +16,7 @@ use crate::ident::CIdent;
 use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
 use crate::toolchain::bindings;
-use crate::toolchain::compile::{Library, STACK_FLAGS};
+use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::sections::SectionNames;
 use crate::toolchain::target::Target;
 
@@ -25,6 +25,7 @@ use super::kernels::{KernelCode, ScratchSupply};
 /// Settings that change compiled code, shared by the model and support libraries.
 pub(super) struct CompileConfig<'a> {
     pub base: &'a cc::Build,
+    pub compilers: &'a Compilers,
     pub show_warnings: bool,
     pub target: &'a Target,
     pub env: &'a Env,
@@ -56,9 +57,8 @@ const CARGO_VARIABLES: &[&str] = &["OPT_LEVEL", "DEBUG", "PROFILE"];
 impl CompileConfig<'_> {
     /// Everything besides the sources that determines the compiled objects, as
     /// explicit data: the target, the compilers and archiver `cc` resolved with
-    /// their arguments, and the environment they were resolved from. The C++
-    /// compiler only when there is C++ to compile: resolving it runs probes.
-    pub fn fingerprint(&self, with_cxx: bool) -> Vec<u8> {
+    /// their arguments, and the environment they were resolved from.
+    pub fn fingerprint(&self) -> Vec<u8> {
         let triple = &self.target.triple;
         let mut lines =
             vec![format!("target={triple}"), format!("host={}", self.target.host), format!("show_warnings={}", self.show_warnings)];
@@ -66,17 +66,7 @@ impl CompileConfig<'_> {
         for name in CARGO_VARIABLES {
             lines.push(format!("{name}={:?}", env::cargo_provided(name)));
         }
-        let tool = |tool: std::result::Result<cc::Tool, cc::Error>| match tool {
-            Ok(tool) => format!("{:?} {:?}", tool.path(), tool.args()),
-            Err(error) => format!("unavailable: {error}"),
-        };
-        lines.push(format!("cc={}", tool(self.base.try_get_compiler())));
-        if with_cxx {
-            lines.push(format!("c++={}", tool(self.base.clone().cpp(true).try_get_compiler())));
-        }
-        let archiver =
-            self.base.try_get_archiver().map(|command| format!("{:?} {:?}", command.get_program(), command.get_args().collect::<Vec<_>>()));
-        lines.push(format!("ar={}", archiver.unwrap_or_else(|error| format!("unavailable: {error}"))));
+        lines.push(self.compilers.identity.clone());
         lines.join("\n").into_bytes()
     }
 }
@@ -94,7 +84,6 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
         defines: Vec::new(),
         out_dir: out_dir.join("mlf").join("support"),
-        show_warnings: config.show_warnings,
         directives: config.env.directives,
         sections: SectionNames::default(),
         external_sources: Vec::new(),
@@ -104,13 +93,13 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         let key = cache::key(&[
             env!("CARGO_PKG_VERSION").as_bytes(),
             support::digest().as_bytes(),
-            &config.fingerprint(false),
+            &config.fingerprint(),
             STACK_FLAGS.join(" ").as_bytes(),
         ]);
         let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
         if !(stamp.is_current() && library.is_built()) {
             stamp.invalidate()?;
-            library.compile(config.base)?;
+            library.compile(config.compilers, config.base)?;
             stamp.record()?;
         }
         built.insert(library.out_dir.clone());
@@ -125,7 +114,6 @@ pub(super) fn model_library(
     stem: &str,
     work: &Path,
     package: &str,
-    show_warnings: bool,
     sections: &SectionNames,
     extra: &ExtraCode<'_>,
 ) -> Result<(Library, Vec<u8>)> {
@@ -196,7 +184,6 @@ pub(super) fn model_library(
         include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         defines,
         out_dir: work.join("lib"),
-        show_warnings,
         directives: extra.directives,
         sections: sections.clone(),
         external_sources,

@@ -25,7 +25,7 @@ use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
-use crate::toolchain::compile::{Library, STACK_FLAGS};
+use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
 use crate::toolchain::{bindings, joined, stack};
@@ -484,7 +484,12 @@ impl Builder {
         let (toolchain, prepared) = std::thread::scope(|scope| {
             let toolchain = scope.spawn(|| match &self.cc {
                 Some(user_build) => target::toolchain(user_build, target),
-                None => target::default_toolchain(&default_cc(), target, &libraries::compiler_environment(target, &settings.env)),
+                None => target::default_toolchain(
+                    &default_cc(),
+                    target,
+                    &libraries::compiler_environment(target, &settings.env),
+                    &answers_dir(&settings.out_dir),
+                ),
             });
             let prepared = self.prepare(settings, small);
             (joined(toolchain), prepared)
@@ -517,8 +522,7 @@ impl Builder {
         }
         support::write(&settings.support_dir)?;
         let extra = self.extra_code(settings, kernels.as_ref());
-        let (model, generated_c) =
-            libraries::model_library(&plan, &stem, &work, &settings.package, settings.show_warnings, &settings.placing.sections, &extra)?;
+        let (model, generated_c) = libraries::model_library(&plan, &stem, &work, &settings.package, &settings.placing.sections, &extra)?;
         Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c, kernels })
     }
 
@@ -527,7 +531,14 @@ impl Builder {
     fn compile_and_bind(&self, settings: &Settings, toolchain: &Toolchain, prepared: &Prepared) -> Result<Library> {
         let Prepared { tree, plan, work, model, generated_c, kernels, .. } = prepared;
         let base = &toolchain.build;
-        let config = CompileConfig { base, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
+        let compilers = Compilers::answered(
+            base,
+            settings.show_warnings,
+            !model.cxx_sources.is_empty(),
+            toolchain.answers_key.as_deref().map(|key| (answers_dir(&settings.out_dir), key)),
+        )?;
+        let compilers = &compilers;
+        let config = CompileConfig { base, compilers, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
         let extra = self.extra_code(settings, kernels.as_ref());
         let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
         let extra_fingerprint = extra.fingerprint()?;
@@ -536,7 +547,7 @@ impl Builder {
                 tree.digest()?.as_slice(),
                 env!("CARGO_PKG_VERSION").as_bytes(),
                 support::digest().as_bytes(),
-                &config.fingerprint(!model.cxx_sources.is_empty()),
+                &config.fingerprint(),
                 generated_c,
                 &extra_fingerprint,
                 format!("{:?}", settings.placing.sections).as_bytes(),
@@ -567,24 +578,33 @@ impl Builder {
                         })
                         .collect::<Result<Vec<_>>>()
                 });
-                match model.compile(base) {
+                match model.compile(compilers, base) {
                     Ok(()) => {
                         let bound = joined(bindgen);
                         let key = joined(key);
                         Ok(Some((bound?, key?)))
                     }
-                    Err(error) => Err(diagnose::missing_header(plan, &tree_dir, model, base).unwrap_or(error)),
+                    // Only a compile error can come from a missing header (not a full disk).
+                    Err(error) if error.kind() == ErrorKind::Compile => {
+                        Err(diagnose::missing_header(plan, &tree_dir, model, compilers).unwrap_or(error))
+                    }
+                    Err(error) => Err(error),
                 }
             };
             Ok::<_, Error>((joined(support), built))
         })?;
         let support = support?;
-        if let Some((bound, key)) = built? {
-            for (path, text) in bound {
-                write_if_changed(&path, text.as_bytes())?;
+        match built? {
+            Some((bound, key)) => {
+                for (path, text) in bound {
+                    write_if_changed(&path, text.as_bytes())?;
+                }
+                tree.record_digest(&tree_dir)?;
+                stamp(key).record()?;
             }
-            tree.record_digest(&tree_dir)?;
-            stamp(key).record()?;
+            // A run killed while writing the tree left no record: the digest
+            // just computed is kept, or every rerun would hash the tree again.
+            None => tree.record_missing_digest(&tree_dir)?,
         }
         Ok(support)
     }
@@ -735,6 +755,11 @@ struct Prepared {
     generated_c: Vec<u8>,
     /// CMSIS-NN, when the archive's code calls it.
     kernels: Option<KernelCode>,
+}
+
+/// `<out_dir>/mlf/toolchain`: the toolchain probes' answers (`toolchain::answers`).
+fn answers_dir(out_dir: &Path) -> PathBuf {
+    out_dir.join("mlf").join("toolchain")
 }
 
 /// `<work>/gen/<module>_bindings.rs`: bindgen's output, kept for cached rebuilds.

@@ -35,3 +35,10 @@ impl Env {
 pub(crate) fn cargo_provided(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
+
+/// Reads a variable that only keys answers kept on disk (`PATH`, what `cc`
+/// reads besides the compiler variables): a change makes them stale without
+/// rerunning the build script, so it is not tracked.
+pub(crate) fn keying_only(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}

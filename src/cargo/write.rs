@@ -1,9 +1,12 @@
 //! Files under the output directory written only when their bytes change,
-//! so Cargo and the C compiler see unchanged files as unchanged.
+//! so Cargo and the C compiler see unchanged files as unchanged; and files
+//! written under a temporary name first, renamed into place once complete.
 
 use std::fs;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
@@ -51,6 +54,61 @@ pub(crate) fn write_streamed_if_changed(path: &Path, fill: impl FnOnce(&mut dyn 
     fill(&mut buffered).and_then(|()| io::Write::flush(&mut buffered)).map_err(|e| Error::io("write", path, e))?;
     drop(buffered);
     writer.finish().map_err(|e| Error::io("write", path, e))
+}
+
+/// What every temporary name has in it, and only they do.
+const TEMPORARY_MARK: &str = ".mlf-tmp-";
+
+/// A name for `path`'s next version beside it, unique to this process and
+/// call (`a.o` → `a.mlf-tmp-<pid>-<time>-<n>.o`, keeping the extension: gcc
+/// names the `.su` file after the object). Whatever a killed run's
+/// compilers still write there is never read, and [`remove_temporaries`] removes it.
+pub(crate) fn temporary(path: &Path) -> PathBuf {
+    static RUN: OnceLock<String> = OnceLock::new();
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let run = RUN.get_or_init(|| {
+        let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |time| time.as_nanos());
+        format!("{}-{started}", std::process::id())
+    });
+    let stem = path.file_stem().map_or_else(String::new, |stem| stem.to_string_lossy().into_owned());
+    let mut name = format!("{stem}{TEMPORARY_MARK}{run}-{}", CALLS.fetch_add(1, Ordering::Relaxed));
+    if let Some(extension) = path.extension() {
+        name.push('.');
+        name.push_str(&extension.to_string_lossy());
+    }
+    path.with_file_name(name)
+}
+
+/// Removes the temporaries ([`temporary`]) directly in `dir`: those of an
+/// earlier run that was killed, and of this one's failed steps.
+pub(crate) fn remove_temporaries(dir: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(dir) else { return Ok(()) };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().contains(TEMPORARY_MARK) {
+            let path = entry.path();
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(Error::io("remove", &path, e)),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renames `from` to `to`, replacing it.
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
+    fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
+}
+
+/// Writes `bytes` to `path` through a temporary, so `path` is the old file or
+/// the whole new one, never a part; the temporary is removed if writing fails.
+pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> Result<()> {
+    let temporary = temporary(path);
+    if let Err(e) = fs::write(&temporary, bytes) {
+        let _ = fs::remove_file(&temporary);
+        return Err(Error::io("write", &temporary, e));
+    }
+    rename(&temporary, path)
 }
 
 /// Compares what is written with the file until they differ, then writes.
@@ -140,6 +198,22 @@ mod tests {
         assert!(write("abcXefghij"), "longer");
         assert_eq!(fs::read(&path).unwrap(), b"abcXefghij");
         assert!(!write("abcXefghij"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temporaries_keep_the_extension_and_are_removed() {
+        let dir = scratch("temporaries");
+        let object = dir.join("a.o");
+        let temporary = temporary(&object);
+        assert_eq!(temporary.extension().unwrap(), "o");
+        assert_ne!(temporary, super::temporary(&object), "unique per call");
+        fs::write(&temporary, b"half").unwrap();
+        write_replacing(&object, b"whole").unwrap();
+        remove_temporaries(&dir).unwrap();
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+        assert_eq!(names, ["a.o"]);
+        assert_eq!(fs::read(&object).unwrap(), b"whole");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -206,6 +206,14 @@ impl Tree {
         fs::write(&record, self.digest_hex()?).map_err(|e| Error::io("write", &record, e))
     }
 
+    /// [`Tree::record_digest`] unless `<dir>.digest` is there.
+    pub fn record_missing_digest(&self, dir: &Path) -> Result<()> {
+        if digest_record(dir).is_file() {
+            return Ok(());
+        }
+        self.record_digest(dir)
+    }
+
     /// Removes everything below `dir` (whose key is `prefix`) that is not a
     /// file of the tree; returns how many entries it removed.
     fn remove_stale(&self, dir: &Path, prefix: &str) -> Result<usize> {

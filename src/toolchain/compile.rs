@@ -1,22 +1,95 @@
-//! Compiles C with `cc` into static libraries and tells Cargo to link them.
+//! Compiles C and C++ into static libraries and tells Cargo to link them.
+//! `cc` resolves the compiler and its flags; the compiles run here (`spawn`),
+//! each object kept while what it was compiled from is unchanged (`inputs`).
+//! Objects and libraries are written under temporary names and renamed into
+//! place only when complete, so a killed build leaves no half-written file
+//! under a name a later build reads.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde::{Deserialize, Serialize};
 
 use crate::cargo::directive::Directives;
-use crate::error::{Error, ErrorKind, Result};
+use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
+use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
+use crate::toolchain::answers;
+use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
+use crate::toolchain::spawn::{self, CompilerCommand, Ran};
 use crate::toolchain::static_lib;
-
-/// `sources`, largest first: `cc` starts compiles in this order, so the
-/// longest one does not start last and leave the other jobs idle.
-fn largest_first(sources: &[PathBuf]) -> Vec<PathBuf> {
-    let mut sized: Vec<(u64, &PathBuf)> = sources.iter().map(|path| (std::fs::metadata(path).map_or(0, |m| m.len()), path)).collect();
-    sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    sized.into_iter().map(|(_, path)| path.clone()).collect()
-}
 
 /// Flags every compile gets for the stack bound (`toolchain::stack`); part of the cache keys.
 pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections"];
+
+/// The compilers a build's libraries use, as `cc` resolved them, and what
+/// identifies them (the keys of the compiled objects).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Compilers {
+    pub c: CompilerCommand,
+    /// Only when a library has C++ to compile: resolving it runs probes.
+    pub cxx: Option<CompilerCommand>,
+    /// The commands, each program's size and modification time, and the
+    /// archiver (used for objects that are not ELF).
+    pub identity: String,
+}
+
+impl Compilers {
+    /// [`Compilers::resolve`], or the answers kept under `answers` (a
+    /// directory and what the toolchain's answers are keyed by) when their
+    /// programs are unchanged; without `answers` `cc` is asked every time.
+    pub fn answered(base: &cc::Build, show_warnings: bool, with_cxx: bool, answers: Option<(PathBuf, &str)>) -> Result<Compilers> {
+        let resolve = || {
+            Compilers::resolve(base, show_warnings, with_cxx)
+                .map_err(|e| Error::new(ErrorKind::Toolchain, format!("no C compiler: {e}")).help("install one, or name it with CC"))
+        };
+        let Some((dir, key)) = answers else { return resolve() };
+        let key = format!("{key}\ncompilers show_warnings={show_warnings} with_cxx={with_cxx}");
+        if let Some(compilers) = answers::load::<Compilers>(&dir, &key) {
+            return Ok(compilers);
+        }
+        let compilers = resolve()?;
+        answers::store(&dir, &key, &compilers.programs(), &compilers)?;
+        Ok(compilers)
+    }
+
+    /// The programs the commands run: a wrapper and the compiler after it.
+    fn programs(&self) -> Vec<PathBuf> {
+        let commands = std::iter::once(&self.c).chain(&self.cxx);
+        commands.flat_map(|command| std::iter::once(command.program.clone()).chain(command.wrapped())).collect()
+    }
+
+    /// The compilers `base` resolves to, warnings shown or silenced as asked.
+    pub fn resolve(base: &cc::Build, show_warnings: bool, with_cxx: bool) -> std::result::Result<Compilers, cc::Error> {
+        let mut build = base.clone();
+        build.cargo_metadata(false).cargo_warnings(false).warnings(show_warnings).extra_warnings(false);
+        let c = CompilerCommand::from_tool(&build.try_get_compiler()?);
+        let archiver = build.try_get_archiver()?;
+        let archiver = format!("archiver: {:?} {:?}", archiver.get_program(), archiver.get_args().collect::<Vec<_>>());
+        let cxx = if with_cxx { Some(CompilerCommand::from_tool(&build.cpp(true).try_get_compiler()?)) } else { None };
+        let mut identity: Vec<String> = std::iter::once(&c).chain(&cxx).map(CompilerCommand::identity).collect();
+        identity.push(archiver);
+        Ok(Compilers { c, cxx, identity: identity.join("\n") })
+    }
+}
+
+impl CompilerCommand {
+    /// The command line and the size and modification time of its program
+    /// and of the compiler a wrapper runs (its first argument).
+    fn identity(&self) -> String {
+        let mut text = format!("{:?} {:?} {:?}", self.program, self.args, self.env);
+        for program in std::iter::once(self.program.clone()).chain(self.wrapped()) {
+            text.push_str(&format!("\n{}: {:?}", program.display(), answers::stamp(&program)));
+        }
+        text
+    }
+
+    /// The compiler a wrapper (sccache) runs: its first argument, when that is a path.
+    fn wrapped(&self) -> Option<PathBuf> {
+        self.args.first().map(PathBuf::from).filter(|first| first.is_absolute())
+    }
+}
 
 /// One static library to build.
 pub(crate) struct Library {
@@ -27,10 +100,8 @@ pub(crate) struct Library {
     pub objects: Vec<PathBuf>,
     pub include_dirs: Vec<PathBuf>,
     pub defines: Vec<(String, Option<String>)>,
-    /// Where objects and the archive go; stable so `cc`'s object names stay stable.
+    /// Where objects and the archive go.
     pub out_dir: PathBuf,
-    /// Show the compiler's warnings (generated code has many).
-    pub show_warnings: bool,
     /// Where the link lines and the compiler's warnings go.
     pub directives: Directives,
     /// The linker sections the model's memory goes to (`Builder::link_section`).
@@ -40,25 +111,53 @@ pub(crate) struct Library {
     pub external_sources: Vec<PathBuf>,
 }
 
+/// One source to compile and where its object goes.
+struct Unit<'a> {
+    source: &'a Path,
+    compiler: &'a CompilerCommand,
+    object: PathBuf,
+    /// `<object>.inputs`: what the object was compiled from.
+    record: PathBuf,
+    key: String,
+}
+
+/// A compile under way: the temporaries it writes.
+struct Started<'a> {
+    unit: &'a Unit<'a>,
+    object: PathBuf,
+    depfile: PathBuf,
+    command: Command,
+}
+
 impl Library {
-    /// Compiles the library from `base` (the user's `cc::Build`, if any).
-    pub fn compile(&self, base: &cc::Build) -> Result<()> {
+    /// Compiles what changed since the last build and writes the libraries.
+    pub fn compile(&self, compilers: &Compilers, base: &cc::Build) -> Result<()> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
-        let mut cxx_objects = Vec::new();
-        if !self.cxx_sources.is_empty() {
-            // cc compiles one language per build: C++ goes in a sibling library.
-            let mut cxx = self.configured(base);
-            let sources = largest_first(&self.cxx_sources);
-            cxx.cpp(true).files(&sources);
-            cxx_objects = cxx.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
-            self.place_sections(&sources, &cxx_objects)?;
-            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects)?;
+        remove_temporaries(&self.out_dir)?;
+        let digests = Digests::default();
+        let units = self.units(compilers)?;
+        // Largest first, so the longest compile does not start last and leave the other jobs idle.
+        let mut stale: Vec<(u64, &Unit<'_>)> = units
+            .iter()
+            .filter(|unit| !(unit.object.is_file() && inputs::holds(&unit.record, &unit.key, &digests)))
+            .map(|unit| (std::fs::metadata(unit.source).map_or(0, |m| m.len()), unit))
+            .collect();
+        stale.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.source.cmp(b.1.source)));
+        let compiled = !stale.is_empty();
+        if compiled {
+            // The list marks the libraries complete: gone until they are rewritten.
+            inputs::forget(&self.object_list())?;
         }
-        let mut build = self.configured(base);
-        let sources = largest_first(&self.c_sources);
-        build.files(&sources);
-        let mut objects = build.try_compile_intermediates().map_err(|e| self.compile_error(base, e))?;
-        self.place_sections(&sources, &objects)?;
+        let started: Vec<Started<'_>> = stale.iter().map(|(_, unit)| self.start(unit)).collect();
+        let result = self.finish_all(started, &digests);
+        remove_temporaries(&self.out_dir)?;
+        result?;
+        if !compiled && self.is_built() {
+            return Ok(());
+        }
+        let is_cxx = |unit: &&Unit<'_>| self.cxx_sources.iter().any(|source| source == unit.source);
+        let cxx_objects: Vec<PathBuf> = units.iter().filter(is_cxx).map(|unit| unit.object.clone()).collect();
+        let mut objects: Vec<PathBuf> = units.iter().filter(|unit| !is_cxx(unit)).map(|unit| unit.object.clone()).collect();
         for (index, object) in self.objects.iter().enumerate() {
             if self.sections.is_empty() {
                 objects.push(object.clone());
@@ -69,32 +168,182 @@ impl Library {
                 objects.push(placed);
             }
         }
+        if !self.cxx_sources.is_empty() {
+            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects)?;
+        }
         self.archive(base, &self.name, &objects)?;
         // For the stack bound, which a cached build reads again.
         let mut list: Vec<String> = cxx_objects.iter().chain(&objects).map(|path| path.display().to_string()).collect();
         list.push(String::new());
-        let path = self.object_list();
-        std::fs::write(&path, list.join("\n")).map_err(|e| Error::io("write", &path, e))
+        write_replacing(&self.object_list(), list.join("\n").as_bytes())
+    }
+
+    /// Every source with its object, record and key.
+    fn units<'a>(&'a self, compilers: &'a Compilers) -> Result<Vec<Unit<'a>>> {
+        let cxx = self.cxx_sources.iter().map(|source| (source, true));
+        let mut units = Vec::new();
+        for (source, is_cxx) in self.c_sources.iter().map(|source| (source, false)).chain(cxx) {
+            let compiler = if is_cxx {
+                compilers.cxx.as_ref().ok_or_else(|| Error::new(ErrorKind::Toolchain, "the C++ compiler was not resolved"))?
+            } else {
+                &compilers.c
+            };
+            let object = self.object_path(source);
+            let placed = !self.sections.is_empty() && !self.external_sources.contains(source);
+            let key = crate::cargo::cache::key(&[
+                env!("CARGO_PKG_VERSION").as_bytes(),
+                compilers.identity.as_bytes(),
+                format!("{:?}", self.arguments(compiler, source)).as_bytes(),
+                format!("{:?}", placed.then_some(&self.sections)).as_bytes(),
+            ]);
+            units.push(Unit { source, compiler, record: object.with_extension("inputs"), object, key });
+        }
+        Ok(units)
+    }
+
+    /// `<out_dir>/<stem>-<hash of the source's path>.o`: stable, and distinct
+    /// for sources of the same name in different directories.
+    fn object_path(&self, source: &Path) -> PathBuf {
+        let stem = source.file_stem().map_or_else(|| "source".into(), |stem| stem.to_string_lossy().into_owned());
+        let hash = crate::cargo::cache::key(&[source.as_os_str().as_encoded_bytes()]);
+        self.out_dir.join(format!("{stem}-{}.o", &hash[..16]))
+    }
+
+    /// The compiler's arguments for `source`, less where the outputs go.
+    fn arguments(&self, compiler: &CompilerCommand, source: &Path) -> Vec<OsString> {
+        let mut args = compiler.args.clone();
+        for dir in &self.include_dirs {
+            args.push("-I".into());
+            args.push(dir.into());
+        }
+        if !compiler.msvc {
+            // Each function's frame in a `.su` file and each function in a section of
+            // its own (cc's default too), for the stack bound; the code is unchanged.
+            args.extend(STACK_FLAGS.iter().map(OsString::from));
+            if self.sections.workspace.is_some() {
+                // Tentative definitions would be COMMON symbols, in no section to rename.
+                args.push("-fno-common".into());
+            }
+        }
+        for (name, value) in &self.defines {
+            args.push(match value {
+                Some(value) => format!("-D{name}={value}").into(),
+                None => format!("-D{name}").into(),
+            });
+        }
+        args.push(if compiler.msvc { "/c" } else { "-c" }.into());
+        args.push(source.into());
+        args
+    }
+
+    /// The command compiling `unit` to temporaries.
+    fn start<'a>(&self, unit: &'a Unit<'a>) -> Started<'a> {
+        let object = temporary(&unit.object);
+        let depfile = object.with_extension("d");
+        let mut command = unit.compiler.program_command();
+        command.args(self.arguments(unit.compiler, unit.source));
+        if unit.compiler.msvc {
+            let mut out = OsString::from("/Fo");
+            out.push(&object);
+            command.arg(out);
+        } else {
+            command.arg("-MD").arg("-MF").arg(&depfile).arg("-o").arg(&object);
+        }
+        Started { unit, object, depfile, command }
+    }
+
+    /// Runs the compiles; every object compiled is renamed into place with
+    /// its record, even when another failed (the next build compiles only
+    /// the failed ones). The first failure is the error.
+    fn finish_all(&self, started: Vec<Started<'_>>, digests: &Digests) -> Result<()> {
+        let commands: Vec<Command> = started.iter().map(|s| clone_command(&s.command)).collect();
+        let ran = spawn::run_all(commands);
+        let mut first_error = None;
+        for (started, ran) in started.iter().zip(ran) {
+            let result = match ran {
+                None => Ok(()),
+                Some(Ran::NotStarted(e)) => Err(Error::new(
+                    ErrorKind::Toolchain,
+                    format!("could not start the C compiler `{}`: {e}", started.unit.compiler.program.display()),
+                )
+                .help("install the compiler, or name one with CC (CC_<target>)")
+                .with_source(e)),
+                Some(Ran::Exited(output)) if output.status.success() => self.place(started, digests),
+                Some(Ran::Exited(output)) => Err(self.failure(started, &output)),
+            };
+            if let Err(error) = result {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Moves a compiled object (with its `.su` file) into place and records what it was compiled from.
+    fn place(&self, started: &Started<'_>, digests: &Digests) -> Result<()> {
+        let unit = started.unit;
+        if !self.sections.is_empty() && !self.external_sources.iter().any(|source| source == unit.source) {
+            sections::place(&started.object, &started.object, &self.sections)?;
+        }
+        let inputs = if unit.compiler.msvc {
+            Vec::new()
+        } else {
+            let text = std::fs::read_to_string(&started.depfile).map_err(|e| Error::io("read", &started.depfile, e))?;
+            inputs::depfile_inputs(&text)
+        };
+        // The old record goes first: an object renamed in under it would be taken for the old one.
+        inputs::forget(&unit.record)?;
+        let stack_usage = started.object.with_extension("su");
+        if stack_usage.is_file() {
+            rename(&stack_usage, &unit.object.with_extension("su"))?;
+        }
+        rename(&started.object, &unit.object)?;
+        if inputs.is_empty() {
+            // Without the headers it read (MSVC) the object is not kept across builds.
+            return Ok(());
+        }
+        inputs::record(&unit.record, &unit.key, &inputs, digests)
+    }
+
+    /// The error for a compile that failed: a write the compiler could not
+    /// do is an I/O error, silence is said to be silence, else the compiler's first error lines.
+    fn failure(&self, started: &Started<'_>, output: &Output) -> Error {
+        const MAX_LINES: usize = 20;
+        let source = started.unit.source;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let status = match output.status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => format!("was killed ({})", output.status),
+        };
+        let command_line = printable(&CompilerCommand::shown(&started.command));
+        if let Some((line, kind)) = out_of_space(&stderr) {
+            return Error::new(
+                ErrorKind::Io,
+                format!("the C compiler could not write a file compiling `{}`: {}", source.display(), printable(line.trim())),
+            )
+            .help(out_of_space_help(kind).unwrap_or_default());
+        }
+        let text = if stderr.trim().is_empty() { stdout } else { stderr };
+        let lines: Vec<String> = text.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(printable).collect();
+        if lines.is_empty() {
+            return Error::new(
+                ErrorKind::Compile,
+                format!("the C compiler {status} and printed nothing, compiling `{}`: {command_line}", source.display()),
+            )
+            .help("run that command to see what the compiler does; check CC / CFLAGS (or the cc::Build given to Builder::cc_build)");
+        }
+        Error::new(
+            ErrorKind::Compile,
+            format!("compiling `{}` failed in `{}` (the compiler {status}):\n{}", self.name, source.display(), lines.join("\n")),
+        )
+        .help("the compiler's first error lines are above; Builder::show_warnings(true) shows every diagnostic")
     }
 
     /// `lib<name>.objects`: the path of every object in the library, one per
-    /// line (`-fstack-usage` writes each one's `.su` file beside it).
+    /// line (`-fstack-usage` writes each one's `.su` file beside it). Written
+    /// last: while it is missing the libraries are not complete.
     pub fn object_list(&self) -> PathBuf {
         self.out_dir.join(format!("lib{}.objects", self.name))
-    }
-
-    /// Renames the sections of the model's objects (`objects[i]` compiled from
-    /// `sources[i]`, as `cc` returns them) to the user's linker sections.
-    fn place_sections(&self, sources: &[PathBuf], objects: &[PathBuf]) -> Result<()> {
-        if self.sections.is_empty() {
-            return Ok(());
-        }
-        for (source, object) in sources.iter().zip(objects) {
-            if !self.external_sources.contains(source) {
-                sections::place(object, object, &self.sections)?;
-            }
-        }
-        Ok(())
     }
 
     /// The static libraries [`Library::compile`] writes.
@@ -106,88 +355,37 @@ impl Library {
         names.iter().map(|name| self.out_dir.join(format!("lib{name}.a"))).collect()
     }
 
-    /// `lib<name>.a` of `objects`: written here when they are ELF, else by the
-    /// toolchain's archiver through `cc`.
+    /// `lib<name>.a` of `objects`, written to a temporary and renamed into
+    /// place: here when they are ELF, else by the toolchain's archiver through `cc`.
     fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf]) -> Result<()> {
-        if static_lib::write_elf_library(&self.out_dir.join(format!("lib{name}.a")), objects)? {
-            return Ok(());
-        }
-        let mut build = self.configured(base);
-        build.objects(objects);
-        build.try_compile(name).map_err(|e| self.compile_error(base, e))
-    }
-
-    /// The error for a failed compilation, with the compiler's first error lines:
-    /// `cc` discards stderr when warnings are silenced, so the first failing
-    /// source is compiled again with stderr captured.
-    fn compile_error(&self, base: &cc::Build, error: cc::Error) -> Error {
-        let diagnostics = self.first_errors(base);
-        let message = match &diagnostics {
-            Some((file, lines)) => format!("compiling `{}` failed in `{}`:\n{lines}", self.name, file.display()),
-            None => format!("compiling `{}` failed: {error}", self.name),
-        };
-        let help = if diagnostics.is_some() {
-            "the compiler's first errors are shown above; Builder::show_warnings(true) shows every diagnostic"
-        } else {
-            "Builder::show_warnings(true) shows the compiler's output"
-        };
-        Error::new(ErrorKind::Compile, message).help(help).with_source(error)
-    }
-
-    /// The first source that fails to compile on its own and its first error lines.
-    fn first_errors(&self, base: &cc::Build) -> Option<(PathBuf, String)> {
-        const MAX_LINES: usize = 20;
-        let probe = self.out_dir.join("mlf_error_probe.o");
-        let sources = self.c_sources.iter().map(|s| (s, false)).chain(self.cxx_sources.iter().map(|s| (s, true)));
-        for (source, cpp) in sources {
-            let mut build = self.configured(base);
-            build.cpp(cpp);
-            let mut command = build.try_get_compiler().ok()?.to_command();
-            let output = command.arg("-c").arg(source).arg("-o").arg(&probe).output().ok()?;
-            let _ = std::fs::remove_file(&probe);
-            if output.status.success() {
-                continue;
+        let library = self.out_dir.join(format!("lib{name}.a"));
+        let partial = temporary(&library);
+        let written = static_lib::write_elf_library(&partial, objects);
+        let written = match written {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let partial_name = partial.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().trim_start_matches("lib");
+                let mut build = base.clone();
+                build.out_dir(&self.out_dir).cargo_metadata(false).cargo_warnings(false).cargo_output(self.directives.print);
+                build.objects(objects);
+                build.try_compile(partial_name).map_err(|e| {
+                    Error::new(ErrorKind::Toolchain, format!("the archiver failed writing `{}`: {e}", library.display()))
+                        .help("check AR / ARFLAGS")
+                })
             }
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let lines: Vec<String> =
-                stderr.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(crate::error::printable).collect();
-            return Some((source.clone(), lines.join("\n")));
-        }
-        None
-    }
-
-    fn configured(&self, base: &cc::Build) -> cc::Build {
-        let mut build = base.clone();
-        build
-            .out_dir(&self.out_dir)
-            .cargo_metadata(false)
-            .cargo_warnings(self.show_warnings && self.directives.print)
-            .cargo_output(self.directives.print)
-            .warnings(self.show_warnings)
-            .extra_warnings(false);
-        // From the compiler's family (known to `cc` already), not from a probe compile.
-        let msvc = build.try_get_compiler().is_ok_and(|tool| tool.is_like_msvc());
-        if !self.show_warnings {
-            build.flag(if msvc { "/w" } else { "-w" });
-        }
-        if !msvc {
-            // Each function's frame in a `.su` file and each function in a section of
-            // its own (cc's default too), for the stack bound; the code is unchanged.
-            for flag in STACK_FLAGS {
-                build.flag(flag);
+            // Named by the library, not the temporary, when writing it failed.
+            Err(error) => Err(match error.io_kind() {
+                Some(kind) => Error::io("write", &library, kind.into()),
+                None => error,
+            }),
+        };
+        match written {
+            Ok(()) => rename(&partial, &library),
+            Err(error) => {
+                let _ = std::fs::remove_file(&partial);
+                Err(error)
             }
         }
-        for dir in &self.include_dirs {
-            build.include(dir);
-        }
-        for (name, value) in &self.defines {
-            build.define(name, value.as_deref());
-        }
-        if self.sections.workspace.is_some() {
-            // Tentative definitions would be COMMON symbols, in no section to rename.
-            build.flag("-fno-common");
-        }
-        build
     }
 
     /// Prints the link directives; done by us rather than `cc` so a cached build can replay them.
@@ -200,21 +398,66 @@ impl Library {
     }
 
     /// Whether the compiler, configured as for this library, finds `header`
-    /// (asked by preprocessing a one-line probe file).
-    pub fn compiler_finds(&self, base: &cc::Build, header: &str) -> bool {
-        let probe = self.out_dir.join("mlf_header_probe.c");
-        if std::fs::create_dir_all(&self.out_dir).is_err() || std::fs::write(&probe, format!("#include <{header}>\n")).is_err() {
-            return true;
-        }
-        let mut build = self.configured(base);
-        build.file(&probe).cargo_warnings(false);
-        let found = build.try_expand().is_ok();
+    /// (asked by preprocessing a one-line probe file, removed again whatever happens).
+    pub fn compiler_finds(&self, compilers: &Compilers, header: &str) -> bool {
+        let probe = temporary(&self.out_dir.join("mlf_header_probe.c"));
+        let written = std::fs::create_dir_all(&self.out_dir).and_then(|()| std::fs::write(&probe, format!("#include <{header}>\n")));
+        let found = written.is_err() || {
+            let compiler = &compilers.c;
+            let mut command = compiler.program_command();
+            let mut args = self.arguments(compiler, &probe);
+            // `-c <probe>` becomes `-E <probe>`: preprocess only.
+            let flag = args.len() - 2;
+            args[flag] = if compiler.msvc { "/E" } else { "-E" }.into();
+            command.args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+            command.status().is_ok_and(|status| status.success())
+        };
         let _ = std::fs::remove_file(&probe);
         found
     }
 
-    /// Whether the archive from an earlier build is still there.
+    /// Whether the libraries of an earlier build are there, complete.
     pub fn is_built(&self) -> bool {
-        self.out_dir.join(format!("lib{}.a", self.name)).is_file()
+        self.object_list().is_file() && self.archives().iter().all(|library| library.is_file())
+    }
+}
+
+/// A copy of `command`'s program, arguments and variables (`Command` is not `Clone`).
+fn clone_command(command: &Command) -> Command {
+    let mut copy = Command::new(command.get_program());
+    copy.args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => copy.env(name, value),
+            None => copy.env_remove(name),
+        };
+    }
+    copy
+}
+
+/// The first line of a compiler's or assembler's stderr saying a write failed
+/// for want of room, and which kind of failure it names.
+fn out_of_space(stderr: &str) -> Option<(&str, std::io::ErrorKind)> {
+    use std::io::ErrorKind::{FileTooLarge, QuotaExceeded, ReadOnlyFilesystem, StorageFull};
+    let kinds = [
+        ("No space left on device", StorageFull),
+        ("Disk quota exceeded", QuotaExceeded),
+        ("File too large", FileTooLarge),
+        ("Read-only file system", ReadOnlyFilesystem),
+    ];
+    stderr.lines().find_map(|line| kinds.iter().find(|(text, _)| line.contains(text)).map(|(_, kind)| (line, *kind)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_writes_that_found_no_room() {
+        let assembler = "/usr/bin/as: /out/a.mlf-tmp-1.o: can't write 3888 bytes to section .rodata.tvm: File too large\n";
+        assert_eq!(out_of_space(assembler).map(|(_, kind)| kind), Some(std::io::ErrorKind::FileTooLarge));
+        let full = "cc1: fatal error: /out/a.s: No space left on device\ncompilation terminated.";
+        assert_eq!(out_of_space(full), Some(("cc1: fatal error: /out/a.s: No space left on device", std::io::ErrorKind::StorageFull)));
+        assert_eq!(out_of_space("a.c:1:1: error: unknown type name 'x'"), None);
     }
 }

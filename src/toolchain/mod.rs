@@ -3,11 +3,14 @@
 //! (`sections`), bindgen (`bindings`) and reading what was built
 //! (`elf`, `measure`).
 
+pub(crate) mod answers;
 pub(crate) mod bindings;
 pub(crate) mod compile;
 pub(crate) mod elf;
+pub(crate) mod inputs;
 pub(crate) mod measure;
 pub(crate) mod sections;
+pub(crate) mod spawn;
 pub(crate) mod stack;
 pub(crate) mod static_lib;
 pub(crate) mod target;

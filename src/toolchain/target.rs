@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::error::{Error, ErrorKind, Result};
-use crate::toolchain::joined;
+use crate::toolchain::{answers, joined};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -221,7 +222,7 @@ pub(crate) struct ArmCore {
 }
 
 /// What C code compiled for a core may use: Thumb-2, the DSP extension, Helium.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub(crate) struct CoreIsa {
     pub thumb2: bool,
     pub dsp: bool,
@@ -304,6 +305,9 @@ pub(crate) struct Toolchain {
     pub system_libs: Vec<PathBuf>,
     /// What the configured C compiler generates code for, as it predefines it (bare-metal targets).
     pub compiled_isa: Option<CoreIsa>,
+    /// What the answers kept on disk are keyed by (mlf-build's default
+    /// `cc::Build` only): answers derived from the toolchain's are kept under it too.
+    pub answers_key: Option<String>,
 }
 
 impl Toolchain {
@@ -317,24 +321,59 @@ impl Toolchain {
     }
 }
 
+/// Variables besides the compiler environment that change what `cc`
+/// resolves: where programs are found, the wrapper it puts before the
+/// compiler, the Rust flags and profile it derives C flags from.
+const ANSWER_VARIABLES: &[&str] = &[
+    "PATH",
+    "RUSTC_WRAPPER",
+    "CC_KNOWN_WRAPPER_CUSTOM",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "OPT_LEVEL",
+    "DEBUG",
+    "PROFILE",
+    "CC_SHELL_ESCAPED_FLAGS",
+    "CC_FORCE_DISABLE",
+];
+
 /// [`toolchain`] from mlf-build's default `base` (the same for every build of
 /// a process), probed once per process for each target and compiler
 /// `environment` (what `cc` reads): a build script that builds several
-/// archives asks the compiler once.
-pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: &[String]) -> Result<Toolchain> {
+/// archives asks the compiler once. The answers are kept in `answers_dir`:
+/// a rerun with the same environment and compiler asks nothing.
+pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: &[String], answers_dir: &Path) -> Result<Toolchain> {
     static PROBED: Mutex<Vec<(String, Toolchain)>> = Mutex::new(Vec::new());
-    let key = format!("{target:?}\n{}", environment.join("\n"));
-    let probed = PROBED
+    let keying = ANSWER_VARIABLES.iter().map(|name| format!("{name}={:?}", env::keying_only(name)));
+    let key = format!("{}\n{target:?}\n{}\n{}", env!("CARGO_PKG_VERSION"), environment.join("\n"), keying.collect::<Vec<_>>().join("\n"));
+    let known = PROBED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .iter()
         .find(|(probed_for, _)| *probed_for == key)
         .map(|(_, toolchain)| toolchain.clone());
-    if let Some(toolchain) = probed {
+    if let Some(toolchain) = known {
         return Ok(toolchain);
     }
-    // Not held while probing: another archive's build may probe another target meanwhile.
-    let toolchain = toolchain(base, target)?;
+    let toolchain = match answers::load::<Answers>(answers_dir, &key) {
+        Some(answers) => {
+            let mut build = for_target(base, target);
+            answers.added.apply(&mut build);
+            Toolchain {
+                build,
+                clang_args: answers.clang_args,
+                system_libs: answers.system_libs,
+                compiled_isa: answers.compiled_isa,
+                answers_key: None,
+            }
+        }
+        None => {
+            // Not held while probing: another archive's build may probe another target meanwhile.
+            let (toolchain, answers) = probe(base, target)?;
+            answers::store(answers_dir, &key, std::slice::from_ref(&answers.compiler), &answers)?;
+            toolchain
+        }
+    };
+    let toolchain = Toolchain { answers_key: Some(key.clone()), ..toolchain };
     PROBED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((key, toolchain.clone()));
     Ok(toolchain)
 }
@@ -342,6 +381,10 @@ pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: 
 /// Completes `base` for `target` and checks that the toolchain is there and
 /// compiles for the Rust target's float ABI.
 pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
+    probe(base, target).map(|(toolchain, _)| toolchain)
+}
+
+fn probe(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answers)> {
     std::thread::scope(|scope| {
         // rustc starts as slowly as a compiler probe: it is asked beside them.
         let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target) } else { Ok(()) });
@@ -351,11 +394,17 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
     })
 }
 
-fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
+/// `base` set up for `target`, before any probe.
+fn for_target(base: &cc::Build, target: &Target) -> cc::Build {
     let mut build = base.clone();
     // mlf-build prints the rerun lines for the variables cc reads itself, once each (see `env`).
     // Probing prints nothing: a failure becomes mlf-build's own error.
     build.target(&target.triple).host(&target.host).cargo_metadata(false).cargo_warnings(false).emit_rerun_if_env_changed(false);
+    build
+}
+
+fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answers)> {
+    let mut build = for_target(base, target);
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
     let user_args: Vec<String> = compiler.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let float_abi = target.float_abi();
@@ -366,23 +415,26 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
         )
         .help("remove the flag from CFLAGS / the cc::Build, or build for the triple whose float ABI you want (e.g. thumbv7em-none-eabi for soft-float)"));
     }
+    // What the probes add to `build`, kept as data so a cached answer can add it again.
+    let mut added = Additions::default();
     if target.is_arm32() {
-        add_arm_flags(&mut build, target, &user_args, float_abi)?;
+        add_arm_flags(&mut added.flags, target, &user_args, float_abi)?;
     }
     if target.is_riscv() && target.is_bare_metal() && !user_args.iter().any(|a| a.starts_with("-march=")) {
         // cc adds these too, but not under CRATE_CC_NO_DEFAULTS.
-        build.flag(format!("-march={}{}", target.arch.replace("riscv", "rv"), riscv_extensions(&target.features)));
-        build.flag(format!("-mabi={}", riscv_abi(&target.arch, float_abi)));
+        added.flags.push(format!("-march={}{}", target.arch.replace("riscv", "rv"), riscv_extensions(&target.features)));
+        added.flags.push(format!("-mabi={}", riscv_abi(&target.arch, float_abi)));
     }
     for flag in ["-ffunction-sections", "-fdata-sections"] {
         if !user_args.iter().any(|a| a == flag) {
-            build.flag(flag);
+            added.flags.push(flag.to_string());
         }
     }
     if target.is_arm_none_eabi() {
         // newlib 3.3 with gcc 12 leaves PRIu64 undefined without it.
-        build.define("__int64_t_defined", "1");
+        added.defines.push(("__int64_t_defined".to_string(), "1".to_string()));
     }
+    added.apply(&mut build);
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
     let path = which::which(compiler.path())
         .map_err(|_| missing_compiler(target, &format!("`{}` is not installed", compiler.path().display())))?;
@@ -390,7 +442,9 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
         // picolibc's headers and libraries exist for gcc only through its specs file.
         let specs = print_file_name(&path, compiler.args(), "picolibc.specs", target)?;
         if specs.is_some() {
-            build.flag("--specs=picolibc.specs");
+            let specs = Additions { flags: vec!["--specs=picolibc.specs".to_string()], defines: Vec::new() };
+            specs.apply(&mut build);
+            added.flags.extend(specs.flags);
         }
     }
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
@@ -441,20 +495,59 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     for (name, printed) in lib_names.iter().zip(printed_libs) {
         system_libs.push(multilib_file(&path, args, name, printed?, target, &include_dirs)?);
     }
-    Ok(Toolchain { build, clang_args, system_libs, compiled_isa })
+    let answers = Answers { compiler: path, added, clang_args, system_libs, compiled_isa };
+    Ok((
+        Toolchain {
+            build,
+            clang_args: answers.clang_args.clone(),
+            system_libs: answers.system_libs.clone(),
+            compiled_isa,
+            answers_key: None,
+        },
+        answers,
+    ))
+}
+
+/// What [`probe_toolchain`] learnt, as data ([`crate::toolchain::answers`]).
+#[derive(Serialize, Deserialize)]
+struct Answers {
+    /// The compiler's path, whose changes make the answers stale.
+    compiler: PathBuf,
+    added: Additions,
+    clang_args: Vec<String>,
+    system_libs: Vec<PathBuf>,
+    compiled_isa: Option<CoreIsa>,
+}
+
+/// What `probe_toolchain` adds to the user's `cc::Build`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Additions {
+    flags: Vec<String>,
+    defines: Vec<(String, String)>,
+}
+
+impl Additions {
+    fn apply(&self, build: &mut cc::Build) {
+        for flag in &self.flags {
+            build.flag(flag);
+        }
+        for (name, value) in &self.defines {
+            build.define(name, value.as_str());
+        }
+    }
 }
 
 /// `-mthumb`, the core and the float ABI, whatever cc added (or did not, under
 /// CRATE_CC_NO_DEFAULTS): the core's own `-march` follows `-mcpu`, since cc's
 /// `-march` would otherwise win over it (no Helium on a Cortex-M55).
-fn add_arm_flags(build: &mut cc::Build, target: &Target, user_args: &[String], float_abi: FloatAbi) -> Result<()> {
+fn add_arm_flags(flags: &mut Vec<String>, target: &Target, user_args: &[String], float_abi: FloatAbi) -> Result<()> {
     if target.triple.starts_with("thumb") {
-        build.flag("-mthumb");
+        flags.push("-mthumb".to_string());
     }
     // cc never adds -mcpu: one in the arguments is the user's, and names the core.
     let user_cpu = user_args.iter().any(|a| a.starts_with("-mcpu="));
     if let (false, Some(cpu)) = (user_cpu, &target.cpu) {
-        build.flag(format!("-mcpu={cpu}"));
+        flags.push(format!("-mcpu={cpu}"));
         if let Some(core) = arm_core(cpu) {
             let mut march = core.march.to_string();
             let mut fpu = core.fpu.to_string();
@@ -475,15 +568,15 @@ fn add_arm_flags(build: &mut cc::Build, target: &Target, user_args: &[String], f
                 }
                 march.push_str(&fpu);
             }
-            build.flag(format!("-march={march}"));
+            flags.push(format!("-march={march}"));
             if float_abi == FloatAbi::Hard {
                 // The core's whole FPU rather than cc's lowest common one.
-                build.flag("-mfpu=auto");
+                flags.push("-mfpu=auto".to_string());
             }
         }
     }
     if float_abi == FloatAbi::Hard {
-        build.flag("-mfloat-abi=hard");
+        flags.push("-mfloat-abi=hard".to_string());
     }
     Ok(())
 }

@@ -1,0 +1,266 @@
+//! Running the compilers: side by side within Cargo's job count, each one's
+//! output captured, and none outliving the build script, however it ends.
+//!
+//! On Unix every compiler joins the process group of a watcher, a shell that
+//! waits on a pipe only this process can write to. When the build script
+//! exits or is killed (even by SIGKILL) the kernel closes the pipe, the
+//! watcher's `read` returns and it kills the whole group: the drivers and
+//! what they started (`cc1`, `as`). Elsewhere compilers run as plain children.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cargo::env;
+use crate::toolchain::joined;
+
+/// A compiler as a command line: the program (a wrapper such as sccache
+/// when there is one), its arguments and the variables it is run with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CompilerCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    /// MSVC's command-line syntax (`/c`, `/Fo`) rather than gcc's.
+    pub msvc: bool,
+}
+
+impl CompilerCommand {
+    pub fn from_tool(tool: &cc::Tool) -> CompilerCommand {
+        // `to_command` puts a wrapper (sccache) first and the compiler after it.
+        let command = tool.to_command();
+        CompilerCommand {
+            program: PathBuf::from(command.get_program()),
+            args: command.get_args().map(OsString::from).collect(),
+            env: tool.get_envs().map(|(name, value)| (name.to_owned(), value.to_owned())).collect(),
+            msvc: tool.is_like_msvc(),
+        }
+    }
+
+    /// The program with its variables set; the arguments are the caller's to add.
+    pub fn program_command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.envs(self.env.iter().map(|(name, value)| (name, value)));
+        command
+    }
+
+    /// The command line as a shell would show it, for messages.
+    pub fn shown(command: &Command) -> String {
+        std::iter::once(command.get_program()).chain(command.get_args()).map(|arg| arg.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// How many compilers run at once: Cargo's `NUM_JOBS`, else the machine's parallelism.
+fn job_count() -> usize {
+    let cargo = env::cargo_provided("NUM_JOBS").and_then(|jobs| jobs.parse::<usize>().ok());
+    cargo.or_else(|| std::thread::available_parallelism().ok().map(usize::from)).unwrap_or(1).max(1)
+}
+
+/// The job slots every runner of the process shares (the support and model
+/// libraries compile at the same time, within one `NUM_JOBS`).
+struct Slots {
+    free: Mutex<Option<usize>>,
+    freed: Condvar,
+}
+
+static SLOTS: Slots = Slots { free: Mutex::new(None), freed: Condvar::new() };
+
+impl Slots {
+    fn take(&self) {
+        let mut free = self.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        loop {
+            let count = free.get_or_insert_with(job_count);
+            if *count > 0 {
+                *count -= 1;
+                return;
+            }
+            free = self.freed.wait(free).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    fn give(&self) {
+        let mut free = self.free.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *free.get_or_insert(0) += 1;
+        self.freed.notify_one();
+    }
+}
+
+/// What one command did.
+pub(crate) enum Ran {
+    /// It ran to the end (successfully or not).
+    Exited(Output),
+    /// It could not be started.
+    NotStarted(std::io::Error),
+}
+
+/// Runs `commands` side by side in the order given, each with its stderr
+/// and stdout captured; after the first one that fails or cannot start no
+/// more are started. Returns what each did, `None` for those not started.
+pub(crate) fn run_all(commands: Vec<Command>) -> Vec<Option<Ran>> {
+    if commands.is_empty() {
+        return Vec::new();
+    }
+    let group = Group::new();
+    let count = commands.len();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let commands: Vec<Mutex<Option<Command>>> = commands.into_iter().map(|command| Mutex::new(Some(command))).collect();
+    let results: Vec<Mutex<Option<Ran>>> = (0..count).map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..job_count().min(count))
+            .map(|_| {
+                scope.spawn(|| loop {
+                    SLOTS.take();
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    if index >= count || failed.load(Ordering::SeqCst) {
+                        SLOTS.give();
+                        return;
+                    }
+                    let command = commands[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+                    let ran = command.map(|command| group.run(command));
+                    SLOTS.give();
+                    if !matches!(&ran, Some(Ran::Exited(output)) if output.status.success()) {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    *results[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = ran;
+                })
+            })
+            .collect();
+        for worker in workers {
+            joined(worker);
+        }
+    });
+    drop(group);
+    results.into_iter().map(|result| result.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())).collect()
+}
+
+/// The watcher and its process group (Unix); nothing elsewhere.
+struct Group {
+    watcher: Mutex<Option<Child>>,
+    /// The watcher's pid, the group's id.
+    id: Option<u32>,
+}
+
+impl Group {
+    fn new() -> Group {
+        let watcher = start_watcher();
+        Group { id: watcher.as_ref().map(Child::id), watcher: Mutex::new(watcher) }
+    }
+
+    /// Ends the watcher, which kills whatever is left in its group.
+    fn close(&self) {
+        let watcher = self.watcher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        if let Some(mut watcher) = watcher {
+            drop(watcher.stdin.take());
+            let _ = watcher.wait();
+        }
+    }
+
+    fn run(&self, mut command: Command) -> Ran {
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        #[cfg(unix)]
+        if let Some(id) = self.id {
+            use std::os::unix::process::CommandExt;
+            // The group lives while its leader, the watcher, does: until `close`.
+            command.process_group(id as i32);
+        }
+        match command.output() {
+            Ok(output) => Ran::Exited(output),
+            Err(error) => Ran::NotStarted(error),
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// `sh` leading a new process group, killing it once its stdin (a pipe whose
+/// write end only this process holds: std opens pipes close-on-exec, so no
+/// compiler inherits it) reaches end of file. `None` where there is no `sh`.
+#[cfg(unix)]
+fn start_watcher() -> Option<Child> {
+    use std::os::unix::process::CommandExt;
+    Command::new("sh")
+        .args(["-c", "read -r line; kill -s KILL 0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .ok()
+}
+
+#[cfg(not(unix))]
+fn start_watcher() -> Option<Child> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    #[test]
+    fn runs_every_command_with_its_output_captured() {
+        let ran = run_all((0..5).map(|index| shell(&format!("echo out{index}; echo err{index} >&2"))).collect());
+        for (index, ran) in ran.iter().enumerate() {
+            let Some(Ran::Exited(output)) = ran else { panic!("command {index} did not run") };
+            assert!(output.status.success());
+            assert_eq!(String::from_utf8_lossy(&output.stdout), format!("out{index}\n"));
+            assert_eq!(String::from_utf8_lossy(&output.stderr), format!("err{index}\n"));
+        }
+    }
+
+    #[test]
+    fn a_failure_is_reported_with_its_stderr() {
+        let ran = run_all(vec![shell("echo broken >&2; exit 3"), shell("true")]);
+        let Some(Ran::Exited(output)) = &ran[0] else { panic!("the first command runs") };
+        assert_eq!(output.status.code(), Some(3));
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "broken\n");
+        let missing = run_all(vec![Command::new("/nonexistent/mlf-build-compiler")]);
+        assert!(matches!(&missing[0], Some(Ran::NotStarted(_))));
+    }
+
+    /// What a killed build script leaves: the group's members, a compiler and
+    /// what it started, die when the watcher's pipe closes.
+    #[cfg(unix)]
+    #[test]
+    fn closing_the_group_kills_what_its_compilers_started() {
+        let dir = crate::test_support::scratch("spawn-group");
+        let pid_file = dir.join("pid");
+        let group = Group::new();
+        let script = format!("sleep 600 & echo $! > {}.tmp; mv {0}.tmp {0}; wait", pid_file.display());
+        let ran = std::thread::scope(|scope| {
+            let running = scope.spawn(|| group.run(shell(&script)));
+            while !pid_file.is_file() {
+                std::thread::yield_now();
+            }
+            group.close();
+            joined(running)
+        });
+        assert!(matches!(ran, Ran::Exited(output) if !output.status.success()), "killed, not finished");
+        let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+        // SIGKILL is sent; the process is gone (or a zombie) once the kernel has run it down.
+        let alive = || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "));
+        for _ in 0..5_000 {
+            if !alive() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!alive(), "sleep {pid} outlived its group");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
