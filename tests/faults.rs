@@ -335,3 +335,38 @@ fn a_full_disk_is_an_io_error_naming_the_file_and_the_next_build_recovers() {
         assert_eq!(leftovers(&out_dir()), Vec::<PathBuf>::new(), "{what}: the recovered build left files");
     }
 }
+
+#[test]
+fn a_target_directory_copied_from_elsewhere_is_rebuilt_not_trusted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::new("moved-target", "");
+    succeeded(&setup.build());
+    // What a target directory copied from another checkout holds: object lists naming the old place.
+    let elsewhere = setup.dir.join("old-checkout");
+    let mut lists = Vec::new();
+    let mut pending = vec![out_dir().join("mlf")];
+    while let Some(dir) = pending.pop() {
+        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|entry| entry.path()) {
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "objects") {
+                lists.push(path);
+            }
+        }
+    }
+    assert!(!lists.is_empty(), "the build lists its objects");
+    for list in &lists {
+        let text = std::fs::read_to_string(list).unwrap();
+        let moved: Vec<String> = text
+            .lines()
+            .map(|line| if line.is_empty() { String::new() } else { elsewhere.join(line.trim_start_matches('/')).display().to_string() })
+            .collect();
+        std::fs::write(list, moved.join("\n")).unwrap();
+    }
+    touch_build_script();
+    succeeded(&setup.build());
+    for list in &lists {
+        let text = std::fs::read_to_string(list).unwrap();
+        assert!(!text.contains(&elsewhere.display().to_string()), "{} still names the old place:\n{text}", list.display());
+    }
+}

@@ -418,7 +418,14 @@ impl Library {
 
     /// Whether the libraries of an earlier build are there, complete.
     pub fn is_built(&self) -> bool {
-        self.object_list().is_file() && self.archives().iter().all(|library| library.is_file())
+        // A list naming objects elsewhere (its target directory moved or copied) is not this build's.
+        let listed_here = std::fs::read_to_string(self.object_list()).is_ok_and(|list| {
+            list.lines()
+                .filter(|line| !line.is_empty())
+                .map(Path::new)
+                .all(|object| object.starts_with(&self.out_dir) || self.objects.iter().any(|own| own == object))
+        });
+        listed_here && self.archives().iter().all(|library| library.is_file())
     }
 }
 
