@@ -181,3 +181,107 @@ fn the_picture_is_an_absolute_url_to_the_file_the_suite_checks() {
     assert!(images.iter().any(|image| *image == url), "README's picture must be {url}, found {images:?}");
     assert!(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg").is_file());
 }
+
+/// README's "Your first hour": the demo's output on the host and on the
+/// emulated board, and each error it quotes, as the commands print them for
+/// an application at /home/me/my-app.
+#[test]
+fn first_hour_shows_what_the_commands_print() {
+    if common::corpus_dir().is_none() || !arm_toolchain_present() {
+        return;
+    }
+    let section = common::readme_section("## Your first hour");
+    let mut figures = ReadmeFigures::default();
+    let run = |command: &mut Command| {
+        let output = command.output().expect("the command runs");
+        assert!(output.status.success(), "{}", common::failure_text(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // The demo on the host, in corpus_host's target directory.
+    let mut printed: Vec<String> = Vec::new();
+    let host =
+        run(common::cargo("corpus-host").args(["run", "--release", "--locked", "--quiet", "-p", "host-runner"]).env_remove("MLF_ARCHIVE"));
+    for line in host.lines() {
+        figures.quoted(&section, line, "this line of the host demo's output");
+    }
+    printed.extend(host.lines().map(str::to_string));
+    // The demo on the Cortex-M4F board, in the QEMU tests' target directory.
+    let firmware = run(common::cargo(FIRMWARE_TARGET_DIR)
+        .args(["run", "--release", "--locked", "--quiet", "-p", "cortex-m-runner", "--target", TRIPLE])
+        .env_remove("MLF_ARCHIVE")
+        .env_remove("MLF_INPUTS")
+        .env_remove("MLF_BOARD")
+        .env_remove("MLF_MEMORY_X")
+        .env_remove("MLF_LINK_SECTIONS")
+        .env_remove("MLF_MODULE"));
+    for line in firmware.lines() {
+        figures.quoted(&section, line, "this line of the firmware demo's output");
+    }
+    printed.extend(firmware.lines().map(str::to_string));
+    let errors = first_hour_errors();
+    for line in &errors {
+        figures.quoted(&section, line, "this line of an error it explains");
+    }
+    printed.extend(errors);
+    figures.check();
+    // And nothing quoted that no command printed: every line of the section's text blocks.
+    let mut in_text = false;
+    for (number, line) in &section {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            in_text = trimmed == "```text";
+        } else if in_text {
+            assert!(
+                printed.iter().any(|p| p.trim() == trimmed),
+                "README.md:{number}: `{trimmed}` is printed by none of the commands run: {printed:#?}"
+            );
+        }
+    }
+}
+
+/// The errors README's first hour explains, from `mlf-build inspect` in an
+/// application directory, its path shown as /home/me/my-app.
+fn first_hour_errors() -> Vec<String> {
+    let kws = common::corpus_case("kws_int8-aot_c_usmp").expect("the corpus is present");
+    let app = common::scratch("my-app");
+    std::fs::copy(kws.join("model.tar"), app.join("model.tar")).unwrap();
+    let mut errors = Vec::new();
+    let mut inspect = |args: &[&str], env: &[(&str, &Path)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mlf-build"));
+        command.current_dir(&app).arg("inspect").args(args).env_remove("CMSIS_NN_PATH").envs(env.iter().copied());
+        let output = command.output().expect("mlf-build runs");
+        assert_eq!(output.status.code(), Some(1), "{args:?} fails on the archive: {}", String::from_utf8_lossy(&output.stdout));
+        let stderr = String::from_utf8_lossy(&output.stderr).replace(&app.display().to_string(), "/home/me/my-app");
+        errors.extend(stderr.lines().map(str::to_string));
+    };
+    // A wrong path.
+    inspect(&["modle.tar"], &[]);
+    // Not an archive TVM wrote: compressed.
+    let gzip = Command::new("gzip").args(["-k", "model.tar"]).current_dir(&app).status().expect("gzip runs");
+    assert!(gzip.success());
+    inspect(&["model.tar.gz"], &[]);
+    // Too big for the board.
+    std::fs::write(
+        app.join("memory.x"),
+        "MEMORY\n{\n  FLASH : ORIGIN = 0x00000000, LENGTH = 64K\n  RAM : ORIGIN = 0x20000000, LENGTH = 8K\n}\n",
+    )
+    .unwrap();
+    inspect(&["model.tar", "--memory-x", "memory.x"], &[]);
+    // No cross compiler: a PATH with rustc only.
+    let rustc = which_rustc();
+    let bin = app.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&rustc, bin.join("rustc")).unwrap();
+    inspect(&["model.tar", "--target", TRIPLE], &[("PATH", &bin)]);
+    // An archive calling CMSIS-NN, none given.
+    let vww = common::corpus_case("etiss-vww-muriscvnn-rvv-tvm017").expect("the corpus is present");
+    std::fs::copy(vww.join("model.tar"), app.join("vww.tar")).unwrap();
+    inspect(&["vww.tar", "--target", TRIPLE], &[]);
+    errors
+}
+
+/// The `rustc` on PATH, links resolved (rustup's proxy picks the toolchain by the name it is called).
+fn which_rustc() -> std::path::PathBuf {
+    let output = Command::new("sh").args(["-c", "command -v rustc"]).output().expect("sh runs");
+    std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
