@@ -293,7 +293,8 @@ fn target_measures_the_compiled_objects_quietly() {
         common::skip("arm-none-eabi-gcc is not installed");
         return;
     }
-    let output = inspect(&[kws.as_os_str(), "--target=thumbv7em-none-eabihf".as_ref()]);
+    let svg = common::scratch("target-svg").join("kws.svg");
+    let output = inspect(&[kws.as_os_str(), "--target=thumbv7em-none-eabihf".as_ref(), "--svg".as_ref(), svg.as_os_str()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!stdout.contains("cargo:") && !String::from_utf8_lossy(&output.stderr).contains("cargo:"), "{stdout}");
@@ -307,6 +308,19 @@ fn target_measures_the_compiled_objects_quietly() {
     assert!(value(&model["rodata"]) >= value(&memory["constants"]));
     assert!(value(&model["text"]) > 0 && value(&document["footprint"]["support"]["text"]) > 0);
     assert_eq!(value(&model["flash"]), value(&model["text"]) + value(&model["rodata"]) + value(&model["data"]));
+    // The picture's totals hold all of the support library: its data in flash, its data and bss in RAM.
+    let support = &document["footprint"]["support"];
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let tree = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
+    let total = |memory: &str| {
+        let heading = tree.descendants().find(|n| n.attribute("class") == Some("memory") && n.text().unwrap().starts_with(memory));
+        heading.and_then(|n| n.attribute("data-bytes")).unwrap().parse::<u64>().unwrap()
+    };
+    let flash = value(&memory["constants"]) + value(&model["text"]) + value(&support["flash"]);
+    assert_eq!(total("flash:"), flash, "flash total: weights + model code + support code, rodata and data\n{svg}");
+    let ram = value(&memory["code_workspace"]) + value(&memory["inputs"]) + value(&memory["outputs"]) + value(&support["ram"]);
+    assert_eq!(total("RAM:"), ram, "RAM total: the model's RAM + the support library's data and bss\n{svg}");
+    assert!(value(&support["ram"]) > 0, "the support library has bss (its log hook, arena bookkeeping, abort state)");
     // Issue 20: the stack bound, its path's frames adding up to it, in the JSON and the text.
     let module = &document["modules"][0];
     let steps = module["stack_path"].as_array().unwrap();

@@ -242,7 +242,9 @@ fn xml_escape(text: &str) -> String {
 
 impl ModuleReport {
     /// A memory-map picture: one bar for flash and one for RAM, a segment per
-    /// part with its bytes, and the code measured in `footprint` when given;
+    /// part with its bytes and each bar's total above it; with `footprint`,
+    /// the model's code and all of mlf-build's support library (code and data
+    /// in flash, data and bss in RAM) as measured;
     /// with `fit`, one bar per `memory.x` region, its length to scale, showing
     /// what the model takes and the headroom left.
     pub fn to_svg(&self, footprint: Option<&crate::Footprint>, fit: Option<&crate::MemoryFit>) -> String {
@@ -255,8 +257,10 @@ impl ModuleReport {
         if let Some(footprint) = footprint {
             flash.push(Segment { label: "model code (objects)", bytes: footprint.model.text, color: "#edc948" });
             flash.push(Segment { label: "mlf-build support code", bytes: footprint.support.text, color: "#b07aa1" });
+            let support_data = footprint.support.rodata.saturating_add(footprint.support.data);
+            flash.push(Segment { label: "mlf-build support data", bytes: support_data, color: "#d4a6c8" });
         }
-        let ram = vec![
+        let mut ram = vec![
             Segment { label: "workspace in code", bytes: m.code_workspace, color: "#e15759" },
             Segment { label: "arena", bytes: m.arena, color: "#f28e2b" },
             Segment { label: "workspace pools", bytes: m.pools, color: "#ff9da7" },
@@ -265,6 +269,9 @@ impl ModuleReport {
             Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
             Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },
         ];
+        if let Some(footprint) = footprint {
+            ram.push(Segment { label: "mlf-build support RAM", bytes: footprint.support.ram(), color: "#b07aa1" });
+        }
         let bars = [("flash", flash), ("RAM", ram)];
         let scale_max = bars.iter().map(|(_, s)| s.iter().map(|s| s.bytes).sum::<u64>()).max().unwrap_or(0).max(1);
         let (left, bar_width, bar_height, line) = (20.0_f64, 680.0_f64, 28.0_f64, 18.0_f64);

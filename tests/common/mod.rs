@@ -478,3 +478,139 @@ pub fn run_on_host<V: AsRef<std::ffi::OsStr>>(
     let outputs = (0..outputs).map(|i| std::fs::read(out.join(format!("output{i}.bin"))).unwrap()).collect();
     Ok(HostRun { outputs, build_stderr })
 }
+
+/// README.md's lines, numbered from 1.
+pub fn readme_lines() -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    text.lines().enumerate().map(|(index, line)| (index + 1, line.to_string())).collect()
+}
+
+/// The lines of README's section headed `heading` (`### Footprint`), up to
+/// the next heading of its level or above; `#` lines in code blocks are not headings.
+pub fn readme_section(heading: &str) -> Vec<(usize, String)> {
+    let level = |line: &str| {
+        let hashes = line.len() - line.trim_start_matches('#').len();
+        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
+    };
+    let wanted = level(heading).expect("a heading starts with #");
+    let (mut in_code, mut inside, mut section) = (false, false, Vec::new());
+    for (number, line) in readme_lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        }
+        let heading_level = if in_code { None } else { level(&line) };
+        if inside && heading_level.is_some_and(|l| l <= wanted) {
+            break;
+        }
+        if line == heading {
+            inside = true;
+        } else if inside {
+            section.push((number, line));
+        }
+    }
+    assert!(inside, "README has no `{heading}` section");
+    section
+}
+
+/// The rows of the first table after the line of `lines` containing `anchor`.
+pub fn readme_table_after(lines: &[(usize, String)], anchor: &str) -> Vec<(usize, String)> {
+    let start = lines.iter().position(|(_, line)| line.contains(anchor)).unwrap_or(lines.len());
+    lines[start..].iter().skip_while(|(_, line)| !line.starts_with('|')).take_while(|(_, line)| line.starts_with('|')).cloned().collect()
+}
+
+/// The integers of `text` in order, thousands separators read: `3,972 (code
+/// 3,700 + constants 272)` gives 3972, 3700, 272; a `−` or `-` just before one
+/// makes it negative. Digits inside a word (`v4`, `x86_64`) are not numbers.
+pub fn numbers(text: &str) -> Vec<i64> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < chars.len() {
+        let starts_word = index == 0 || !(chars[index - 1].is_alphanumeric() || chars[index - 1] == '_');
+        if !(chars[index].is_ascii_digit() && starts_word) {
+            index += 1;
+            continue;
+        }
+        let negative = index > 0 && matches!(chars[index - 1], '−' | '-');
+        let mut value = 0i64;
+        while index < chars.len() {
+            match chars[index] {
+                digit @ '0'..='9' => value = value * 10 + i64::from(digit.to_digit(10).unwrap_or_default()),
+                ',' if chars.get(index + 1).is_some_and(char::is_ascii_digit) => {}
+                _ => break,
+            }
+            index += 1;
+        }
+        found.push(if negative { -value } else { value });
+    }
+    found
+}
+
+/// `value` as README writes it: thousands separated by commas, `−` for minus.
+pub fn readme_number(value: i64) -> String {
+    let digits = value.unsigned_abs().to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if value < 0 {
+        format!("−{grouped}")
+    } else {
+        grouped
+    }
+}
+
+/// README figures compared with what a command measured; every mismatch is
+/// collected, so one run names all the lines to update.
+#[derive(Default)]
+pub struct ReadmeFigures {
+    wrong: Vec<String>,
+}
+
+impl ReadmeFigures {
+    /// The row of `table` whose first cell is `first_cell` must state
+    /// `measured`, in order, as its numbers (the first cell's aside).
+    pub fn row(&mut self, table: &[(usize, String)], first_cell: &str, measured: &[i64], command: &str) {
+        let row = table.iter().find(|(_, line)| line.split('|').nth(1).is_some_and(|cell| cell.trim() == first_cell));
+        let Some((number, line)) = row else {
+            return self.wrong.push(format!("README has no `| {first_cell} |` row where {command} measured {measured:?}"));
+        };
+        let stated = numbers(line.split('|').skip(2).collect::<Vec<_>>().join("|").as_str());
+        if stated != measured {
+            let measured: Vec<String> = measured.iter().map(|&value| readme_number(value)).collect();
+            self.wrong.push(format!("README.md:{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
+        }
+    }
+
+    /// The number right after `anchor` on a line of `lines` must be `measured`.
+    pub fn after(&mut self, lines: &[(usize, String)], anchor: &str, measured: i64, command: &str) {
+        let found = lines.iter().find_map(|(number, line)| line.find(anchor).map(|at| (number, line, &line[at + anchor.len()..])));
+        let Some((number, line, rest)) = found else {
+            return self.wrong.push(format!("README has no line with `{anchor}` where {command} measured {}", readme_number(measured)));
+        };
+        let rest = rest.trim_start();
+        let stated = if rest.starts_with(|c: char| c.is_ascii_digit()) { numbers(rest).first().copied() } else { None };
+        if stated != Some(measured) {
+            self.wrong.push(format!(
+                "README.md:{number}: `{line}`\n  states {} after `{anchor}`; {command} measured {}",
+                stated.map_or_else(|| "no number".to_string(), readme_number),
+                readme_number(measured)
+            ));
+        }
+    }
+
+    /// `text` must be on a line of `lines` (a toolchain, a quoted message).
+    pub fn quoted(&mut self, lines: &[(usize, String)], text: &str, why: &str) {
+        if !lines.iter().any(|(_, line)| line.contains(text)) {
+            self.wrong.push(format!("README does not show {why}:\n  {text}"));
+        }
+    }
+
+    /// Fails naming every README line that differs from what was measured.
+    pub fn check(self) {
+        assert!(self.wrong.is_empty(), "README.md states figures the commands do not print:\n{}", self.wrong.join("\n"));
+    }
+}

@@ -31,8 +31,9 @@ fn parse_args() -> Result<Args, String> {
                      run cargo), as for every runner."
                     .to_string())
             }
-            // Relative to the workspace root, like MLF_ARCHIVE for the other runners.
-            path => args.archive = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)),
+            // As given: the runner's build script takes it from the workspace root,
+            // and keeps the text in the firmware, whose size so does not depend on the checkout's place.
+            path => args.archive = Some(PathBuf::from(path)),
         }
     }
     Ok(args)
@@ -56,7 +57,7 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
         .current_dir(&root)
         .args(["build", "--release", "-p", "cortex-m-runner", "--message-format=json-render-diagnostics", "--target"])
         .arg(&args.target)
-        .env("CARGO_TARGET_DIR", root.join("target/footprint"))
+        .env("CARGO_TARGET_DIR", target_dir(&root))
         .env("MLF_INPUTS", "")
         .env("MLF_MODULE", args.module.as_deref().unwrap_or_default())
         .env("MLF_ARCHIVE", args.archive.as_deref().map(Path::as_os_str).unwrap_or_default());
@@ -77,14 +78,35 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
     Ok(Firmware { elf: elf.ok_or("cargo named no firmware executable")?, out_dir: out_dir.ok_or("cargo named no build-script output")? })
 }
 
-/// binutils for the target: `arm-none-eabi-*` or `riscv64-unknown-elf-*`.
-fn tool(target: &str, name: &str, args: &[&Path]) -> Result<String, String> {
-    let (prefix, package) = if target.starts_with("riscv") {
-        ("riscv64-unknown-elf", "gcc-riscv64-unknown-elf")
+/// Where the firmware is built: `CARGO_TARGET_DIR` when set (as for the
+/// `cargo run` that started footprint, so a test shares its firmware tests'
+/// directory), else `target/footprint`, away from the workspace's own lock.
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => std::env::current_dir().map(|cwd| cwd.join(&dir)).unwrap_or_else(|_| PathBuf::from(dir)),
+        None => root.join("target/footprint"),
+    }
+}
+
+/// A tool of the target's GNU toolchain (`arm-none-eabi-*` or
+/// `riscv64-unknown-elf-*`) and the Debian package that installs it.
+fn tool_name(target: &str, name: &str) -> (String, &'static str) {
+    if target.starts_with("riscv") {
+        (format!("riscv64-unknown-elf-{name}"), "gcc-riscv64-unknown-elf")
     } else {
-        ("arm-none-eabi", "gcc-arm-none-eabi")
-    };
-    let name = format!("{prefix}-{name}");
+        (format!("arm-none-eabi-{name}"), "gcc-arm-none-eabi")
+    }
+}
+
+/// The first line `program args` prints: the versions the sizes come from.
+fn first_line(program: &str, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(program).args(args).output().map_err(|e| format!("{program}: {e}"))?;
+    Ok(String::from_utf8_lossy(&output.stdout).lines().next().unwrap_or_default().trim().to_string())
+}
+
+/// binutils for the target.
+fn tool(target: &str, name: &str, args: &[&Path]) -> Result<String, String> {
+    let (name, package) = tool_name(target, name);
     let output = Command::new(&name).args(args).output().map_err(|e| format!("{name}: {e} (install {package})"))?;
     if !output.status.success() {
         return Err(format!("{name} failed: {}", String::from_utf8_lossy(&output.stderr).trim()));
@@ -174,6 +196,7 @@ fn footprint() -> Result<(), String> {
             need("tvm_graph_plan")
         );
     }
+    println!("toolchain: {}; {}", first_line("rustc", &["-V"])?, first_line(&tool_name(&args.target, "gcc").0, &["--version"])?);
     println!("firmware: flash = vector table + .text + .rodata + .data image; RAM = .data + .bss (no heap; stack not counted)");
     println!(
         "difference: the runner's startup, semihosting output and formatting, its {} bytes of inputs (kept in flash, not RAM), \
