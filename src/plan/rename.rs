@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::ident::CIdent;
+use crate::ident::{is_c_identifier, CIdent, MAX_NAME_BYTES};
 use crate::input::archive::Tree;
 use crate::input::metadata::{Executor, Metadata};
 use crate::input::sources;
@@ -65,7 +65,7 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
                 file.strip_prefix(&format!("{from}_")).map_or_else(|| file.to_string(), |rest| format!("{to}_{rest}"))
             };
             let text = String::from_utf8_lossy(&bytes);
-            renamed.insert(format!("{dir}/{new_file}"), rename_symbols(&text, from, to).into_bytes());
+            renamed.insert(format!("{dir}/{new_file}"), rename_symbols(&text, from, to).map_err(|e| e.in_file(path.clone()))?.into_bytes());
         }
         files = renamed;
         rename_params_file(&mut files, from, to)?;
@@ -107,20 +107,22 @@ fn rename_params_file(files: &mut std::collections::BTreeMap<String, Vec<u8>>, f
 /// for a name without the module's prefix, which keeps its name, and for a
 /// name that is no identifier, which planning refuses as the archive spells it.
 fn rename_symbol(name: &str, from: &str, to: &str) -> Result<Option<CIdent>> {
-    let Some(rest) = name.strip_prefix(&format!("tvmgen_{from}_")).filter(|_| crate::ident::is_c_identifier(name)) else {
+    let Some(rest) = name.strip_prefix(&format!("tvmgen_{from}_")).filter(|_| is_c_identifier(name)) else {
         return Ok(None);
     };
     let renamed = format!("tvmgen_{to}_{rest}");
-    CIdent::new("", &renamed).map(Some).map_err(|_| {
-        Error::new(
-            ErrorKind::Config,
-            format!(
-                "rename_module(\"{from}\", \"{to}\"): the module's function `{name}` would be called `{renamed}`, longer than {} bytes",
-                crate::ident::MAX_NAME_BYTES
-            ),
-        )
-        .help(format!("choose a name at most {} bytes shorter than `{to}`", renamed.len() - crate::ident::MAX_NAME_BYTES))
-    })
+    CIdent::new("", &renamed).map(Some).map_err(|_| too_long(from, to, name, &renamed))
+}
+
+/// The error for a name of the module's that renaming would make longer than an identifier may be.
+fn too_long(from: &str, to: &str, name: &str, renamed: &str) -> Error {
+    Error::new(
+        ErrorKind::Config,
+        format!(
+            "rename_module(\"{from}\", \"{to}\"): the module's `{name}` would be called `{renamed}`, longer than {MAX_NAME_BYTES} bytes"
+        ),
+    )
+    .help(format!("choose a name at least {} bytes shorter than `{to}`", renamed.len() - MAX_NAME_BYTES))
 }
 
 /// Renames the functions the graph JSON's operator nodes call (`attrs.func_name`)
@@ -163,8 +165,9 @@ fn rename_string(value: &mut Value, from: &str, to: &str) -> Result<()> {
     Ok(())
 }
 
-/// Replaces the identifier prefixes `tvmgen_<from>` (before `_` or `.`) and `TVMGEN_<FROM>_`.
-fn rename_symbols(text: &str, from: &str, to: &str) -> String {
+/// Replaces the identifier prefixes `tvmgen_<from>` (before `_` or `.`) and
+/// `TVMGEN_<FROM>_`; refuses to make an identifier longer than one may be.
+fn rename_symbols(text: &str, from: &str, to: &str) -> Result<String> {
     let pairs = [
         (format!("tvmgen_{from}"), format!("tvmgen_{to}"), ['_', '.']),
         (format!("TVMGEN_{}", from.to_uppercase()), format!("TVMGEN_{}", to.to_uppercase()), ['_', '_']),
@@ -179,6 +182,11 @@ fn rename_symbols(text: &str, from: &str, to: &str) -> String {
             let starts_identifier = !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
             result.push_str(&rest[..at]);
             if starts_identifier && after.is_some_and(|c| followers.contains(&c)) {
+                let length = rest[at..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len() - at);
+                let identifier = &rest[at..at + length];
+                if identifier.len() <= MAX_NAME_BYTES && identifier.len() - old.len() + new.len() > MAX_NAME_BYTES {
+                    return Err(too_long(from, to, identifier, &format!("{new}{}", &identifier[old.len()..])));
+                }
                 result.push_str(&new);
             } else {
                 result.push_str(&old);
@@ -188,7 +196,7 @@ fn rename_symbols(text: &str, from: &str, to: &str) -> String {
         result.push_str(rest);
         out = result;
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -243,19 +251,21 @@ mod tests {
     #[test]
     fn a_name_too_long_once_renamed_is_refused_before_planning() {
         let Some(corpus) = crate::test_support::corpus_dir() else { return };
-        let long = "m".repeat(crate::ident::MAX_NAME_BYTES - 10);
+        let long = "m".repeat(MAX_NAME_BYTES - 10);
         let renames = [("default".to_string(), long.clone())];
-        let archive = corpus.join("tvm-0.18/mlp_f32-graph/model.tar");
-        let error = read_and_plan(&archive, &PlanOptions { renames: &renames, ..Default::default() }).err().expect("refused");
-        let text = error.to_string();
-        assert!(text.contains(&format!("rename_module(\"default\", \"{long}\"): the module's function `tvmgen_default_fused_")), "{text}");
-        assert!(text.contains("longer than 255 bytes"), "{text}");
+        for case in ["tvm-0.18/mlp_f32-graph", "tvm-0.18/mlp_f32-aot_c", "real-world/arduino-microspeech-aot-tvm_model_t-v5"] {
+            let archive = corpus.join(case).join("model.tar");
+            let error = read_and_plan(&archive, &PlanOptions { renames: &renames, ..Default::default() }).err().expect("refused");
+            let text = error.to_string();
+            assert!(text.contains(&format!("rename_module(\"default\", \"{long}\"): the module's `tvmgen_default_")), "{case}: {text}");
+            assert!(text.contains("longer than 255 bytes"), "{case}: {text}");
+        }
     }
 
     #[test]
     fn renames_whole_prefixes_only() {
         let text = "#include \"tvmgen_default.h\"\nint32_t tvmgen_default_run(void);\n#define TVMGEN_DEFAULT_X_SIZE 4\nmy_tvmgen_default_x tvmgen_defaults_y";
-        let renamed = rename_symbols(text, "default", "kws");
+        let renamed = rename_symbols(text, "default", "kws").unwrap();
         assert_eq!(
             renamed,
             "#include \"tvmgen_kws.h\"\nint32_t tvmgen_kws_run(void);\n#define TVMGEN_KWS_X_SIZE 4\nmy_tvmgen_default_x tvmgen_defaults_y"
