@@ -27,9 +27,9 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
             return Err(Error::new(ErrorKind::Config, format!("rename_module(\"{from}\", \"{to}\"): the archive has no module `{from}`"))
                 .help(format!("its modules are: {}", names.join(", "))));
         }
-        if !crate::ident::is_c_identifier(to) {
+        if !is_c_identifier(to) {
             return Err(Error::new(ErrorKind::Config, format!("rename_module(\"{from}\", \"{to}\"): `{to}` is not a C identifier"))
-                .help(format!("use {}, at most {} bytes", crate::ident::C_IDENTIFIER_RULE, crate::ident::MAX_NAME_BYTES)));
+                .help(format!("use {}, at most {} bytes", crate::ident::C_IDENTIFIER_RULE, MAX_NAME_BYTES)));
         }
         if names.contains(&to.as_str()) && from != to {
             return Err(Error::new(
