@@ -7,9 +7,11 @@ pub(crate) mod bindings;
 pub(crate) mod compile;
 pub(crate) mod elf;
 pub(crate) mod measure;
+pub(crate) mod prologue;
 pub(crate) mod sections;
 pub(crate) mod stack;
 pub(crate) mod static_lib;
+pub(crate) mod system_lib;
 pub(crate) mod target;
 
 /// A scoped thread's result, its panic passed on.

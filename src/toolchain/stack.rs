@@ -15,12 +15,17 @@
 //! calls `dynamic`, a function without a frame (no `.su` line) and a call
 //! into code no object defines unless [`library_allowance`] names it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::cargo::cache;
+use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};
 use crate::plan::model::{StackBound, StackFrame};
 use crate::toolchain::elf::{self, Header};
+use crate::toolchain::prologue;
+use crate::toolchain::system_lib::Archive;
 
 /// `e_machine` values the relocation types are known for.
 const EM_ARM: u16 = 40;
@@ -113,7 +118,7 @@ pub(crate) fn library_allowance(name: &str) -> Option<(u64, &'static str)> {
     }
 }
 
-/// One function's frame as its `.su` line states it.
+/// One function's frame as its `.su` line states it, or as its machine code shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Frame {
     Bytes(u64),
@@ -121,6 +126,8 @@ enum Frame {
     Dynamic,
     /// No `.su` line: compiled without `-fstack-usage`, or written in assembly.
     Missing,
+    /// A library function whose machine code does not say (its [`LibraryCode::undecoded`]).
+    Undecoded,
 }
 
 /// The frames of a `.su` file by function name (`file:line:col:name<TAB>bytes<TAB>qualifiers`).
@@ -141,7 +148,7 @@ fn parse_stack_usage(text: &str) -> BTreeMap<String, Frame> {
         *entry = match (*entry, frame) {
             (Frame::Bytes(a), Frame::Bytes(b)) => Frame::Bytes(a.max(b)),
             (Frame::Dynamic, _) | (_, Frame::Dynamic) => Frame::Dynamic,
-            (Frame::Missing, other) | (other, Frame::Missing) => other,
+            (Frame::Missing | Frame::Undecoded, other) | (other, Frame::Missing | Frame::Undecoded) => other,
         };
     }
     frames
@@ -221,6 +228,26 @@ struct Function {
     calls: BTreeSet<Target>,
     /// Addresses its code takes.
     references: BTreeSet<Target>,
+    /// Where a function of the toolchain's libraries comes from; `None` for the build's own objects.
+    library: Option<LibraryCode>,
+}
+
+/// A library function, its frame read from its machine code (`toolchain::prologue`).
+#[derive(Debug)]
+struct LibraryCode {
+    /// The library's file name (`libm.a`).
+    archive: String,
+    /// Why its code does not give its frame ([`Frame::Undecoded`]).
+    undecoded: Option<String>,
+}
+
+/// Where the frames of an object's functions come from.
+#[derive(Debug, Clone, Copy)]
+enum FrameSource<'a> {
+    /// The compiler's `.su` file, if there is one.
+    StackUsage(Option<&'a str>),
+    /// The machine code of a member of library `archive`.
+    MachineCode { archive: &'a str },
 }
 
 /// The functions and data of every object read so far.
@@ -235,6 +262,79 @@ pub(crate) struct Program {
     unreadable: Option<String>,
 }
 
+/// Where each function's code lies in its section (up to the next function's
+/// start), and in an Arm object which parts are Thumb, A32 or data (the
+/// `$t`, `$a`, `$d` mapping symbols).
+struct CodeMap {
+    machine: u16,
+    /// Each section's function starts, in order.
+    starts: HashMap<usize, Vec<u64>>,
+    /// Each section's mapping symbols, in order: offset and `t`, `a` or `d`.
+    mapping: HashMap<usize, Vec<(u64, u8)>>,
+}
+
+impl CodeMap {
+    fn new<'s>(header: &Header, symbols: &'s [elf::Symbol], name: impl Fn(&'s elf::Symbol) -> Option<&'s str>) -> CodeMap {
+        let mut map = CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new() };
+        for symbol in symbols.iter().filter(|symbol| symbol.section != 0) {
+            let section = usize::from(symbol.section);
+            if symbol.kind == elf::STT_FUNC {
+                let start = map.start(symbol.value);
+                map.starts.entry(section).or_default().push(start);
+            } else if let Some(kind) = name(symbol).and_then(|name| name.strip_prefix('$')).and_then(|kind| kind.bytes().next()) {
+                if header.machine == prologue::EM_ARM && b"tad".contains(&kind) {
+                    map.mapping.entry(section).or_default().push((symbol.value, kind));
+                }
+            }
+        }
+        for list in map.starts.values_mut() {
+            list.sort_unstable();
+            list.dedup();
+        }
+        for list in map.mapping.values_mut() {
+            list.sort_unstable();
+        }
+        map
+    }
+
+    /// A function symbol's value as an offset (a Thumb function's has its low bit set).
+    fn start(&self, value: u64) -> u64 {
+        if self.machine == prologue::EM_ARM {
+            value & !1
+        } else {
+            value
+        }
+    }
+
+    /// The start of the function whose code holds `offset` of `section`.
+    fn containing(&self, section: usize, offset: u64) -> Option<u64> {
+        self.starts.get(&section)?.iter().rev().find(|&&start| start <= offset).copied()
+    }
+
+    /// The frame of the function at `value` of `section` (whose bytes are `code`), from its machine code.
+    fn frame(&self, machine: u16, section: usize, code: &[u8], value: u64) -> std::result::Result<u64, String> {
+        let start = self.start(value);
+        let end = self.starts.get(&section).and_then(|starts| starts.iter().find(|&&s| s > start).copied());
+        let end = end.unwrap_or(code.len() as u64).min(code.len() as u64);
+        let mapping = self.mapping.get(&section).map_or(&[][..], Vec::as_slice);
+        // The kind at the start (Thumb when no mapping symbol says), then each change within.
+        let mut kind = mapping.iter().rev().find(|(at, _)| *at <= start).map_or(b't', |(_, kind)| *kind);
+        let mut at = start;
+        let mut pieces = Vec::new();
+        for &(change, next) in mapping.iter().filter(|(change, _)| *change > start && *change < end).chain([&(end, b't')]) {
+            let offset = |at: u64| usize::try_from(at).unwrap_or(usize::MAX);
+            let bytes = code.get(offset(at)..offset(change)).unwrap_or_default();
+            match kind {
+                b'a' => pieces.push(prologue::Piece::Arm),
+                b'd' => {}
+                _ => pieces.push(prologue::Piece::Code(bytes)),
+            }
+            (at, kind) = (change, next);
+        }
+        prologue::frame(machine, &pieces)
+    }
+}
+
 /// Sections whose relocations say nothing about calls: unwind and exception tables.
 fn is_unwind_section(name: &str) -> bool {
     name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
@@ -244,12 +344,26 @@ impl Program {
     /// Adds object `label` (its bytes) with the text of its `.su` file, if any;
     /// an object that cannot be read makes every bound unknown.
     pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) {
-        if self.add(bytes, stack_usage).is_none() && self.unreadable.is_none() {
+        if self.add(bytes, FrameSource::StackUsage(stack_usage)).is_none() && self.unreadable.is_none() {
             self.unreadable = Some(format!("`{label}` is not an ELF object of a machine the bound reads (Arm, RISC-V, x86-64, AArch64)"));
         }
     }
 
-    fn add(&mut self, bytes: &[u8], stack_usage: Option<&str>) -> Option<()> {
+    /// Adds a member of the toolchain's library `archive`, its frames read
+    /// from its code. One that cannot be read is left out: its functions stay undefined.
+    fn add_library_member(&mut self, archive: &str, bytes: &[u8]) {
+        let (functions, data) = (self.functions.len(), self.data.len());
+        if self.add(bytes, FrameSource::MachineCode { archive }).is_some() {
+            return;
+        }
+        // Forget what was read of it: it must not stand half-read.
+        self.functions.truncate(functions);
+        self.data.truncate(data);
+        self.global_functions.retain(|_, node| *node < functions);
+        self.global_data.retain(|_, node| *node < data);
+    }
+
+    fn add(&mut self, bytes: &[u8], source: FrameSource<'_>) -> Option<()> {
         let header = Header::parse(bytes)?;
         if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
             return None;
@@ -267,12 +381,17 @@ impl Program {
             sections.get(index).is_some_and(|s| s.flags & elf::SHF_ALLOC != 0 && s.flags & elf::SHF_EXECINSTR == 0)
                 && !is_unwind_section(names[index])
         };
-        let frames = parse_stack_usage(stack_usage.unwrap_or_default());
+        let frames = match source {
+            FrameSource::StackUsage(text) => parse_stack_usage(text.unwrap_or_default()),
+            FrameSource::MachineCode { .. } => BTreeMap::new(),
+        };
+        let code_of = CodeMap::new(&header, &symbols, symbol_name);
 
         // A node per function; a cold part (`f.cold`) belongs to `f`, whose frame it runs in.
         let mut function_of_symbol: HashMap<usize, usize> = HashMap::new();
         let mut owners: HashMap<usize, BTreeSet<usize>> = HashMap::new();
         let mut cold_parts = Vec::new();
+        let mut node_starts: HashMap<usize, u64> = HashMap::new();
         for (index, symbol) in symbols.iter().enumerate() {
             if symbol.kind != elf::STT_FUNC || symbol.section == 0 || !executable(usize::from(symbol.section)) {
                 continue;
@@ -283,16 +402,22 @@ impl Program {
                 continue;
             }
             let node = self.functions.len();
-            self.functions.push(Function {
-                name: name.to_string(),
-                frame: frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing),
-                calls: BTreeSet::new(),
-                references: BTreeSet::new(),
-            });
+            let (frame, library) = match source {
+                FrameSource::StackUsage(_) => (frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing), None),
+                FrameSource::MachineCode { archive } => {
+                    let section = sections.get(usize::from(symbol.section))?;
+                    match code_of.frame(header.machine, usize::from(symbol.section), section.bytes(bytes)?, symbol.value) {
+                        Ok(frame) => (Frame::Bytes(frame), Some(LibraryCode { archive: archive.to_string(), undecoded: None })),
+                        Err(why) => (Frame::Undecoded, Some(LibraryCode { archive: archive.to_string(), undecoded: Some(why) })),
+                    }
+                }
+            };
+            self.functions.push(Function { name: name.to_string(), frame, calls: BTreeSet::new(), references: BTreeSet::new(), library });
             if symbol.binding != 0 {
                 self.global_functions.entry(name.to_string()).or_insert(node);
             }
             function_of_symbol.insert(index, node);
+            node_starts.insert(node, code_of.start(symbol.value));
             owners.entry(usize::from(symbol.section)).or_default().insert(node);
         }
         for (index, parent) in cold_parts {
@@ -335,6 +460,24 @@ impl Program {
                 if usage == Use::Ignore || relocation.symbol == 0 {
                     continue;
                 }
+                // In a library's code, several functions may share a section: the call is the one around it's.
+                let narrowed;
+                let owners_here = match (source, in_code) {
+                    (FrameSource::MachineCode { .. }, true) => {
+                        let site = code_of.containing(applies_to, relocation.offset);
+                        let nodes = owners.get(&applies_to).into_iter().flatten().copied();
+                        let around: BTreeSet<usize> =
+                            nodes.filter(|node| site.is_some() && node_starts.get(node) == site.as_ref()).collect();
+                        // Code of no function's own (a cold part) may be any's.
+                        if around.is_empty() {
+                            &owners
+                        } else {
+                            narrowed = HashMap::from([(applies_to, around)]);
+                            &narrowed
+                        }
+                    }
+                    _ => &owners,
+                };
                 let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
                 let section = usize::from(symbol.section);
                 // Whether the target is a label or section rather than a function's own symbol.
@@ -356,6 +499,26 @@ impl Program {
                             && function_of_symbol.contains_key(index)
                             && i64::try_from(s.value & !1).ok() == Some(offset)
                     });
+                    // In a library's code, a branch to a label (RELA: exact) goes to the function around it.
+                    let label_offset =
+                        if symbol.kind == elf::STT_SECTION { Some(offset) } else { i64::try_from(symbol.value).ok()?.checked_add(offset) };
+                    let around = match (source, explicit_addend, usage, label_offset) {
+                        (FrameSource::MachineCode { .. }, true, Use::Call, Some(at)) => {
+                            u64::try_from(at).ok().and_then(|at| code_of.containing(section, at))
+                        }
+                        _ => None,
+                    };
+                    let around = around.and_then(|start| {
+                        symbols.iter().enumerate().find_map(|(index, s)| {
+                            (usize::from(s.section) == section && code_of.start(s.value) == start)
+                                .then(|| function_of_symbol.get(&index))
+                                .flatten()
+                        })
+                    });
+                    if let Some(&node) = around {
+                        self.record(owners_here, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
+                        continue;
+                    }
                     match (symbol.kind == elf::STT_SECTION, starts, owners.get(&section)) {
                         (true, Some((index, _)), _) if usage == Use::Reference => Target::Function(function_of_symbol[&index]),
                         // Any other reference into code is a label: a jump table entry or a literal.
@@ -364,7 +527,7 @@ impl Program {
                         // Code of several functions in one section: the call may be to any.
                         (_, _, Some(nodes)) => {
                             for &node in nodes {
-                                self.record(&owners, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
+                                self.record(owners_here, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
                             }
                             continue;
                         }
@@ -375,7 +538,7 @@ impl Program {
                 } else {
                     continue;
                 };
-                self.record(&owners, applies_to, in_code, usage, target, is_label, &mut data_node);
+                self.record(owners_here, applies_to, in_code, usage, target, is_label, &mut data_node);
             }
         }
         Some(())
@@ -485,18 +648,34 @@ impl Walk<'_> {
         result
     }
 
+    /// A library function whose depth is not known falls back to its allowance, if it has one.
     fn depth_of(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+        let function = &self.program.functions[node];
+        match (&function.library, self.walk(node)) {
+            (Some(_), Err(why)) => external_depth(&function.name).map_err(|_| why),
+            (_, walked) => walked,
+        }
+    }
+
+    fn walk(&mut self, node: usize) -> std::result::Result<Deepest, String> {
         let program = self.program;
         let function = &program.functions[node];
         let name = &function.name;
         if let Some((_, what)) = APPLICATION_CALLS.iter().find(|(n, _)| n == name) {
             return Err(format!("`{name}` calls {what}, whose stack is the application's"));
         }
-        let frame = match function.frame {
-            Frame::Bytes(bytes) => bytes,
-            Frame::Dynamic => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
-            Frame::Missing => return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)")),
+        let mut frame = match (function.frame, &function.library) {
+            (Frame::Bytes(bytes), _) => bytes,
+            (Frame::Dynamic, _) => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
+            (Frame::Undecoded, Some(code)) => {
+                let why = code.undecoded.as_deref().unwrap_or_default();
+                return Err(format!("the frame of `{}` ({}) is not read from its code: {why}", readable(name), code.archive));
+            }
+            (Frame::Missing | Frame::Undecoded, _) => {
+                return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)"))
+            }
         };
+        let own_frame = frame;
         // Addresses the code takes, and the tables it reads (whose functions it may call).
         let mut taken = BTreeSet::new();
         let mut callees: BTreeSet<Target> = function.calls.iter().filter_map(|t| program.resolve(t).or(Some(t.clone()))).collect();
@@ -517,9 +696,21 @@ impl Walk<'_> {
                 program.functions[first].name
             ));
         }
+        // A register-saving helper's frame stays until the caller returns: it is part of the caller's.
+        let mut kept = Vec::new();
+        for callee in &callees {
+            if let Target::Function(helper) = callee {
+                if program.functions[*helper].name.starts_with(FRAME_EXTENDER) {
+                    let below = self.depth(*helper)?;
+                    frame = frame.checked_add(below.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
+                    kept.extend(below.path);
+                }
+            }
+        }
         let mut deepest = Deepest { bytes: 0, path: Vec::new() };
         for callee in &callees {
             let below = match callee {
+                Target::Function(f) if program.functions[*f].name.starts_with(FRAME_EXTENDER) => continue,
                 Target::Function(f) if runs_callbacks && CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str()) => {
                     self.runner_depth(*f, &taken)?
                 }
@@ -532,7 +723,12 @@ impl Walk<'_> {
             }
         }
         let bytes = frame.checked_add(deepest.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
-        let mut path = vec![StackFrame { function: name.clone(), bytes: frame }];
+        let shown = match &function.library {
+            Some(code) => format!("{} ({})", readable(name), code.archive),
+            None => name.clone(),
+        };
+        let mut path = vec![StackFrame { function: shown, bytes: own_frame }];
+        path.extend(kept);
         path.extend(deepest.path);
         Ok(Deepest { bytes, path })
     }
@@ -553,6 +749,34 @@ impl Walk<'_> {
         }
         Ok(deepest)
     }
+}
+
+/// RISC-V's `-msave-restore` helpers (`call t0, __riscv_save_4`): they lower
+/// the stack pointer for their caller and return without raising it.
+const FRAME_EXTENDER: &str = "__riscv_save_";
+
+/// A Rust (v0-mangled) symbol's last name (`compiler_builtins::float::mul::__mulsf3` → `__mulsf3`); other names as they are.
+fn readable(symbol: &str) -> &str {
+    // LLVM's `.llvm.<hash>` suffix of a promoted local symbol is no part of the mangling.
+    let Some(mut rest) = symbol.strip_prefix("_R").map(|rest| rest.split('.').next().unwrap_or_default()) else { return symbol };
+    let mut last = symbol;
+    while let Some(first) = rest.bytes().next() {
+        if first.is_ascii_digit() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let Ok(len) = rest[..digits].parse::<usize>() else { return symbol };
+            rest = &rest[digits..];
+            rest = rest.strip_prefix('_').unwrap_or(rest);
+            let Some(identifier) = rest.get(..len) else { return symbol };
+            (last, rest) = (identifier, &rest[len..]);
+        } else if first == b's' {
+            // A disambiguator: `s<base-62>_`.
+            let Some(end) = rest.find('_') else { return symbol };
+            rest = &rest[end + 1..];
+        } else {
+            rest = &rest[1..];
+        }
+    }
+    last
 }
 
 /// A call into a function no object defines: its allowance, or why the bound is unknown.
@@ -598,10 +822,54 @@ pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: bo
     StackBound { bytes: Some(total), unknown: None, path }
 }
 
+impl Program {
+    /// Adds, as the linker would pull them in, the members of `libraries`
+    /// (in link order: the first that defines a symbol provides it) that
+    /// define what the objects read so far call or reference.
+    fn add_library_code(&mut self, libraries: &[Arc<Archive>]) {
+        let mut looked_up = HashSet::new();
+        let mut added = HashSet::new();
+        loop {
+            let wanted: Vec<String> = self.undefined().into_iter().filter(|name| looked_up.insert(name.clone())).collect();
+            if wanted.is_empty() {
+                return;
+            }
+            for name in wanted {
+                let defining =
+                    libraries.iter().enumerate().find_map(|(index, archive)| Some((index, archive, archive.member_defining(&name)?)));
+                if let Some((index, archive, (offset, bytes))) = defining {
+                    if added.insert((index, offset)) {
+                        self.add_library_member(&archive.name, bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The symbols the functions and data call or reference that no object read so far defines.
+    fn undefined(&self) -> BTreeSet<String> {
+        let targets = self.functions.iter().flat_map(|f| f.calls.iter().chain(&f.references)).chain(self.data.iter().flatten());
+        targets
+            .filter_map(|target| match target {
+                Target::Global(name) if self.resolve(target).is_none() => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// The bound of each root in `roots` over the objects the lists name (each a
 /// file of object paths, one per line, as [`crate::toolchain::compile::Library`]
-/// writes it), with their `.su` files beside them.
-pub(crate) fn analyse(object_lists: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
+/// writes it), with their `.su` files beside them, and the functions they
+/// use from the toolchain's `libraries` (in link order). The bounds are kept
+/// beside the first list (`lib<name>.stack.json`) with the key of what they
+/// were computed from: a rebuild of the same objects reads none of them.
+pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
+    let cache = object_lists.first().map(|list| list.with_extension("stack.json"));
+    let key = cache_key(object_lists, libraries, roots)?;
+    if let Some(bounds) = cache.as_deref().and_then(|cache| read_cache(cache, &key)) {
+        return Ok(bounds);
+    }
     let mut program = Program::default();
     for list in object_lists {
         let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
@@ -612,7 +880,79 @@ pub(crate) fn analyse(object_lists: &[PathBuf], roots: &[String]) -> Result<Vec<
             program.add_object(&label, &bytes, stack_usage.as_deref());
         }
     }
-    Ok(roots.iter().map(|root| program.bound(root)).collect())
+    let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
+    program.add_library_code(&archives);
+    let bounds: Vec<StackBound> = roots.iter().map(|root| program.bound(root)).collect();
+    if let Some(cache) = &cache {
+        let stored = CachedBounds {
+            key,
+            bounds: bounds
+                .iter()
+                .map(|bound| CachedBound {
+                    bytes: bound.bytes,
+                    unknown: bound.unknown.clone(),
+                    path: bound.path.iter().map(|step| (step.function.clone(), step.bytes)).collect(),
+                })
+                .collect(),
+        };
+        if let Ok(json) = serde_json::to_vec(&stored) {
+            write_if_changed(cache, &json)?;
+        }
+    }
+    Ok(bounds)
+}
+
+/// What [`analyse`] keeps of its bounds, and the key they were computed for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedBounds {
+    key: String,
+    bounds: Vec<CachedBound>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedBound {
+    bytes: Option<u64>,
+    unknown: Option<String>,
+    path: Vec<(String, u64)>,
+}
+
+/// The bounds kept in `cache` when their key is `key`.
+fn read_cache(cache: &Path, key: &str) -> Option<Vec<StackBound>> {
+    let stored: CachedBounds = serde_json::from_slice(&std::fs::read(cache).ok()?).ok()?;
+    (stored.key == key).then(|| {
+        stored
+            .bounds
+            .into_iter()
+            .map(|bound| StackBound {
+                bytes: bound.bytes,
+                unknown: bound.unknown,
+                path: bound.path.into_iter().map(|(function, bytes)| StackFrame { function, bytes }).collect(),
+            })
+            .collect()
+    })
+}
+
+/// What the bounds depend on, without reading an object: the lists, each
+/// object's and `.su` file's and library's size and time, the roots, and the
+/// program computing them (the build script, rebuilt when mlf-build changes).
+fn cache_key(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<String> {
+    let stamp = |path: &Path| -> String {
+        let metadata = std::fs::metadata(path).ok();
+        let modified = metadata.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        format!("{}\t{:?}\t{:?}\n", path.display(), metadata.map(|m| m.len()), modified.map(|t| t.as_nanos()))
+    };
+    let mut parts = vec![env!("CARGO_PKG_VERSION").to_string(), roots.join("\n")];
+    parts.extend(std::env::current_exe().ok().map(|exe| stamp(&exe)));
+    for list in object_lists {
+        let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
+        for object in text.lines().filter(|line| !line.is_empty()).map(Path::new) {
+            parts.push(stamp(object));
+            parts.push(stamp(&object.with_extension("su")));
+        }
+        parts.push(text);
+    }
+    parts.extend(libraries.iter().map(|library| stamp(library)));
+    Ok(cache::key(&parts.iter().map(|part| part.as_bytes()).collect::<Vec<_>>()))
 }
 
 #[cfg(test)]
@@ -624,7 +964,13 @@ mod tests {
         let mut program = Program::default();
         for (name, frame, ..) in functions {
             program.global_functions.insert(name.to_string(), program.functions.len());
-            program.functions.push(Function { name: name.to_string(), frame: *frame, calls: BTreeSet::new(), references: BTreeSet::new() });
+            program.functions.push(Function {
+                name: name.to_string(),
+                frame: *frame,
+                calls: BTreeSet::new(),
+                references: BTreeSet::new(),
+                library: None,
+            });
         }
         for (node, (_, _, calls, taken)) in functions.iter().enumerate() {
             program.functions[node].calls = calls.iter().map(|name| Target::Global(name.to_string())).collect();

@@ -304,6 +304,12 @@ pub(crate) struct Toolchain {
     pub system_libs: Vec<PathBuf>,
     /// What the configured C compiler generates code for, as it predefines it (bare-metal targets).
     pub compiled_isa: Option<CoreIsa>,
+    /// The static libraries the final link takes library functions from, in
+    /// link order, for the stack bound to read their code: on bare metal
+    /// [`Toolchain::system_libs`], then Rust's `compiler_builtins` (the
+    /// compiler runtime on Arm, where no `libgcc.a` is linked). Empty on a
+    /// hosted target, whose C library is a shared object.
+    pub stack_libraries: Vec<PathBuf>,
 }
 
 impl Toolchain {
@@ -344,10 +350,15 @@ pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: 
 pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     std::thread::scope(|scope| {
         // rustc starts as slowly as a compiler probe: it is asked beside them.
-        let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target) } else { Ok(()) });
+        let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target).map(Some) } else { Ok(None) });
         let toolchain = probe_toolchain(base, target);
-        joined(rust_target)?;
-        toolchain
+        let rust_libdir = joined(rust_target)?;
+        let mut toolchain = toolchain?;
+        if target.is_bare_metal() {
+            toolchain.stack_libraries = toolchain.system_libs.clone();
+            toolchain.stack_libraries.extend(rust_libdir.as_deref().and_then(compiler_builtins));
+        }
+        Ok(toolchain)
     })
 }
 
@@ -441,7 +452,7 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> {
     for (name, printed) in lib_names.iter().zip(printed_libs) {
         system_libs.push(multilib_file(&path, args, name, printed?, target, &include_dirs)?);
     }
-    Ok(Toolchain { build, clang_args, system_libs, compiled_isa })
+    Ok(Toolchain { build, clang_args, system_libs, compiled_isa, stack_libraries: Vec::new() })
 }
 
 /// `-mthumb`, the core and the float ABI, whatever cc added (or did not, under
@@ -652,14 +663,29 @@ pub(crate) fn rustc_host() -> Result<String> {
         })
 }
 
+/// Rust's compiler runtime for a target, in its library directory: `libcompiler_builtins-<hash>.rlib`.
+fn compiler_builtins(libdir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(libdir)
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("libcompiler_builtins-") && name.ends_with(".rlib"))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
 /// A missing Rust target fails deep inside Cargo; say it plainly first.
-fn check_rust_target(target: &Target) -> Result<()> {
+/// Returns the target's library directory.
+fn check_rust_target(target: &Target) -> Result<PathBuf> {
     let rustc = rustc();
     let output = Command::new(&rustc).args(["--print", "target-libdir", "--target", &target.triple]).stderr(Stdio::null()).output();
     let libdir = output.ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let installed = libdir.as_deref().is_some_and(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()));
-    if installed {
-        return Ok(());
+    if let Some(libdir) = libdir.filter(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some())) {
+        return Ok(libdir);
     }
     Err(Error::new(ErrorKind::Toolchain, format!("the Rust target `{}` is not installed for `{rustc}`", target.triple))
         .help(format!("install it: `rustup target add {}`", target.triple)))
