@@ -13,7 +13,9 @@
 //! ([`CALLBACK_RUNNERS`]), which then call it in their frame; any other taken
 //! address makes the bound unknown. So does recursion, a frame the compiler
 //! calls `dynamic`, a function without a frame (no `.su` line) and a call
-//! into code no object defines unless [`library_allowance`] names it.
+//! into code no object defines, unless the toolchain's libraries define it
+//! (their members' frames read from their machine code, `prologue`) or,
+//! where that code says nothing, [`library_allowance`] names it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -93,8 +95,9 @@ const MATHS_FUNCTIONS: &[&str] = &[
     "fmod",
 ];
 
-/// The stack a call into a function no compiled object defines is allowed,
-/// with what it is, when mlf-build names it: C library memory functions and
+/// The stack a call into a library function is allowed when no library's
+/// code gives its frame (the host's shared libraries, code the reader does
+/// not decode), with what it is, when mlf-build names it: C library memory functions and
 /// `setjmp`/`longjmp` 32 bytes, compiler runtime helpers (`__aeabi_*`,
 /// libgcc's `__divdi3`, `__mulsf3`, `__fixsfsi`, ...) 128 bytes, C maths
 /// library functions 256 bytes. README.md ("How deep is its stack?") says
@@ -1118,5 +1121,163 @@ mod tests {
         assert!(path.contains(&"leaf") || path.contains(&"mlf_support_call"), "{path:?}");
         let leaf = program.functions.iter().find(|f| f.name == "leaf").unwrap();
         assert!(matches!(leaf.frame, Frame::Bytes(bytes) if bytes >= 64), "{:?}", leaf.frame);
+    }
+
+    /// Functions of every kind of frame, compiled for real targets with
+    /// `-fstack-usage`; read as library code, each frame must be the compiler's.
+    const FRAMES_C: &str = "extern float g(float);\nextern void use(volatile char *);\n\
+        int leaf(int a, int b) { return a * b + 3; }\n\
+        int locals(int n) { volatile char buf[100]; for (int i = 0; i < n && i < 100; i++) buf[i] = i; return buf[n % 100]; }\n\
+        int big(int n) { volatile char buf[5000]; buf[n] = 1; use(buf); return buf[n / 2]; }\n\
+        float keeps_floats(float x) { float a = g(x); float b = g(a * x); return a + b + g(b); }\n\
+        double doubles(double x, double y) { return x / y + (double)(long long)x; }\n\
+        int calls(int n) { return leaf(n, n) + locals(n); }\n";
+
+    /// Compiles [`FRAMES_C`] with `compiler` and `flags`; `None` (after a SKIP line) without the compiler.
+    fn compiled_frames(compiler: &str, flags: &[&str]) -> Option<(Program, BTreeMap<String, Frame>)> {
+        let dir = crate::test_support::scratch(&format!("stack-frames-{compiler}"));
+        std::fs::write(dir.join("frames.c"), FRAMES_C).unwrap();
+        let status = std::process::Command::new(compiler)
+            .args(flags)
+            .args(["-O2", "-fstack-usage", "-ffunction-sections", "-c", "frames.c", "-o", "frames.o"])
+            .current_dir(&dir)
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip(&format!("no {compiler}"));
+            return None;
+        }
+        let mut program = Program::default();
+        program.add_library_member("libframes.a", &std::fs::read(dir.join("frames.o")).unwrap());
+        Some((program, parse_stack_usage(&std::fs::read_to_string(dir.join("frames.su")).unwrap())))
+    }
+
+    fn decoded(program: &Program, name: &str) -> Frame {
+        program.functions.iter().find(|f| f.name == name).unwrap().frame
+    }
+
+    #[test]
+    fn machine_code_frames_are_the_compilers() {
+        let targets: [(&str, &[&str]); 3] = [
+            ("arm-none-eabi-gcc", &["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
+            ("arm-none-eabi-gcc", &["-mthumb", "-mcpu=cortex-m0plus"]),
+            ("riscv64-unknown-elf-gcc", &["-march=rv32imac", "-mabi=ilp32"]),
+        ];
+        for (compiler, flags) in targets {
+            let Some((program, stack_usage)) = compiled_frames(compiler, flags) else { continue };
+            assert_eq!(stack_usage.len(), 6, "{stack_usage:?}");
+            for (name, frame) in &stack_usage {
+                if flags.contains(&"-mcpu=cortex-m0plus") && name == "big" {
+                    // ldr r4, =-5000; add sp, r4: an amount from a literal, not read.
+                    assert_eq!(decoded(&program, name), Frame::Undecoded, "{flags:?}");
+                } else {
+                    assert_eq!(decoded(&program, name), *frame, "{name} for {flags:?}");
+                }
+            }
+        }
+    }
+
+    /// `gcc <flags> -print-file-name=<name>`, when the compiler has it.
+    fn toolchain_file(compiler: &str, flags: &[&str], name: &str) -> Option<PathBuf> {
+        let output = std::process::Command::new(compiler).args(flags).arg(format!("-print-file-name={name}")).output().ok()?;
+        Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())).filter(|path| path.is_absolute() && path.is_file())
+    }
+
+    /// A root calling `expf`, bound with the toolchain's libraries.
+    fn bound_through_libraries(libraries: &[PathBuf], root_object: &[u8]) -> StackBound {
+        let mut program = Program::default();
+        program.add_object("root.o", root_object, Some("root.c:2:7:root\t8\tstatic\n"));
+        let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
+        assert_eq!(archives.len(), libraries.len(), "{libraries:?}");
+        program.add_library_code(&archives);
+        program.bound("root")
+    }
+
+    fn compiled_root(compiler: &str, flags: &[&str]) -> Option<Vec<u8>> {
+        let dir = crate::test_support::scratch(&format!("stack-root-{compiler}"));
+        std::fs::write(dir.join("root.c"), "float expf(float);\nfloat root(float x) { return expf(x) * 2.0f; }\n").unwrap();
+        let status =
+            std::process::Command::new(compiler).args(flags).args(["-O2", "-c", "root.c", "-o", "root.o"]).current_dir(&dir).status();
+        status.is_ok_and(|status| status.success()).then(|| std::fs::read(dir.join("root.o")).unwrap())
+    }
+
+    #[test]
+    fn newlib_expf_is_read_from_libm() {
+        let flags = ["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"];
+        let (Some(root), Some(libm), Some(libc)) = (
+            compiled_root("arm-none-eabi-gcc", &flags),
+            toolchain_file("arm-none-eabi-gcc", &flags, "libm.a"),
+            toolchain_file("arm-none-eabi-gcc", &flags, "libc.a"),
+        ) else {
+            crate::test_support::skip("no arm-none-eabi-gcc with newlib");
+            return;
+        };
+        let bound = bound_through_libraries(&[libm, libc], &root);
+        // newlib's expf: push {r3, r4, r5, lr}, then __ieee754_expf, finitef, __errno...
+        assert_eq!(names(&bound)[..2], ["root", "expf (libm.a)"], "{bound:?}");
+        assert_eq!(bound.path[1].bytes, 16);
+        let bytes = bound.bytes.unwrap();
+        assert!((8 + 16..8 + 256).contains(&bytes), "{bound:?}");
+        assert!(!names(&bound).iter().any(|name| name.contains("allowance")), "{bound:?}");
+    }
+
+    #[test]
+    fn picolibc_expf_keeps_its_save_restore_frame() {
+        let flags = ["-march=rv32imac", "-mabi=ilp32"];
+        let compiler = "riscv64-unknown-elf-gcc";
+        let (Some(root), Some(libgcc)) = (compiled_root(compiler, &flags), toolchain_file(compiler, &flags, "libgcc.a")) else {
+            crate::test_support::skip("no riscv64-unknown-elf-gcc");
+            return;
+        };
+        // picolibc's libraries exist for gcc only through its specs, in the multilib directory.
+        let multilib = std::process::Command::new(compiler).args(flags).args(["--specs=picolibc.specs", "-print-multi-directory"]).output();
+        let multilib = multilib.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        let libc = PathBuf::from("/usr/lib/picolibc/riscv64-unknown-elf/lib").join(multilib).join("libc.a");
+        if !libc.is_file() {
+            crate::test_support::skip("no picolibc for riscv64-unknown-elf");
+            return;
+        }
+        let bound = bound_through_libraries(&[libc, libgcc], &root);
+        let path = names(&bound);
+        // expf saves its registers with `call t0, __riscv_save_7` (64 bytes read from the helper), then calls __mulsf3...
+        assert_eq!(path[..3], ["root", "expf (libc.a)", "__riscv_save_7 (libgcc.a)"], "{bound:?}");
+        assert_eq!(bound.path[2].bytes, 64);
+        assert!(path.len() > 3 && !path.iter().any(|name| name.contains("allowance")), "{bound:?}");
+    }
+
+    #[test]
+    fn rust_symbols_are_shown_by_their_last_name() {
+        assert_eq!(readable("_RNvNtNtCseL1MqMlhvy0_17compiler_builtins5float3mul8___mulsf3"), "__mulsf3");
+        assert_eq!(readable("_RNvNtNtCsjc7sn2q0iDy_17compiler_builtins3int19specialized_div_rem11u32_div_rem.llvm.58648"), "u32_div_rem");
+        assert_eq!(readable("expf"), "expf");
+    }
+
+    /// A second bound of the same objects comes from `lib<name>.stack.json`
+    /// without reading them; a changed object is read again.
+    #[test]
+    fn a_rebuild_of_the_same_objects_reads_none() {
+        let dir = crate::test_support::scratch("stack-cache");
+        std::fs::write(dir.join("root.c"), "int root(int n) { volatile char buf[32]; buf[n & 31] = 1; return buf[0]; }\n").unwrap();
+        let status =
+            std::process::Command::new("cc").args(["-O1", "-fstack-usage", "-c", "root.c", "-o", "root.o"]).current_dir(&dir).status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no host C compiler (cc)");
+            return;
+        }
+        let object = dir.join("root.o");
+        let list = dir.join("libmodel.objects");
+        std::fs::write(&list, format!("{}\n", object.display())).unwrap();
+        let roots = ["root".to_string()];
+        let first = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
+        assert!(first[0].bytes.is_some(), "{first:?}");
+        assert!(dir.join("libmodel.stack.json").is_file());
+        // Same size and time, other bytes: only a read would notice.
+        let modified = std::fs::metadata(&object).unwrap().modified().unwrap();
+        let garbage = vec![0u8; std::fs::metadata(&object).unwrap().len() as usize];
+        std::fs::write(&object, &garbage).unwrap();
+        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified).unwrap();
+        assert_eq!(analyse(std::slice::from_ref(&list), &[], &roots).unwrap(), first);
+        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified + std::time::Duration::from_secs(1)).unwrap();
+        let again = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
+        assert!(again[0].unknown.as_deref().is_some_and(|why| why.contains("root.o")), "{again:?}");
     }
 }
