@@ -790,36 +790,78 @@ fn external_depth(name: &str) -> std::result::Result<Deepest, String> {
     }
 }
 
-/// The stack the generated Rust is allowed between the caller's stack pointer
-/// and the C entry point: the frame of `run` or `run_raw` (never inlined),
-/// with `invoke` inlined into it or called from it, holding a pointer per input
-/// and output. An allowance, not a reading of compiled code: the Rust is
-/// compiled after the build script runs. Unoptimised Rust keeps every value
-/// in the frame, so it is allowed more. `tests/corpus_qemu.rs` measures it
-/// with the rest on every core.
-const fn rust_wrapper_allowance(optimised: bool) -> (u64, u64) {
-    if optimised {
-        (RUST_WRAPPER_OPTIMISED, 16)
-    } else {
-        (RUST_WRAPPER_UNOPTIMISED, 64)
+/// What sizes the generated Rust's frames at opt-level above 0 on an
+/// architecture: its calling convention's word, the registers a function
+/// may have to save (callee-saved and the return address) and the stack's
+/// alignment. Floating-point registers are not counted: the wrappers hold
+/// no float value, so they allocate none (no `vpush` at any opt-level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RustAbi {
+    /// Cargo's name of the architecture (`CARGO_CFG_TARGET_ARCH`).
+    arch: &'static str,
+    word: u64,
+    saved_registers: u64,
+    alignment: u64,
+}
+
+/// The calling conventions mlf-build knows, by architecture: those whose C
+/// objects the bound reads.
+const RUST_ABIS: [RustAbi; 5] = [
+    // AAPCS: r4–r11 and lr; 8-byte aligned.
+    RustAbi { arch: "arm", word: 4, saved_registers: 9, alignment: 8 },
+    // ILP32/LP64: ra and s0–s11; 16-byte aligned.
+    RustAbi { arch: "riscv32", word: 4, saved_registers: 13, alignment: 16 },
+    RustAbi { arch: "riscv64", word: 8, saved_registers: 13, alignment: 16 },
+    // System V: rbx, rbp, r12–r15 and the return address the call pushes; 16-byte aligned.
+    RustAbi { arch: "x86_64", word: 8, saved_registers: 7, alignment: 16 },
+    // AAPCS64: x19–x28, the frame pointer x29 and the link register x30; 16-byte aligned.
+    RustAbi { arch: "aarch64", word: 8, saved_registers: 12, alignment: 16 },
+];
+
+impl RustAbi {
+    /// The calling convention of Cargo's architecture `arch`, if mlf-build knows it.
+    pub fn of(arch: &str) -> Option<RustAbi> {
+        RUST_ABIS.into_iter().find(|abi| abi.arch == arch)
+    }
+
+    /// Bytes of the frames of the generated Rust for `tensors` inputs and
+    /// outputs: `run`, `run_raw` or an operator wrapper saving at most every
+    /// register it may have to and holding the arrays of a pointer per
+    /// tensor it passes to `invoke`; then `invoke`, which at opt-level `s`
+    /// or `z` stays out of line when several wrappers call it: its return
+    /// address, frame pointer, result pointer and status code, and the
+    /// arrays again, spilled when they came in registers.
+    fn wrapper_bytes(self, tensors: u64) -> Option<u64> {
+        let frame = |words: u64| self.word.checked_mul(words)?.checked_next_multiple_of(self.alignment);
+        frame(self.saved_registers.checked_add(tensors)?)?.checked_add(frame(tensors.checked_add(4)?)?)
     }
 }
-/// Base allowances (bytes) with and without optimisation.
-const RUST_WRAPPER_OPTIMISED: u64 = 64;
-const RUST_WRAPPER_UNOPTIMISED: u64 = 1024;
 
-/// `bound` (of the C entry point) with the generated Rust wrapper's
-/// allowance for a module of `tensors` inputs and outputs on top, its Rust
-/// `optimised` (opt-level above 0) or not.
-pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: bool) -> StackBound {
+/// Bytes the unoptimised generated Rust is allowed, and per input and output:
+/// it keeps every value in its frames. Measured in README.md.
+const RUST_WRAPPER_UNOPTIMISED: (u64, u64) = (1024, 64);
+
+/// `bound` (of the C entry point) with the generated Rust's frames on top
+/// for a module of `tensors` inputs and outputs: an allowance, not a
+/// reading of compiled code, since the Rust is compiled after the build
+/// script. `optimised` is the calling convention of Rust compiled at an
+/// opt-level above 0; `None` (opt-level 0, outside a build script, an
+/// architecture mlf-build does not know) gets the unoptimised allowance.
+/// `tests/corpus_qemu.rs` measures it with the rest on every core.
+pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: Option<RustAbi>) -> StackBound {
     let Some(bytes) = bound.bytes else { return bound };
-    let (base, per_tensor) = rust_wrapper_allowance(optimised);
-    let allowance =
-        u64::try_from(tensors).ok().and_then(|tensors| tensors.checked_mul(per_tensor)).and_then(|extra| extra.checked_add(base));
+    let tensors = u64::try_from(tensors).ok();
+    let allowance = match optimised {
+        Some(abi) => tensors.and_then(|tensors| abi.wrapper_bytes(tensors)),
+        None => {
+            let (base, per_tensor) = RUST_WRAPPER_UNOPTIMISED;
+            tensors.and_then(|tensors| tensors.checked_mul(per_tensor)?.checked_add(base))
+        }
+    };
     let Some((allowance, total)) = allowance.and_then(|allowance| Some((allowance, allowance.checked_add(bytes)?))) else {
         return StackBound::unknown("the bound overflows 64 bits");
     };
-    let what = if optimised { "optimised" } else { "unoptimised" };
+    let what = optimised.map_or_else(|| "unoptimised".to_string(), |abi| format!("optimised, {}", abi.arch));
     let mut path = vec![StackFrame { function: format!("Rust run/run_raw ({what} allowance)"), bytes: allowance }];
     path.extend(bound.path);
     StackBound { bytes: Some(total), unknown: None, path }
@@ -1028,8 +1070,31 @@ mod tests {
         // invoke 16 + runner 120 + entry 8 + max(op_a 100 + memset 32, op_b 40 + expf 256).
         assert_eq!(bound.bytes, Some(16 + 120 + 8 + 40 + 256));
         assert_eq!(names(&bound), ["invoke", "mlf_support_call", "entry", "op_b", "expf (C maths library allowance)"]);
-        let wrapped = with_rust_wrapper(bound, 2, true);
-        assert_eq!(wrapped.bytes, Some(16 + 120 + 8 + 40 + 256 + RUST_WRAPPER_OPTIMISED + 2 * 16));
+        let wrapped = with_rust_wrapper(bound.clone(), 2, RustAbi::of("arm"));
+        assert_eq!(wrapped.bytes, Some(16 + 120 + 8 + 40 + 256 + 72));
+        assert_eq!(names(&wrapped)[0], "Rust run/run_raw (optimised, arm allowance)");
+        let unoptimised = with_rust_wrapper(bound, 2, None);
+        assert_eq!(unoptimised.bytes, Some(16 + 120 + 8 + 40 + 256 + 1024 + 2 * 64));
+    }
+
+    #[test]
+    fn the_optimised_rust_allowance_follows_the_calling_convention() {
+        let bytes = |arch: &str, tensors: u64| RustAbi::of(arch).and_then(|abi| abi.wrapper_bytes(tensors));
+        // Thumb: r4–r11, lr and the pointers (8-aligned), then invoke's 4 words and the pointers again.
+        assert_eq!(bytes("arm", 2), Some(48 + 24));
+        assert_eq!(bytes("arm", 3), Some(48 + 32));
+        assert_eq!(bytes("arm", 4), Some(56 + 32));
+        // Above what rustc 1.95 emitted for three tensors at opt-level 1, 2, 3, s and z: on Armv6-M at
+        // `z`, run_raw pushes 8 registers (32 bytes) and the out-of-line invoke 6 (24).
+        assert!(bytes("arm", 3).unwrap() >= 32 + 24);
+        // RV32: ra, s0–s11 and the pointers, then invoke's, each 16-aligned.
+        assert_eq!(bytes("riscv32", 2), Some(64 + 32));
+        assert_eq!(bytes("riscv32", 5), Some(80 + 48));
+        assert_eq!(bytes("riscv64", 2), Some(128 + 48));
+        assert_eq!(bytes("x86_64", 2), Some(80 + 48));
+        assert_eq!(bytes("aarch64", 2), Some(112 + 48));
+        assert_eq!(RustAbi::of("xtensa"), None);
+        assert_eq!(bytes("arm", u64::MAX), None);
     }
 
     #[test]
