@@ -390,7 +390,7 @@ impl Builder {
             settings.env.directives.warning(warning);
             warnings.push(warning.clone());
         }
-        bound_stacks(&mut prepared, &support)?;
+        bound_stacks(&mut prepared, &support, &toolchain)?;
         prepared.model.link()?;
         support.link()?;
         toolchain.link(settings.env.directives)?;
@@ -647,14 +647,17 @@ impl Builder {
 }
 
 /// Each module's stack bound, from the objects of the model's and the
-/// support library (on disk for a cached build too), set in the plan.
-fn bound_stacks(prepared: &mut Prepared, support: &Library) -> Result<()> {
+/// support library (on disk for a cached build too) and the toolchain's
+/// libraries they call into, set in the plan.
+fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchain) -> Result<()> {
     let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
-    let bounds = stack::analyse(&[prepared.model.object_list(), support.object_list()], &roots)?;
-    // Cargo's opt-level for the crate; outside a build script the Rust's is not known.
+    let lists = [prepared.model.object_list(), support.object_list()];
+    let bounds = stack::analyse(&lists, &toolchain.stack_libraries, &roots)?;
+    // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
+    let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
     for (module, bound) in prepared.plan.modules.iter_mut().zip(bounds) {
-        module.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), optimised);
+        module.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi);
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use super::{c_files, module_index, rust::Provenance, rust_files, GeneratedFile};
 use crate::plan::model::{StackBound, StackFrame};
 use crate::plan::{read_and_plan, PlanOptions};
+use crate::toolchain::stack;
 
 /// `(golden directory, corpus case, implements mlf_rt::Model)`: one case per entry kind.
 const CASES: &[(&str, &str, bool)] = &[
@@ -75,11 +76,8 @@ fn generated_code_matches_golden_files() {
     for &(name, case, mlf_rt) in CASES {
         let golden = root.join("tests/golden").join(name);
         // One case as a build bounds it (its thumbv7em-none-eabihf figures), the others as planning leaves them.
-        let stack = (name == "aot_c_usmp").then(|| StackBound {
-            bytes: Some(424),
-            unknown: None,
-            path: [
-                ("Rust run/run_raw (optimised allowance)", 96),
+        let stack = (name == "aot_c_usmp").then(|| {
+            let c_path: Vec<StackFrame> = [
                 ("mlf_default_invoke", 24),
                 ("mlf_support_call", 120),
                 ("entry", 16),
@@ -90,7 +88,9 @@ fn generated_code_matches_golden_files() {
             ]
             .into_iter()
             .map(|(function, bytes)| StackFrame { function: function.to_string(), bytes })
-            .collect(),
+            .collect();
+            let c_bound = StackBound { bytes: Some(c_path.iter().map(|frame| frame.bytes).sum()), unknown: None, path: c_path };
+            stack::with_rust_wrapper(c_bound, 2, stack::RustAbi::of("arm"))
         });
         let files = generate(&corpus.join(case).join("model.tar"), mlf_rt, stack.as_ref());
         let golden_path = |file: &GeneratedFile| golden.join(file.path.file_name().expect("a file name"));

@@ -265,8 +265,9 @@ impl Items<'_> {
             let stack_doc = doc(&format!(
                 "Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`]: the deepest call path,\n\
                  each C function's frame as the compiler reported it (`-fstack-usage`), the calls read from the\n\
-                 compiled objects, and named allowances for the Rust wrapper and C library functions; interrupts\n\
-                 not included (README.md, \"How deep is its stack?\"). Deepest path:\n{}.",
+                 compiled objects, library functions' frames read from the toolchain's libraries (`name (libm.a)`)\n\
+                 or, where their code is not read, named allowances, and an allowance for the Rust wrapper;\n\
+                 interrupts not included (README.md, \"How deep is its stack?\"). Deepest path:\n{}.",
                 ident::rust_doc(&m.stack.path_text())
             ));
             let bytes = int(bytes);

@@ -9,10 +9,12 @@ pub(crate) mod compile;
 pub(crate) mod elf;
 pub(crate) mod inputs;
 pub(crate) mod measure;
+pub(crate) mod prologue;
 pub(crate) mod sections;
 pub(crate) mod spawn;
 pub(crate) mod stack;
 pub(crate) mod static_lib;
+pub(crate) mod system_lib;
 pub(crate) mod target;
 
 /// A scoped thread's result, its panic passed on.

@@ -13,14 +13,21 @@
 //! ([`CALLBACK_RUNNERS`]), which then call it in their frame; any other taken
 //! address makes the bound unknown. So does recursion, a frame the compiler
 //! calls `dynamic`, a function without a frame (no `.su` line) and a call
-//! into code no object defines unless [`library_allowance`] names it.
+//! into code no object defines, unless the toolchain's libraries define it
+//! (their members' frames read from their machine code, `prologue`) or,
+//! where that code says nothing, [`library_allowance`] names it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::cargo::cache;
+use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};
 use crate::plan::model::{StackBound, StackFrame};
 use crate::toolchain::elf::{self, Header};
+use crate::toolchain::prologue;
+use crate::toolchain::system_lib::Archive;
 
 /// `e_machine` values the relocation types are known for.
 const EM_ARM: u16 = 40;
@@ -88,8 +95,9 @@ const MATHS_FUNCTIONS: &[&str] = &[
     "fmod",
 ];
 
-/// The stack a call into a function no compiled object defines is allowed,
-/// with what it is, when mlf-build names it: C library memory functions and
+/// The stack a call into a library function is allowed when no library's
+/// code gives its frame (the host's shared libraries, code the reader does
+/// not decode), with what it is, when mlf-build names it: C library memory functions and
 /// `setjmp`/`longjmp` 32 bytes, compiler runtime helpers (`__aeabi_*`,
 /// libgcc's `__divdi3`, `__mulsf3`, `__fixsfsi`, ...) 128 bytes, C maths
 /// library functions 256 bytes. README.md ("How deep is its stack?") says
@@ -113,7 +121,7 @@ pub(crate) fn library_allowance(name: &str) -> Option<(u64, &'static str)> {
     }
 }
 
-/// One function's frame as its `.su` line states it.
+/// One function's frame as its `.su` line states it, or as its machine code shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Frame {
     Bytes(u64),
@@ -121,6 +129,8 @@ enum Frame {
     Dynamic,
     /// No `.su` line: compiled without `-fstack-usage`, or written in assembly.
     Missing,
+    /// A library function whose machine code does not say (its [`LibraryCode::undecoded`]).
+    Undecoded,
 }
 
 /// The frames of a `.su` file by function name (`file:line:col:name<TAB>bytes<TAB>qualifiers`).
@@ -141,7 +151,7 @@ fn parse_stack_usage(text: &str) -> BTreeMap<String, Frame> {
         *entry = match (*entry, frame) {
             (Frame::Bytes(a), Frame::Bytes(b)) => Frame::Bytes(a.max(b)),
             (Frame::Dynamic, _) | (_, Frame::Dynamic) => Frame::Dynamic,
-            (Frame::Missing, other) | (other, Frame::Missing) => other,
+            (Frame::Missing | Frame::Undecoded, other) | (other, Frame::Missing | Frame::Undecoded) => other,
         };
     }
     frames
@@ -221,6 +231,26 @@ struct Function {
     calls: BTreeSet<Target>,
     /// Addresses its code takes.
     references: BTreeSet<Target>,
+    /// Where a function of the toolchain's libraries comes from; `None` for the build's own objects.
+    library: Option<LibraryCode>,
+}
+
+/// A library function, its frame read from its machine code (`toolchain::prologue`).
+#[derive(Debug)]
+struct LibraryCode {
+    /// The library's file name (`libm.a`).
+    archive: String,
+    /// Why its code does not give its frame ([`Frame::Undecoded`]).
+    undecoded: Option<String>,
+}
+
+/// Where the frames of an object's functions come from.
+#[derive(Debug, Clone, Copy)]
+enum FrameSource<'a> {
+    /// The compiler's `.su` file, if there is one.
+    StackUsage(Option<&'a str>),
+    /// The machine code of a member of library `archive`.
+    MachineCode { archive: &'a str },
 }
 
 /// The functions and data of every object read so far.
@@ -235,6 +265,79 @@ pub(crate) struct Program {
     unreadable: Option<String>,
 }
 
+/// Where each function's code lies in its section (up to the next function's
+/// start), and in an Arm object which parts are Thumb, A32 or data (the
+/// `$t`, `$a`, `$d` mapping symbols).
+struct CodeMap {
+    machine: u16,
+    /// Each section's function starts, in order.
+    starts: HashMap<usize, Vec<u64>>,
+    /// Each section's mapping symbols, in order: offset and `t`, `a` or `d`.
+    mapping: HashMap<usize, Vec<(u64, u8)>>,
+}
+
+impl CodeMap {
+    fn new<'s>(header: &Header, symbols: &'s [elf::Symbol], name: impl Fn(&'s elf::Symbol) -> Option<&'s str>) -> CodeMap {
+        let mut map = CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new() };
+        for symbol in symbols.iter().filter(|symbol| symbol.section != 0) {
+            let section = usize::from(symbol.section);
+            if symbol.kind == elf::STT_FUNC {
+                let start = map.start(symbol.value);
+                map.starts.entry(section).or_default().push(start);
+            } else if let Some(kind) = name(symbol).and_then(|name| name.strip_prefix('$')).and_then(|kind| kind.bytes().next()) {
+                if header.machine == prologue::EM_ARM && b"tad".contains(&kind) {
+                    map.mapping.entry(section).or_default().push((symbol.value, kind));
+                }
+            }
+        }
+        for list in map.starts.values_mut() {
+            list.sort_unstable();
+            list.dedup();
+        }
+        for list in map.mapping.values_mut() {
+            list.sort_unstable();
+        }
+        map
+    }
+
+    /// A function symbol's value as an offset (a Thumb function's has its low bit set).
+    fn start(&self, value: u64) -> u64 {
+        if self.machine == prologue::EM_ARM {
+            value & !1
+        } else {
+            value
+        }
+    }
+
+    /// The start of the function whose code holds `offset` of `section`.
+    fn containing(&self, section: usize, offset: u64) -> Option<u64> {
+        self.starts.get(&section)?.iter().rev().find(|&&start| start <= offset).copied()
+    }
+
+    /// The frame of the function at `value` of `section` (whose bytes are `code`), from its machine code.
+    fn frame(&self, machine: u16, section: usize, code: &[u8], value: u64) -> std::result::Result<u64, String> {
+        let start = self.start(value);
+        let end = self.starts.get(&section).and_then(|starts| starts.iter().find(|&&s| s > start).copied());
+        let end = end.unwrap_or(code.len() as u64).min(code.len() as u64);
+        let mapping = self.mapping.get(&section).map_or(&[][..], Vec::as_slice);
+        // The kind at the start (Thumb when no mapping symbol says), then each change within.
+        let mut kind = mapping.iter().rev().find(|(at, _)| *at <= start).map_or(b't', |(_, kind)| *kind);
+        let mut at = start;
+        let mut pieces = Vec::new();
+        for &(change, next) in mapping.iter().filter(|(change, _)| *change > start && *change < end).chain([&(end, b't')]) {
+            let offset = |at: u64| usize::try_from(at).unwrap_or(usize::MAX);
+            let bytes = code.get(offset(at)..offset(change)).unwrap_or_default();
+            match kind {
+                b'a' => pieces.push(prologue::Piece::Arm),
+                b'd' => {}
+                _ => pieces.push(prologue::Piece::Code(bytes)),
+            }
+            (at, kind) = (change, next);
+        }
+        prologue::frame(machine, &pieces)
+    }
+}
+
 /// Sections whose relocations say nothing about calls: unwind and exception tables.
 fn is_unwind_section(name: &str) -> bool {
     name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
@@ -244,12 +347,26 @@ impl Program {
     /// Adds object `label` (its bytes) with the text of its `.su` file, if any;
     /// an object that cannot be read makes every bound unknown.
     pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) {
-        if self.add(bytes, stack_usage).is_none() && self.unreadable.is_none() {
+        if self.add(bytes, FrameSource::StackUsage(stack_usage)).is_none() && self.unreadable.is_none() {
             self.unreadable = Some(format!("`{label}` is not an ELF object of a machine the bound reads (Arm, RISC-V, x86-64, AArch64)"));
         }
     }
 
-    fn add(&mut self, bytes: &[u8], stack_usage: Option<&str>) -> Option<()> {
+    /// Adds a member of the toolchain's library `archive`, its frames read
+    /// from its code. One that cannot be read is left out: its functions stay undefined.
+    fn add_library_member(&mut self, archive: &str, bytes: &[u8]) {
+        let (functions, data) = (self.functions.len(), self.data.len());
+        if self.add(bytes, FrameSource::MachineCode { archive }).is_some() {
+            return;
+        }
+        // Forget what was read of it: it must not stand half-read.
+        self.functions.truncate(functions);
+        self.data.truncate(data);
+        self.global_functions.retain(|_, node| *node < functions);
+        self.global_data.retain(|_, node| *node < data);
+    }
+
+    fn add(&mut self, bytes: &[u8], source: FrameSource<'_>) -> Option<()> {
         let header = Header::parse(bytes)?;
         if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
             return None;
@@ -267,12 +384,17 @@ impl Program {
             sections.get(index).is_some_and(|s| s.flags & elf::SHF_ALLOC != 0 && s.flags & elf::SHF_EXECINSTR == 0)
                 && !is_unwind_section(names[index])
         };
-        let frames = parse_stack_usage(stack_usage.unwrap_or_default());
+        let frames = match source {
+            FrameSource::StackUsage(text) => parse_stack_usage(text.unwrap_or_default()),
+            FrameSource::MachineCode { .. } => BTreeMap::new(),
+        };
+        let code_of = CodeMap::new(&header, &symbols, symbol_name);
 
         // A node per function; a cold part (`f.cold`) belongs to `f`, whose frame it runs in.
         let mut function_of_symbol: HashMap<usize, usize> = HashMap::new();
         let mut owners: HashMap<usize, BTreeSet<usize>> = HashMap::new();
         let mut cold_parts = Vec::new();
+        let mut node_starts: HashMap<usize, u64> = HashMap::new();
         for (index, symbol) in symbols.iter().enumerate() {
             if symbol.kind != elf::STT_FUNC || symbol.section == 0 || !executable(usize::from(symbol.section)) {
                 continue;
@@ -283,16 +405,22 @@ impl Program {
                 continue;
             }
             let node = self.functions.len();
-            self.functions.push(Function {
-                name: name.to_string(),
-                frame: frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing),
-                calls: BTreeSet::new(),
-                references: BTreeSet::new(),
-            });
+            let (frame, library) = match source {
+                FrameSource::StackUsage(_) => (frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing), None),
+                FrameSource::MachineCode { archive } => {
+                    let section = sections.get(usize::from(symbol.section))?;
+                    match code_of.frame(header.machine, usize::from(symbol.section), section.bytes(bytes)?, symbol.value) {
+                        Ok(frame) => (Frame::Bytes(frame), Some(LibraryCode { archive: archive.to_string(), undecoded: None })),
+                        Err(why) => (Frame::Undecoded, Some(LibraryCode { archive: archive.to_string(), undecoded: Some(why) })),
+                    }
+                }
+            };
+            self.functions.push(Function { name: name.to_string(), frame, calls: BTreeSet::new(), references: BTreeSet::new(), library });
             if symbol.binding != 0 {
                 self.global_functions.entry(name.to_string()).or_insert(node);
             }
             function_of_symbol.insert(index, node);
+            node_starts.insert(node, code_of.start(symbol.value));
             owners.entry(usize::from(symbol.section)).or_default().insert(node);
         }
         for (index, parent) in cold_parts {
@@ -335,6 +463,24 @@ impl Program {
                 if usage == Use::Ignore || relocation.symbol == 0 {
                     continue;
                 }
+                // In a library's code, several functions may share a section: the call is the one around it's.
+                let narrowed;
+                let owners_here = match (source, in_code) {
+                    (FrameSource::MachineCode { .. }, true) => {
+                        let site = code_of.containing(applies_to, relocation.offset);
+                        let nodes = owners.get(&applies_to).into_iter().flatten().copied();
+                        let around: BTreeSet<usize> =
+                            nodes.filter(|node| site.is_some() && node_starts.get(node) == site.as_ref()).collect();
+                        // Code of no function's own (a cold part) may be any's.
+                        if around.is_empty() {
+                            &owners
+                        } else {
+                            narrowed = HashMap::from([(applies_to, around)]);
+                            &narrowed
+                        }
+                    }
+                    _ => &owners,
+                };
                 let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
                 let section = usize::from(symbol.section);
                 // Whether the target is a label or section rather than a function's own symbol.
@@ -356,6 +502,26 @@ impl Program {
                             && function_of_symbol.contains_key(index)
                             && i64::try_from(s.value & !1).ok() == Some(offset)
                     });
+                    // In a library's code, a branch to a label (RELA: exact) goes to the function around it.
+                    let label_offset =
+                        if symbol.kind == elf::STT_SECTION { Some(offset) } else { i64::try_from(symbol.value).ok()?.checked_add(offset) };
+                    let around = match (source, explicit_addend, usage, label_offset) {
+                        (FrameSource::MachineCode { .. }, true, Use::Call, Some(at)) => {
+                            u64::try_from(at).ok().and_then(|at| code_of.containing(section, at))
+                        }
+                        _ => None,
+                    };
+                    let around = around.and_then(|start| {
+                        symbols.iter().enumerate().find_map(|(index, s)| {
+                            (usize::from(s.section) == section && code_of.start(s.value) == start)
+                                .then(|| function_of_symbol.get(&index))
+                                .flatten()
+                        })
+                    });
+                    if let Some(&node) = around {
+                        self.record(owners_here, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
+                        continue;
+                    }
                     match (symbol.kind == elf::STT_SECTION, starts, owners.get(&section)) {
                         (true, Some((index, _)), _) if usage == Use::Reference => Target::Function(function_of_symbol[&index]),
                         // Any other reference into code is a label: a jump table entry or a literal.
@@ -364,7 +530,7 @@ impl Program {
                         // Code of several functions in one section: the call may be to any.
                         (_, _, Some(nodes)) => {
                             for &node in nodes {
-                                self.record(&owners, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
+                                self.record(owners_here, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
                             }
                             continue;
                         }
@@ -375,7 +541,7 @@ impl Program {
                 } else {
                     continue;
                 };
-                self.record(&owners, applies_to, in_code, usage, target, is_label, &mut data_node);
+                self.record(owners_here, applies_to, in_code, usage, target, is_label, &mut data_node);
             }
         }
         Some(())
@@ -485,18 +651,34 @@ impl Walk<'_> {
         result
     }
 
+    /// A library function whose depth is not known falls back to its allowance, if it has one.
     fn depth_of(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+        let function = &self.program.functions[node];
+        match (&function.library, self.walk(node)) {
+            (Some(_), Err(why)) => external_depth(&function.name).map_err(|_| why),
+            (_, walked) => walked,
+        }
+    }
+
+    fn walk(&mut self, node: usize) -> std::result::Result<Deepest, String> {
         let program = self.program;
         let function = &program.functions[node];
         let name = &function.name;
         if let Some((_, what)) = APPLICATION_CALLS.iter().find(|(n, _)| n == name) {
             return Err(format!("`{name}` calls {what}, whose stack is the application's"));
         }
-        let frame = match function.frame {
-            Frame::Bytes(bytes) => bytes,
-            Frame::Dynamic => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
-            Frame::Missing => return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)")),
+        let mut frame = match (function.frame, &function.library) {
+            (Frame::Bytes(bytes), _) => bytes,
+            (Frame::Dynamic, _) => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
+            (Frame::Undecoded, Some(code)) => {
+                let why = code.undecoded.as_deref().unwrap_or_default();
+                return Err(format!("the frame of `{}` ({}) is not read from its code: {why}", readable(name), code.archive));
+            }
+            (Frame::Missing | Frame::Undecoded, _) => {
+                return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)"))
+            }
         };
+        let own_frame = frame;
         // Addresses the code takes, and the tables it reads (whose functions it may call).
         let mut taken = BTreeSet::new();
         let mut callees: BTreeSet<Target> = function.calls.iter().filter_map(|t| program.resolve(t).or(Some(t.clone()))).collect();
@@ -517,9 +699,21 @@ impl Walk<'_> {
                 program.functions[first].name
             ));
         }
+        // A register-saving helper's frame stays until the caller returns: it is part of the caller's.
+        let mut kept = Vec::new();
+        for callee in &callees {
+            if let Target::Function(helper) = callee {
+                if program.functions[*helper].name.starts_with(FRAME_EXTENDER) {
+                    let below = self.depth(*helper)?;
+                    frame = frame.checked_add(below.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
+                    kept.extend(below.path);
+                }
+            }
+        }
         let mut deepest = Deepest { bytes: 0, path: Vec::new() };
         for callee in &callees {
             let below = match callee {
+                Target::Function(f) if program.functions[*f].name.starts_with(FRAME_EXTENDER) => continue,
                 Target::Function(f) if runs_callbacks && CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str()) => {
                     self.runner_depth(*f, &taken)?
                 }
@@ -532,7 +726,12 @@ impl Walk<'_> {
             }
         }
         let bytes = frame.checked_add(deepest.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
-        let mut path = vec![StackFrame { function: name.clone(), bytes: frame }];
+        let shown = match &function.library {
+            Some(code) => format!("{} ({})", readable(name), code.archive),
+            None => name.clone(),
+        };
+        let mut path = vec![StackFrame { function: shown, bytes: own_frame }];
+        path.extend(kept);
         path.extend(deepest.path);
         Ok(Deepest { bytes, path })
     }
@@ -555,6 +754,34 @@ impl Walk<'_> {
     }
 }
 
+/// RISC-V's `-msave-restore` helpers (`call t0, __riscv_save_4`): they lower
+/// the stack pointer for their caller and return without raising it.
+const FRAME_EXTENDER: &str = "__riscv_save_";
+
+/// A Rust (v0-mangled) symbol's last name (`compiler_builtins::float::mul::__mulsf3` → `__mulsf3`); other names as they are.
+fn readable(symbol: &str) -> &str {
+    // LLVM's `.llvm.<hash>` suffix of a promoted local symbol is no part of the mangling.
+    let Some(mut rest) = symbol.strip_prefix("_R").map(|rest| rest.split('.').next().unwrap_or_default()) else { return symbol };
+    let mut last = symbol;
+    while let Some(first) = rest.bytes().next() {
+        if first.is_ascii_digit() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let Ok(len) = rest[..digits].parse::<usize>() else { return symbol };
+            rest = &rest[digits..];
+            rest = rest.strip_prefix('_').unwrap_or(rest);
+            let Some(identifier) = rest.get(..len) else { return symbol };
+            (last, rest) = (identifier, &rest[len..]);
+        } else if first == b's' {
+            // A disambiguator: `s<base-62>_`.
+            let Some(end) = rest.find('_') else { return symbol };
+            rest = &rest[end + 1..];
+        } else {
+            rest = &rest[1..];
+        }
+    }
+    last
+}
+
 /// A call into a function no object defines: its allowance, or why the bound is unknown.
 fn external_depth(name: &str) -> std::result::Result<Deepest, String> {
     match library_allowance(name) {
@@ -563,45 +790,131 @@ fn external_depth(name: &str) -> std::result::Result<Deepest, String> {
     }
 }
 
-/// The stack the generated Rust is allowed between the caller's stack pointer
-/// and the C entry point: the frame of `run` or `run_raw` (never inlined),
-/// with `invoke` inlined into it or called from it, holding a pointer per input
-/// and output. An allowance, not a reading of compiled code: the Rust is
-/// compiled after the build script runs. Unoptimised Rust keeps every value
-/// in the frame, so it is allowed more. `tests/corpus_qemu.rs` measures it
-/// with the rest on every core.
-const fn rust_wrapper_allowance(optimised: bool) -> (u64, u64) {
-    if optimised {
-        (RUST_WRAPPER_OPTIMISED, 16)
-    } else {
-        (RUST_WRAPPER_UNOPTIMISED, 64)
+/// What sizes the generated Rust's frames at opt-level above 0 on an
+/// architecture: its calling convention's word, the registers a function
+/// may have to save (callee-saved and the return address) and the stack's
+/// alignment. Floating-point registers are not counted: the wrappers hold
+/// no float value, so they allocate none (no `vpush` at any opt-level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RustAbi {
+    /// Cargo's name of the architecture (`CARGO_CFG_TARGET_ARCH`).
+    arch: &'static str,
+    word: u64,
+    saved_registers: u64,
+    alignment: u64,
+}
+
+/// The calling conventions mlf-build knows, by architecture: those whose C
+/// objects the bound reads.
+const RUST_ABIS: [RustAbi; 5] = [
+    // AAPCS: r4–r11 and lr; 8-byte aligned.
+    RustAbi { arch: "arm", word: 4, saved_registers: 9, alignment: 8 },
+    // ILP32/LP64: ra and s0–s11; 16-byte aligned.
+    RustAbi { arch: "riscv32", word: 4, saved_registers: 13, alignment: 16 },
+    RustAbi { arch: "riscv64", word: 8, saved_registers: 13, alignment: 16 },
+    // System V: rbx, rbp, r12–r15 and the return address the call pushes; 16-byte aligned.
+    RustAbi { arch: "x86_64", word: 8, saved_registers: 7, alignment: 16 },
+    // AAPCS64: x19–x28, the frame pointer x29 and the link register x30; 16-byte aligned.
+    RustAbi { arch: "aarch64", word: 8, saved_registers: 12, alignment: 16 },
+];
+
+impl RustAbi {
+    /// The calling convention of Cargo's architecture `arch`, if mlf-build knows it.
+    pub fn of(arch: &str) -> Option<RustAbi> {
+        RUST_ABIS.into_iter().find(|abi| abi.arch == arch)
+    }
+
+    /// Bytes of the frames of the generated Rust for `tensors` inputs and
+    /// outputs: `run`, `run_raw` or an operator wrapper saving at most every
+    /// register it may have to and holding the arrays of a pointer per
+    /// tensor it passes to `invoke`; then `invoke`, which at opt-level `s`
+    /// or `z` stays out of line when several wrappers call it: its return
+    /// address, frame pointer, result pointer and status code, and the
+    /// arrays again, spilled when they came in registers.
+    fn wrapper_bytes(self, tensors: u64) -> Option<u64> {
+        let frame = |words: u64| self.word.checked_mul(words)?.checked_next_multiple_of(self.alignment);
+        frame(self.saved_registers.checked_add(tensors)?)?.checked_add(frame(tensors.checked_add(4)?)?)
     }
 }
-/// Base allowances (bytes) with and without optimisation.
-const RUST_WRAPPER_OPTIMISED: u64 = 64;
-const RUST_WRAPPER_UNOPTIMISED: u64 = 1024;
 
-/// `bound` (of the C entry point) with the generated Rust wrapper's
-/// allowance for a module of `tensors` inputs and outputs on top, its Rust
-/// `optimised` (opt-level above 0) or not.
-pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: bool) -> StackBound {
+/// Bytes the unoptimised generated Rust is allowed, and per input and output:
+/// it keeps every value in its frames. Measured in README.md.
+const RUST_WRAPPER_UNOPTIMISED: (u64, u64) = (1024, 64);
+
+/// `bound` (of the C entry point) with the generated Rust's frames on top
+/// for a module of `tensors` inputs and outputs: an allowance, not a
+/// reading of compiled code, since the Rust is compiled after the build
+/// script. `optimised` is the calling convention of Rust compiled at an
+/// opt-level above 0; `None` (opt-level 0, outside a build script, an
+/// architecture mlf-build does not know) gets the unoptimised allowance.
+/// `tests/corpus_qemu.rs` measures it with the rest on every core.
+pub(crate) fn with_rust_wrapper(bound: StackBound, tensors: usize, optimised: Option<RustAbi>) -> StackBound {
     let Some(bytes) = bound.bytes else { return bound };
-    let (base, per_tensor) = rust_wrapper_allowance(optimised);
-    let allowance =
-        u64::try_from(tensors).ok().and_then(|tensors| tensors.checked_mul(per_tensor)).and_then(|extra| extra.checked_add(base));
+    let tensors = u64::try_from(tensors).ok();
+    let allowance = match optimised {
+        Some(abi) => tensors.and_then(|tensors| abi.wrapper_bytes(tensors)),
+        None => {
+            let (base, per_tensor) = RUST_WRAPPER_UNOPTIMISED;
+            tensors.and_then(|tensors| tensors.checked_mul(per_tensor)?.checked_add(base))
+        }
+    };
     let Some((allowance, total)) = allowance.and_then(|allowance| Some((allowance, allowance.checked_add(bytes)?))) else {
         return StackBound::unknown("the bound overflows 64 bits");
     };
-    let what = if optimised { "optimised" } else { "unoptimised" };
+    let what = optimised.map_or_else(|| "unoptimised".to_string(), |abi| format!("optimised, {}", abi.arch));
     let mut path = vec![StackFrame { function: format!("Rust run/run_raw ({what} allowance)"), bytes: allowance }];
     path.extend(bound.path);
     StackBound { bytes: Some(total), unknown: None, path }
 }
 
+impl Program {
+    /// Adds, as the linker would pull them in, the members of `libraries`
+    /// (in link order: the first that defines a symbol provides it) that
+    /// define what the objects read so far call or reference.
+    fn add_library_code(&mut self, libraries: &[Arc<Archive>]) {
+        let mut looked_up = HashSet::new();
+        let mut added = HashSet::new();
+        loop {
+            let wanted: Vec<String> = self.undefined().into_iter().filter(|name| looked_up.insert(name.clone())).collect();
+            if wanted.is_empty() {
+                return;
+            }
+            for name in wanted {
+                let defining =
+                    libraries.iter().enumerate().find_map(|(index, archive)| Some((index, archive, archive.member_defining(&name)?)));
+                if let Some((index, archive, (offset, bytes))) = defining {
+                    if added.insert((index, offset)) {
+                        self.add_library_member(&archive.name, bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The symbols the functions and data call or reference that no object read so far defines.
+    fn undefined(&self) -> BTreeSet<String> {
+        let targets = self.functions.iter().flat_map(|f| f.calls.iter().chain(&f.references)).chain(self.data.iter().flatten());
+        targets
+            .filter_map(|target| match target {
+                Target::Global(name) if self.resolve(target).is_none() => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// The bound of each root in `roots` over the objects the lists name (each a
 /// file of object paths, one per line, as [`crate::toolchain::compile::Library`]
-/// writes it), with their `.su` files beside them.
-pub(crate) fn analyse(object_lists: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
+/// writes it), with their `.su` files beside them, and the functions they
+/// use from the toolchain's `libraries` (in link order). The bounds are kept
+/// beside the first list (`lib<name>.stack.json`) with the key of what they
+/// were computed from: a rebuild of the same objects reads none of them.
+pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
+    let cache = object_lists.first().map(|list| list.with_extension("stack.json"));
+    let key = cache_key(object_lists, libraries, roots)?;
+    if let Some(bounds) = cache.as_deref().and_then(|cache| read_cache(cache, &key)) {
+        return Ok(bounds);
+    }
     let mut program = Program::default();
     for list in object_lists {
         let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
@@ -612,7 +925,79 @@ pub(crate) fn analyse(object_lists: &[PathBuf], roots: &[String]) -> Result<Vec<
             program.add_object(&label, &bytes, stack_usage.as_deref());
         }
     }
-    Ok(roots.iter().map(|root| program.bound(root)).collect())
+    let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
+    program.add_library_code(&archives);
+    let bounds: Vec<StackBound> = roots.iter().map(|root| program.bound(root)).collect();
+    if let Some(cache) = &cache {
+        let stored = CachedBounds {
+            key,
+            bounds: bounds
+                .iter()
+                .map(|bound| CachedBound {
+                    bytes: bound.bytes,
+                    unknown: bound.unknown.clone(),
+                    path: bound.path.iter().map(|step| (step.function.clone(), step.bytes)).collect(),
+                })
+                .collect(),
+        };
+        if let Ok(json) = serde_json::to_vec(&stored) {
+            write_if_changed(cache, &json)?;
+        }
+    }
+    Ok(bounds)
+}
+
+/// What [`analyse`] keeps of its bounds, and the key they were computed for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedBounds {
+    key: String,
+    bounds: Vec<CachedBound>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedBound {
+    bytes: Option<u64>,
+    unknown: Option<String>,
+    path: Vec<(String, u64)>,
+}
+
+/// The bounds kept in `cache` when their key is `key`.
+fn read_cache(cache: &Path, key: &str) -> Option<Vec<StackBound>> {
+    let stored: CachedBounds = serde_json::from_slice(&std::fs::read(cache).ok()?).ok()?;
+    (stored.key == key).then(|| {
+        stored
+            .bounds
+            .into_iter()
+            .map(|bound| StackBound {
+                bytes: bound.bytes,
+                unknown: bound.unknown,
+                path: bound.path.into_iter().map(|(function, bytes)| StackFrame { function, bytes }).collect(),
+            })
+            .collect()
+    })
+}
+
+/// What the bounds depend on, without reading an object: the lists, each
+/// object's and `.su` file's and library's size and time, the roots, and the
+/// program computing them (the build script, rebuilt when mlf-build changes).
+fn cache_key(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<String> {
+    let stamp = |path: &Path| -> String {
+        let metadata = std::fs::metadata(path).ok();
+        let modified = metadata.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        format!("{}\t{:?}\t{:?}\n", path.display(), metadata.map(|m| m.len()), modified.map(|t| t.as_nanos()))
+    };
+    let mut parts = vec![env!("CARGO_PKG_VERSION").to_string(), roots.join("\n")];
+    parts.extend(std::env::current_exe().ok().map(|exe| stamp(&exe)));
+    for list in object_lists {
+        let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
+        for object in text.lines().filter(|line| !line.is_empty()).map(Path::new) {
+            parts.push(stamp(object));
+            parts.push(stamp(&object.with_extension("su")));
+        }
+        parts.push(text);
+    }
+    parts.extend(libraries.iter().map(|library| stamp(library)));
+    Ok(cache::key(&parts.iter().map(|part| part.as_bytes()).collect::<Vec<_>>()))
 }
 
 #[cfg(test)]
@@ -624,7 +1009,13 @@ mod tests {
         let mut program = Program::default();
         for (name, frame, ..) in functions {
             program.global_functions.insert(name.to_string(), program.functions.len());
-            program.functions.push(Function { name: name.to_string(), frame: *frame, calls: BTreeSet::new(), references: BTreeSet::new() });
+            program.functions.push(Function {
+                name: name.to_string(),
+                frame: *frame,
+                calls: BTreeSet::new(),
+                references: BTreeSet::new(),
+                library: None,
+            });
         }
         for (node, (_, _, calls, taken)) in functions.iter().enumerate() {
             program.functions[node].calls = calls.iter().map(|name| Target::Global(name.to_string())).collect();
@@ -679,8 +1070,31 @@ mod tests {
         // invoke 16 + runner 120 + entry 8 + max(op_a 100 + memset 32, op_b 40 + expf 256).
         assert_eq!(bound.bytes, Some(16 + 120 + 8 + 40 + 256));
         assert_eq!(names(&bound), ["invoke", "mlf_support_call", "entry", "op_b", "expf (C maths library allowance)"]);
-        let wrapped = with_rust_wrapper(bound, 2, true);
-        assert_eq!(wrapped.bytes, Some(16 + 120 + 8 + 40 + 256 + RUST_WRAPPER_OPTIMISED + 2 * 16));
+        let wrapped = with_rust_wrapper(bound.clone(), 2, RustAbi::of("arm"));
+        assert_eq!(wrapped.bytes, Some(16 + 120 + 8 + 40 + 256 + 72));
+        assert_eq!(names(&wrapped)[0], "Rust run/run_raw (optimised, arm allowance)");
+        let unoptimised = with_rust_wrapper(bound, 2, None);
+        assert_eq!(unoptimised.bytes, Some(16 + 120 + 8 + 40 + 256 + 1024 + 2 * 64));
+    }
+
+    #[test]
+    fn the_optimised_rust_allowance_follows_the_calling_convention() {
+        let bytes = |arch: &str, tensors: u64| RustAbi::of(arch).and_then(|abi| abi.wrapper_bytes(tensors));
+        // Thumb: r4–r11, lr and the pointers (8-aligned), then invoke's 4 words and the pointers again.
+        assert_eq!(bytes("arm", 2), Some(48 + 24));
+        assert_eq!(bytes("arm", 3), Some(48 + 32));
+        assert_eq!(bytes("arm", 4), Some(56 + 32));
+        // Above what rustc 1.95 emitted for three tensors at opt-level 1, 2, 3, s and z: on Armv6-M at
+        // `z`, run_raw pushes 8 registers (32 bytes) and the out-of-line invoke 6 (24).
+        assert!(bytes("arm", 3).unwrap() >= 32 + 24);
+        // RV32: ra, s0–s11 and the pointers, then invoke's, each 16-aligned.
+        assert_eq!(bytes("riscv32", 2), Some(64 + 32));
+        assert_eq!(bytes("riscv32", 5), Some(80 + 48));
+        assert_eq!(bytes("riscv64", 2), Some(128 + 48));
+        assert_eq!(bytes("x86_64", 2), Some(80 + 48));
+        assert_eq!(bytes("aarch64", 2), Some(112 + 48));
+        assert_eq!(RustAbi::of("xtensa"), None);
+        assert_eq!(bytes("arm", u64::MAX), None);
     }
 
     #[test]
@@ -772,5 +1186,163 @@ mod tests {
         assert!(path.contains(&"leaf") || path.contains(&"mlf_support_call"), "{path:?}");
         let leaf = program.functions.iter().find(|f| f.name == "leaf").unwrap();
         assert!(matches!(leaf.frame, Frame::Bytes(bytes) if bytes >= 64), "{:?}", leaf.frame);
+    }
+
+    /// Functions of every kind of frame, compiled for real targets with
+    /// `-fstack-usage`; read as library code, each frame must be the compiler's.
+    const FRAMES_C: &str = "extern float g(float);\nextern void use(volatile char *);\n\
+        int leaf(int a, int b) { return a * b + 3; }\n\
+        int locals(int n) { volatile char buf[100]; for (int i = 0; i < n && i < 100; i++) buf[i] = i; return buf[n % 100]; }\n\
+        int big(int n) { volatile char buf[5000]; buf[n] = 1; use(buf); return buf[n / 2]; }\n\
+        float keeps_floats(float x) { float a = g(x); float b = g(a * x); return a + b + g(b); }\n\
+        double doubles(double x, double y) { return x / y + (double)(long long)x; }\n\
+        int calls(int n) { return leaf(n, n) + locals(n); }\n";
+
+    /// Compiles [`FRAMES_C`] with `compiler` and `flags`; `None` (after a SKIP line) without the compiler.
+    fn compiled_frames(compiler: &str, flags: &[&str]) -> Option<(Program, BTreeMap<String, Frame>)> {
+        let dir = crate::test_support::scratch(&format!("stack-frames-{compiler}"));
+        std::fs::write(dir.join("frames.c"), FRAMES_C).unwrap();
+        let status = std::process::Command::new(compiler)
+            .args(flags)
+            .args(["-O2", "-fstack-usage", "-ffunction-sections", "-c", "frames.c", "-o", "frames.o"])
+            .current_dir(&dir)
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip(&format!("no {compiler}"));
+            return None;
+        }
+        let mut program = Program::default();
+        program.add_library_member("libframes.a", &std::fs::read(dir.join("frames.o")).unwrap());
+        Some((program, parse_stack_usage(&std::fs::read_to_string(dir.join("frames.su")).unwrap())))
+    }
+
+    fn decoded(program: &Program, name: &str) -> Frame {
+        program.functions.iter().find(|f| f.name == name).unwrap().frame
+    }
+
+    #[test]
+    fn machine_code_frames_are_the_compilers() {
+        let targets: [(&str, &[&str]); 3] = [
+            ("arm-none-eabi-gcc", &["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
+            ("arm-none-eabi-gcc", &["-mthumb", "-mcpu=cortex-m0plus"]),
+            ("riscv64-unknown-elf-gcc", &["-march=rv32imac", "-mabi=ilp32"]),
+        ];
+        for (compiler, flags) in targets {
+            let Some((program, stack_usage)) = compiled_frames(compiler, flags) else { continue };
+            assert_eq!(stack_usage.len(), 6, "{stack_usage:?}");
+            for (name, frame) in &stack_usage {
+                if flags.contains(&"-mcpu=cortex-m0plus") && name == "big" {
+                    // ldr r4, =-5000; add sp, r4: an amount from a literal, not read.
+                    assert_eq!(decoded(&program, name), Frame::Undecoded, "{flags:?}");
+                } else {
+                    assert_eq!(decoded(&program, name), *frame, "{name} for {flags:?}");
+                }
+            }
+        }
+    }
+
+    /// `gcc <flags> -print-file-name=<name>`, when the compiler has it.
+    fn toolchain_file(compiler: &str, flags: &[&str], name: &str) -> Option<PathBuf> {
+        let output = std::process::Command::new(compiler).args(flags).arg(format!("-print-file-name={name}")).output().ok()?;
+        Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())).filter(|path| path.is_absolute() && path.is_file())
+    }
+
+    /// A root calling `expf`, bound with the toolchain's libraries.
+    fn bound_through_libraries(libraries: &[PathBuf], root_object: &[u8]) -> StackBound {
+        let mut program = Program::default();
+        program.add_object("root.o", root_object, Some("root.c:2:7:root\t8\tstatic\n"));
+        let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
+        assert_eq!(archives.len(), libraries.len(), "{libraries:?}");
+        program.add_library_code(&archives);
+        program.bound("root")
+    }
+
+    fn compiled_root(compiler: &str, flags: &[&str]) -> Option<Vec<u8>> {
+        let dir = crate::test_support::scratch(&format!("stack-root-{compiler}"));
+        std::fs::write(dir.join("root.c"), "float expf(float);\nfloat root(float x) { return expf(x) * 2.0f; }\n").unwrap();
+        let status =
+            std::process::Command::new(compiler).args(flags).args(["-O2", "-c", "root.c", "-o", "root.o"]).current_dir(&dir).status();
+        status.is_ok_and(|status| status.success()).then(|| std::fs::read(dir.join("root.o")).unwrap())
+    }
+
+    #[test]
+    fn newlib_expf_is_read_from_libm() {
+        let flags = ["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"];
+        let (Some(root), Some(libm), Some(libc)) = (
+            compiled_root("arm-none-eabi-gcc", &flags),
+            toolchain_file("arm-none-eabi-gcc", &flags, "libm.a"),
+            toolchain_file("arm-none-eabi-gcc", &flags, "libc.a"),
+        ) else {
+            crate::test_support::skip("no arm-none-eabi-gcc with newlib");
+            return;
+        };
+        let bound = bound_through_libraries(&[libm, libc], &root);
+        // newlib's expf: push {r3, r4, r5, lr}, then __ieee754_expf, finitef, __errno...
+        assert_eq!(names(&bound)[..2], ["root", "expf (libm.a)"], "{bound:?}");
+        assert_eq!(bound.path[1].bytes, 16);
+        let bytes = bound.bytes.unwrap();
+        assert!((8 + 16..8 + 256).contains(&bytes), "{bound:?}");
+        assert!(!names(&bound).iter().any(|name| name.contains("allowance")), "{bound:?}");
+    }
+
+    #[test]
+    fn picolibc_expf_keeps_its_save_restore_frame() {
+        let flags = ["-march=rv32imac", "-mabi=ilp32"];
+        let compiler = "riscv64-unknown-elf-gcc";
+        let (Some(root), Some(libgcc)) = (compiled_root(compiler, &flags), toolchain_file(compiler, &flags, "libgcc.a")) else {
+            crate::test_support::skip("no riscv64-unknown-elf-gcc");
+            return;
+        };
+        // picolibc's libraries exist for gcc only through its specs, in the multilib directory.
+        let multilib = std::process::Command::new(compiler).args(flags).args(["--specs=picolibc.specs", "-print-multi-directory"]).output();
+        let multilib = multilib.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        let libc = PathBuf::from("/usr/lib/picolibc/riscv64-unknown-elf/lib").join(multilib).join("libc.a");
+        if !libc.is_file() {
+            crate::test_support::skip("no picolibc for riscv64-unknown-elf");
+            return;
+        }
+        let bound = bound_through_libraries(&[libc, libgcc], &root);
+        let path = names(&bound);
+        // expf saves its registers with `call t0, __riscv_save_7` (64 bytes read from the helper), then calls __mulsf3...
+        assert_eq!(path[..3], ["root", "expf (libc.a)", "__riscv_save_7 (libgcc.a)"], "{bound:?}");
+        assert_eq!(bound.path[2].bytes, 64);
+        assert!(path.len() > 3 && !path.iter().any(|name| name.contains("allowance")), "{bound:?}");
+    }
+
+    #[test]
+    fn rust_symbols_are_shown_by_their_last_name() {
+        assert_eq!(readable("_RNvNtNtCseL1MqMlhvy0_17compiler_builtins5float3mul8___mulsf3"), "__mulsf3");
+        assert_eq!(readable("_RNvNtNtCsjc7sn2q0iDy_17compiler_builtins3int19specialized_div_rem11u32_div_rem.llvm.58648"), "u32_div_rem");
+        assert_eq!(readable("expf"), "expf");
+    }
+
+    /// A second bound of the same objects comes from `lib<name>.stack.json`
+    /// without reading them; a changed object is read again.
+    #[test]
+    fn a_rebuild_of_the_same_objects_reads_none() {
+        let dir = crate::test_support::scratch("stack-cache");
+        std::fs::write(dir.join("root.c"), "int root(int n) { volatile char buf[32]; buf[n & 31] = 1; return buf[0]; }\n").unwrap();
+        let status =
+            std::process::Command::new("cc").args(["-O1", "-fstack-usage", "-c", "root.c", "-o", "root.o"]).current_dir(&dir).status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no host C compiler (cc)");
+            return;
+        }
+        let object = dir.join("root.o");
+        let list = dir.join("libmodel.objects");
+        std::fs::write(&list, format!("{}\n", object.display())).unwrap();
+        let roots = ["root".to_string()];
+        let first = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
+        assert!(first[0].bytes.is_some(), "{first:?}");
+        assert!(dir.join("libmodel.stack.json").is_file());
+        // Same size and time, other bytes: only a read would notice.
+        let modified = std::fs::metadata(&object).unwrap().modified().unwrap();
+        let garbage = vec![0u8; std::fs::metadata(&object).unwrap().len() as usize];
+        std::fs::write(&object, &garbage).unwrap();
+        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified).unwrap();
+        assert_eq!(analyse(std::slice::from_ref(&list), &[], &roots).unwrap(), first);
+        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified + std::time::Duration::from_secs(1)).unwrap();
+        let again = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
+        assert!(again[0].unknown.as_deref().is_some_and(|why| why.contains("root.o")), "{again:?}");
     }
 }

@@ -308,6 +308,12 @@ pub(crate) struct Toolchain {
     /// What the answers kept on disk are keyed by (mlf-build's default
     /// `cc::Build` only): answers derived from the toolchain's are kept under it too.
     pub answers_key: Option<String>,
+    /// The static libraries the final link takes library functions from, in
+    /// link order, for the stack bound to read their code: on bare metal
+    /// [`Toolchain::system_libs`], then Rust's `compiler_builtins` (the
+    /// compiler runtime on Arm, where no `libgcc.a` is linked). Empty on a
+    /// hosted target, whose C library is a shared object.
+    pub stack_libraries: Vec<PathBuf>,
 }
 
 impl Toolchain {
@@ -364,12 +370,15 @@ pub(crate) fn default_toolchain(base: &cc::Build, target: &Target, environment: 
                 system_libs: answers.system_libs,
                 compiled_isa: answers.compiled_isa,
                 answers_key: None,
+                stack_libraries: answers.stack_libraries,
             }
         }
         None => {
             // Not held while probing: another archive's build may probe another target meanwhile.
             let (toolchain, answers) = probe(base, target)?;
-            answers::store(answers_dir, &key, std::slice::from_ref(&answers.compiler), &answers)?;
+            // Stale too when a library the stack bound reads goes (a Rust update renames compiler_builtins).
+            let programs: Vec<PathBuf> = std::iter::once(&answers.compiler).chain(&answers.stack_libraries).cloned().collect();
+            answers::store(answers_dir, &key, &programs, &answers)?;
             toolchain
         }
     };
@@ -387,10 +396,16 @@ pub(crate) fn toolchain(base: &cc::Build, target: &Target) -> Result<Toolchain> 
 fn probe(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answers)> {
     std::thread::scope(|scope| {
         // rustc starts as slowly as a compiler probe: it is asked beside them.
-        let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target) } else { Ok(()) });
+        let rust_target = scope.spawn(|| if target.is_cross() { check_rust_target(target).map(Some) } else { Ok(None) });
         let toolchain = probe_toolchain(base, target);
-        joined(rust_target)?;
-        toolchain
+        let rust_libdir = joined(rust_target)?;
+        let (mut toolchain, mut answers) = toolchain?;
+        if target.is_bare_metal() {
+            toolchain.stack_libraries = toolchain.system_libs.clone();
+            toolchain.stack_libraries.extend(rust_libdir.as_deref().and_then(compiler_builtins));
+            answers.stack_libraries = toolchain.stack_libraries.clone();
+        }
+        Ok((toolchain, answers))
     })
 }
 
@@ -495,7 +510,7 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answ
     for (name, printed) in lib_names.iter().zip(printed_libs) {
         system_libs.push(multilib_file(&path, args, name, printed?, target, &include_dirs)?);
     }
-    let answers = Answers { compiler: path, added, clang_args, system_libs, compiled_isa };
+    let answers = Answers { compiler: path, added, clang_args, system_libs, compiled_isa, stack_libraries: Vec::new() };
     Ok((
         Toolchain {
             build,
@@ -503,6 +518,7 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answ
             system_libs: answers.system_libs.clone(),
             compiled_isa,
             answers_key: None,
+            stack_libraries: Vec::new(),
         },
         answers,
     ))
@@ -517,6 +533,7 @@ struct Answers {
     clang_args: Vec<String>,
     system_libs: Vec<PathBuf>,
     compiled_isa: Option<CoreIsa>,
+    stack_libraries: Vec<PathBuf>,
 }
 
 /// What `probe_toolchain` adds to the user's `cc::Build`.
@@ -745,14 +762,29 @@ pub(crate) fn rustc_host() -> Result<String> {
         })
 }
 
+/// Rust's compiler runtime for a target, in its library directory: `libcompiler_builtins-<hash>.rlib`.
+fn compiler_builtins(libdir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(libdir)
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("libcompiler_builtins-") && name.ends_with(".rlib"))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
 /// A missing Rust target fails deep inside Cargo; say it plainly first.
-fn check_rust_target(target: &Target) -> Result<()> {
+/// Returns the target's library directory.
+fn check_rust_target(target: &Target) -> Result<PathBuf> {
     let rustc = rustc();
     let output = Command::new(&rustc).args(["--print", "target-libdir", "--target", &target.triple]).stderr(Stdio::null()).output();
     let libdir = output.ok().filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let installed = libdir.as_deref().is_some_and(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()));
-    if installed {
-        return Ok(());
+    if let Some(libdir) = libdir.filter(|dir| dir.read_dir().is_ok_and(|mut entries| entries.next().is_some())) {
+        return Ok(libdir);
     }
     Err(Error::new(ErrorKind::Toolchain, format!("the Rust target `{}` is not installed for `{rustc}`", target.triple))
         .help(format!("install it: `rustup target add {}`", target.triple)))

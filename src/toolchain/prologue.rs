@@ -1,0 +1,425 @@
+//! How far a library function's machine code moves the stack pointer down,
+//! read from its instructions: for functions the C library, libgcc or Rust's
+//! `compiler_builtins` define, which no `-fstack-usage` file describes. Pure:
+//! the caller hands in the function's code.
+//!
+//! Every instruction that lowers the stack pointer by a constant counts, on
+//! every path at once: Thumb/Thumb-2 `push` (16- and 32-bit), `stmdb sp!`,
+//! `str`/`strd` with a lowered `sp` written back, `sub sp, #imm` (all
+//! encodings) and `vpush`/`vstmdb sp!`; RV32/RV64 `addi sp, sp, -N`,
+//! `c.addi16sp`, `c.addi sp` and `sub`/`add sp, sp, <register holding a
+//! constant the code loaded>. Instructions that raise it (`pop`, `add sp`)
+//! do not give bytes back, so a function whose paths push differently is
+//! counted as if one path pushed everything: never less than any path. A
+//! stack pointer set from anything else (a register not known to be a frame
+//! pointer, an unknown amount as `alloca` does) makes the frame unknown; so
+//! does A32 code and any other machine.
+
+/// `e_machine` values of the code this module reads.
+pub(crate) const EM_ARM: u16 = 40;
+pub(crate) const EM_RISCV: u16 = 243;
+
+/// A function's code, in pieces: the Thumb or RISC-V instructions between its
+/// start and the next function's, less the data (literal pools) an Arm
+/// object's `$d` mapping symbols mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Piece<'a> {
+    Code(&'a [u8]),
+    /// A32 instructions (`$a`), which this reader does not decode.
+    Arm,
+}
+
+/// The bytes `pieces` lower the stack pointer by on `machine`, or why that is not known.
+pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
+    let mut frame = Frame::default();
+    for piece in pieces {
+        let Piece::Code(code) = piece else { return Err("it has A32 (Arm-state) code, which is not read".to_string()) };
+        match machine {
+            EM_ARM => thumb(code, &mut frame)?,
+            EM_RISCV => riscv(code, &mut frame)?,
+            other => return Err(format!("machine code of ELF machine {other} is not read")),
+        }
+    }
+    Ok(frame.bytes)
+}
+
+/// What the instructions read so far say.
+#[derive(Debug, Default)]
+struct Frame {
+    /// Every constant decrement of the stack pointer.
+    bytes: u64,
+    /// A frame pointer holds a value derived from the stack pointer, so
+    /// setting the stack pointer back from it restores, never lowers.
+    frame_pointer: bool,
+}
+
+impl Frame {
+    fn lower(&mut self, bytes: u64) -> Result<(), String> {
+        self.bytes = self.bytes.checked_add(bytes).ok_or("its frame overflows 64 bits")?;
+        Ok(())
+    }
+
+    /// The stack pointer set from register `from`: a restore when that is the frame pointer.
+    fn set_from(&self, from: &str, is_frame_pointer: bool) -> Result<(), String> {
+        if is_frame_pointer && self.frame_pointer {
+            Ok(())
+        } else {
+            Err(format!("it sets the stack pointer from {from}"))
+        }
+    }
+}
+
+/// Thumb's registers 7 and 11: the frame pointers gcc and LLVM use.
+fn is_thumb_frame_pointer(register: u16) -> bool {
+    register == 7 || register == 11
+}
+
+/// `ThumbExpandImm` of a Thumb-2 modified immediate (`i:imm3:imm8`).
+fn thumb_expand_imm(imm12: u32) -> u32 {
+    let imm8 = imm12 & 0xff;
+    match imm12 >> 8 {
+        0 => imm8,
+        1 => (imm8 << 16) | imm8,
+        2 => (imm8 << 24) | (imm8 << 8),
+        3 => (imm8 << 24) | (imm8 << 16) | (imm8 << 8) | imm8,
+        _ => (0x80 | (imm12 & 0x7f)).rotate_right(imm12 >> 7),
+    }
+}
+
+fn thumb(code: &[u8], frame: &mut Frame) -> Result<(), String> {
+    let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let mut at = 0;
+    while let Some(hw) = halfword(at) {
+        if matches!(hw >> 11, 0b11101..=0b11111) {
+            let Some(hw2) = halfword(at + 2) else { break };
+            thumb32(hw, hw2, frame)?;
+            at += 4;
+        } else {
+            thumb16(hw, frame)?;
+            at += 2;
+        }
+    }
+    Ok(())
+}
+
+fn thumb16(hw: u16, frame: &mut Frame) -> Result<(), String> {
+    if hw & 0xfe00 == 0xb400 {
+        // push {reglist[, lr]}
+        frame.lower(4 * u64::from((hw & 0x1ff).count_ones()))?;
+    } else if hw & 0xff80 == 0xb080 {
+        // sub sp, #imm7 * 4
+        frame.lower(4 * u64::from(hw & 0x7f))?;
+    } else if hw & 0xf800 == 0xa800 && is_thumb_frame_pointer((hw >> 8) & 7) {
+        // add r7, sp, #imm8 * 4
+        frame.frame_pointer = true;
+    } else if hw & 0xff00 == 0x4600 || hw & 0xff00 == 0x4400 {
+        // mov/add (register) with four-bit registers: Rd = D:Rd, Rm.
+        let (rd, rm) = (((hw >> 4) & 8) | (hw & 7), (hw >> 3) & 0xf);
+        let is_mov = hw & 0xff00 == 0x4600;
+        if is_mov && rm == 13 && is_thumb_frame_pointer(rd) {
+            frame.frame_pointer = true;
+        } else if rd == 13 && is_mov {
+            frame.set_from(&format!("r{rm}"), is_thumb_frame_pointer(rm))?;
+        } else if rd == 13 {
+            return Err(format!("it adds r{rm} to the stack pointer"));
+        }
+    }
+    Ok(())
+}
+
+fn thumb32(hw1: u16, hw2: u16, frame: &mut Frame) -> Result<(), String> {
+    let rn = hw1 & 0xf;
+    let rd = (hw2 >> 8) & 0xf;
+    if hw1 == 0xe92d {
+        // push.w / stmdb sp!, {reglist}
+        frame.lower(4 * u64::from(hw2.count_ones()))?;
+    } else if hw1 & 0xffbf == 0xed2d && hw2 & 0x0e00 == 0x0a00 {
+        // vpush / vstmdb sp!, {s or d registers}: imm8 words.
+        frame.lower(4 * u64::from(hw2 & 0xff))?;
+    } else if hw1 & 0xff90 == 0xf800 && rn == 13 && hw2 & 0x0900 == 0x0900 {
+        // str/strb/strh Rt, [sp, #±imm8]! or [sp], #±imm8: U (bit 9) clear lowers sp.
+        if hw2 & 0x0200 == 0 {
+            frame.lower(u64::from(hw2 & 0xff))?;
+        }
+    } else if hw1 & 0xfe50 == 0xe840 && rn == 13 && hw1 & 0x0020 != 0 {
+        // strd Rt, Rt2, [sp, #±imm8*4]! or [sp], #±imm8*4.
+        if hw1 & 0x0080 == 0 {
+            frame.lower(4 * u64::from(hw2 & 0xff))?;
+        }
+    } else if hw1 & 0xfa00 == 0xf000 && hw2 & 0x8000 == 0 {
+        // Data processing with a modified immediate: op in bits 8..5.
+        let imm = thumb_expand_imm((u32::from(hw1 & 0x0400) << 1) | (u32::from(hw2 & 0x7000) >> 4) | u32::from(hw2 & 0xff));
+        let op = (hw1 >> 5) & 0xf;
+        thumb_sp_arithmetic(frame, op == 0b1101, op == 0b1000, rn, rd, imm)?;
+    } else if hw1 & 0xfa00 == 0xf200 && hw2 & 0x8000 == 0 {
+        // Plain binary immediate: addw (op 00000) and subw (01010) take i:imm3:imm8.
+        let imm = (u32::from(hw1 & 0x0400) << 1) | (u32::from(hw2 & 0x7000) >> 4) | u32::from(hw2 & 0xff);
+        let op = (hw1 >> 4) & 0x1f;
+        thumb_sp_arithmetic(frame, op == 0b01010, op == 0b00000, rn, rd, imm)?;
+    } else if hw1 & 0xfe00 == 0xea00 && rd == 13 {
+        // Data processing with a register: mov.w sp, Rm (orr with Rn = pc, no shift) restores from a frame pointer.
+        let rm = hw2 & 0xf;
+        let plain_mov = (hw1 >> 5) & 0xf == 0b0010 && rn == 15 && hw2 & 0x70f0 == 0;
+        if plain_mov {
+            frame.set_from(&format!("r{rm}"), is_thumb_frame_pointer(rm))?;
+        } else {
+            return Err(format!("it computes the stack pointer from r{rm}"));
+        }
+    } else if hw1 == 0xe93d {
+        // ldmdb sp!: compilers never emit it.
+        return Err("it lowers the stack pointer with ldmdb".to_string());
+    }
+    Ok(())
+}
+
+/// `sub`/`add` (`is_sub`/`is_add`) of `imm` from register `rn` into `rd`, as far as the stack pointer goes.
+fn thumb_sp_arithmetic(frame: &mut Frame, is_sub: bool, is_add: bool, rn: u16, rd: u16, imm: u32) -> Result<(), String> {
+    if rd == 13 {
+        match (rn, is_sub, is_add) {
+            (13, true, _) => frame.lower(u64::from(imm))?,
+            (13, _, true) => {}
+            (rn, true, _) | (rn, _, true) => frame.set_from(&format!("r{rn}"), is_thumb_frame_pointer(rn))?,
+            _ => return Err("it computes the stack pointer with a bit operation".to_string()),
+        }
+    } else if rn == 13 && (is_add || is_sub) && is_thumb_frame_pointer(rd) {
+        frame.frame_pointer = true;
+    }
+    Ok(())
+}
+
+/// RISC-V's `sp` (x2) and `s0` (x8), the frame pointer.
+const SP: usize = 2;
+const S0: usize = 8;
+
+/// What the RISC-V code has put in the integer registers, as far as the stack pointer needs.
+struct Registers {
+    /// Constants loaded with `li`/`lui`/`addi` (`sub sp, sp, t1` after `li t1, -32`).
+    constants: [Option<i64>; 32],
+}
+
+impl Registers {
+    fn write(&mut self, register: usize, value: Option<i64>, frame: &mut Frame) {
+        if register == S0 {
+            frame.frame_pointer = false;
+        }
+        if let Some(slot) = self.constants.get_mut(register).filter(|_| register != 0) {
+            *slot = value;
+        }
+    }
+
+    fn constant(&self, register: usize) -> Option<i64> {
+        if register == 0 {
+            Some(0)
+        } else {
+            self.constants.get(register).copied().flatten()
+        }
+    }
+}
+
+/// Sign-extends the low `bits` bits of `value`.
+fn sign_extend(value: u32, bits: u32) -> i64 {
+    let shift = 32 - bits;
+    i64::from(((value << shift) as i32) >> shift)
+}
+
+/// The stack pointer moved by `delta` bytes (negative: lowered).
+fn move_sp(frame: &mut Frame, delta: i64) -> Result<(), String> {
+    if delta < 0 {
+        frame.lower(delta.unsigned_abs())?;
+    }
+    Ok(())
+}
+
+fn riscv(code: &[u8], frame: &mut Frame) -> Result<(), String> {
+    let mut registers = Registers { constants: [None; 32] };
+    let mut at = 0;
+    while let Some(low) = code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])) {
+        if low & 3 == 3 {
+            let Some(word) = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { break };
+            riscv32(word, frame, &mut registers)?;
+            at += 4;
+        } else {
+            riscv16(low, frame, &mut registers)?;
+            at += 2;
+        }
+    }
+    Ok(())
+}
+
+fn riscv32(word: u32, frame: &mut Frame, registers: &mut Registers) -> Result<(), String> {
+    let opcode = word & 0x7f;
+    let rd = ((word >> 7) & 31) as usize;
+    let funct3 = (word >> 12) & 7;
+    let rs1 = ((word >> 15) & 31) as usize;
+    let rs2 = ((word >> 20) & 31) as usize;
+    let imm_i = sign_extend(word >> 20, 12);
+    match opcode {
+        // Stores, branches, FP stores and system instructions write no integer register (csr ops aside, never into sp).
+        0x23 | 0x63 | 0x27 | 0x0f => {}
+        // addi
+        0x13 if funct3 == 0 => match (rd, rs1) {
+            (SP, SP) => move_sp(frame, imm_i)?,
+            (SP, S0) => frame.set_from("s0", true)?,
+            (SP, other) => frame.set_from(&format!("x{other}"), false)?,
+            (S0, SP) => {
+                registers.write(S0, None, frame);
+                frame.frame_pointer = true;
+            }
+            (rd, rs1) => registers.write(rd, registers.constant(rs1).map(|c| c + imm_i), frame),
+        },
+        // andi sp, sp, -align: lowers by at most align - 1.
+        0x13 if funct3 == 7 && rd == SP && rs1 == SP && imm_i < 0 => frame.lower(imm_i.unsigned_abs())?,
+        // lui
+        0x37 => registers.write(rd, Some(sign_extend(word & 0xffff_f000, 32)), frame),
+        // add/sub
+        0x33 if funct3 == 0 && (word >> 25 == 0 || word >> 25 == 0x20) => {
+            let sub = word >> 25 == 0x20;
+            if rd == SP {
+                let amount = match (rs1, registers.constant(rs2)) {
+                    (SP, Some(constant)) => constant,
+                    _ if !sub && rs2 == SP => registers.constant(rs1).ok_or("it adds a register to the stack pointer")?,
+                    _ => return Err(format!("it moves the stack pointer by x{rs2}, not a constant")),
+                };
+                move_sp(frame, if sub { -amount } else { amount })?;
+            } else {
+                let value = registers.constant(rs1).zip(registers.constant(rs2)).map(|(a, b)| if sub { a - b } else { a + b });
+                registers.write(rd, value, frame);
+            }
+        }
+        // Loads into sp restore it (longjmp); any other write to sp is not understood.
+        0x03 if rd == SP => {}
+        _ if rd == SP => return Err(format!("it writes the stack pointer with instruction {word:#010x}")),
+        _ => registers.write(rd, None, frame),
+    }
+    Ok(())
+}
+
+fn riscv16(half: u16, frame: &mut Frame, registers: &mut Registers) -> Result<(), String> {
+    let bits = u32::from(half);
+    let funct3 = bits >> 13;
+    let rd = ((bits >> 7) & 31) as usize;
+    let rs2 = ((bits >> 2) & 31) as usize;
+    // The three-bit register fields name x8..x15.
+    let rd_short = 8 + ((bits >> 2) & 7) as usize;
+    let rd_prime = 8 + ((bits >> 7) & 7) as usize;
+    let imm6 = sign_extend(((bits >> 7) & 0x20) | ((bits >> 2) & 0x1f), 6);
+    match (bits & 3, funct3) {
+        // c.addi4spn rd', sp, imm: s0 becomes a frame pointer.
+        (0, 0) => {
+            registers.write(rd_short, None, frame);
+            frame.frame_pointer |= rd_short == S0 && half != 0;
+        }
+        // c.lw, c.ld, c.flw/c.fld (an FP register, cleared all the same).
+        (0, 1..=3) => registers.write(rd_short, None, frame),
+        // c.addi rd, imm
+        (1, 0) if rd == SP => move_sp(frame, imm6)?,
+        (1, 0) => registers.write(rd, registers.constant(rd).map(|c| c + imm6), frame),
+        // c.jal (RV32) / c.addiw (RV64): writes ra or rd.
+        (1, 1) => registers.write(if rd == 0 { 1 } else { rd }, None, frame),
+        (1, 2) if rd == SP => return Err("it loads a constant into the stack pointer".to_string()),
+        (1, 2) => registers.write(rd, Some(imm6), frame),
+        // c.addi16sp
+        (1, 3) if rd == SP => {
+            let imm = ((bits >> 3) & 0x200) | ((bits >> 2) & 0x10) | ((bits << 1) & 0x40) | ((bits << 4) & 0x180) | ((bits << 3) & 0x20);
+            move_sp(frame, sign_extend(imm, 10))?;
+        }
+        // c.lui
+        (1, 3) => registers.write(rd, Some(imm6 << 12), frame),
+        // c.srli, c.srai, c.andi, c.sub, c.xor, c.or, c.and on rd'.
+        (1, 4) => registers.write(rd_prime, None, frame),
+        // c.slli, c.lwsp/c.ldsp into rd (into sp: a restore), c.fldsp/c.flwsp.
+        (2, 0) | (2, 2) | (2, 3) if rd != SP => registers.write(rd, None, frame),
+        (2, 2) | (2, 3) => {}
+        (2, 0) => return Err("it shifts the stack pointer".to_string()),
+        (2, 4) => {
+            let add = bits & 0x1000 != 0;
+            match (add, rd, rs2) {
+                // c.jr / c.jalr (writes ra) / c.ebreak
+                (false, _, 0) => {}
+                (true, _, 0) => registers.write(1, None, frame),
+                // c.mv sp, rs2
+                (false, SP, S0) => frame.set_from("s0", true)?,
+                (false, SP, other) => frame.set_from(&format!("x{other}"), false)?,
+                (false, S0, SP) => {
+                    registers.write(S0, None, frame);
+                    frame.frame_pointer = true;
+                }
+                (false, rd, rs2) => registers.write(rd, registers.constant(rs2), frame),
+                // c.add sp, rs2
+                (true, SP, rs2) => move_sp(frame, registers.constant(rs2).ok_or_else(|| format!("it adds x{rs2} to the stack pointer"))?)?,
+                (true, rd, rs2) => registers.write(rd, registers.constant(rd).zip(registers.constant(rs2)).map(|(a, b)| a + b), frame),
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thumb_frame(halfwords: &[u16]) -> Result<u64, String> {
+        let bytes: Vec<u8> = halfwords.iter().flat_map(|h| h.to_le_bytes()).collect();
+        frame(EM_ARM, &[Piece::Code(&bytes)])
+    }
+
+    fn riscv_frame(parcels: &[u32]) -> Result<u64, String> {
+        // A parcel above 0xffff is a 32-bit instruction.
+        let bytes: Vec<u8> =
+            parcels.iter().flat_map(|&p| if p & 3 == 3 { p.to_le_bytes().to_vec() } else { (p as u16).to_le_bytes().to_vec() }).collect();
+        frame(EM_RISCV, &[Piece::Code(&bytes)])
+    }
+
+    #[test]
+    fn reads_thumb_pushes_and_stack_subtractions() {
+        // push {r3, r4, r5, lr}; mov r4, r0; pop {r3, r4, r5, pc}
+        assert_eq!(thumb_frame(&[0xb538, 0x4604, 0xbd38]), Ok(16));
+        // push {r4-r7, lr}; sub sp, #20; add sp, #20; pop
+        assert_eq!(thumb_frame(&[0xb5f0, 0xb085, 0xb005, 0xbdf0]), Ok(40));
+        // push.w {r4-r11, lr}; vpush {d8-d9}; sub.w sp, sp, #0x108; subw sp, sp, #0xabc
+        assert_eq!(thumb_frame(&[0xe92d, 0x4ff0, 0xed2d, 0x8b04, 0xf5ad, 0x7d84, 0xf6ad, 0x2dbc]), Ok(36 + 16 + 0x108 + 0xabc));
+        // vpush {s16-s17} (single registers), str.w lr, [sp, #-4]!, strd r4, r5, [sp, #-8]!
+        assert_eq!(thumb_frame(&[0xed2d, 0x8a02, 0xf84d, 0xed04, 0xe96d, 0x4502]), Ok(8 + 4 + 8));
+        // A 32-bit instruction is not read as two 16-bit ones: bl (f7ff fffe) then push {lr}.
+        assert_eq!(thumb_frame(&[0xf7ff, 0xfffe, 0xb500]), Ok(4));
+        assert_eq!(thumb_expand_imm(0x184), 0x0084_0084);
+        assert_eq!(thumb_expand_imm(0xf84), 0x108);
+    }
+
+    #[test]
+    fn thumb_frame_pointers_restore_and_other_registers_do_not() {
+        // push {r7, lr}; add r7, sp, #0; ...; mov sp, r7; pop {r7, pc}
+        assert_eq!(thumb_frame(&[0xb580, 0xaf00, 0x46bd, 0xbd80]), Ok(8));
+        // push {r4, r6, r7, lr}; add r7, sp, #8; sub.w sp, r7, #8; pop
+        assert_eq!(thumb_frame(&[0xb5d0, 0xaf02, 0xf1a7, 0x0d08, 0xbdd0]), Ok(16));
+        // Thumb-1 alloca: mov r3, sp; subs r3, r3, r2; mov sp, r3.
+        assert!(thumb_frame(&[0x466b, 0x1a9b, 0x469d]).unwrap_err().contains("from r3"));
+        // sub.w sp, sp, r3
+        assert!(thumb_frame(&[0xebad, 0x0d03]).unwrap_err().contains("from r3"));
+        // add sp, r2
+        assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
+        assert!(frame(EM_ARM, &[Piece::Arm]).unwrap_err().contains("A32"));
+        assert!(frame(62, &[Piece::Code(&[0x55])]).unwrap_err().contains("machine 62"));
+    }
+
+    #[test]
+    fn reads_riscv_stack_adjustments() {
+        // addi sp, sp, -48; sw ra, 44(sp); addi sp, sp, 48; ret
+        assert_eq!(riscv_frame(&[0xfd010113, 0x02112623, 0x03010113, 0x8082]), Ok(48));
+        // c.addi16sp sp, -64 (7139); c.addi sp, -16 (1141); c.addi16sp sp, 64 (6121)
+        assert_eq!(riscv_frame(&[0x7139, 0x1141, 0x6121]), Ok(80));
+        // c.addi16sp sp, -512 (7101)
+        assert_eq!(riscv_frame(&[0x7101]), Ok(512));
+        // lui t0, 1; sub sp, sp, t0 (a 4 KiB frame); li t1, -32; sub sp, sp, t1 (raises it).
+        assert_eq!(riscv_frame(&[0x000012b7, 0x40510133, 0x5301, 0x40610133]), Ok(4096));
+        // li t0, -2048 as addi t0, x0, -2048; add sp, sp, t0
+        assert_eq!(riscv_frame(&[0x80000293, 0x00510133]), Ok(2048));
+        // mv s0, sp as addi s0, sp, 0; ...; mv sp, s0 (c.mv)
+        assert_eq!(riscv_frame(&[0x1141, 0x00010413, 0x8122]), Ok(16));
+        // sub sp, sp, a0: alloca.
+        assert!(riscv_frame(&[0x40a10133]).unwrap_err().contains("by x10"));
+        // s0 clobbered (mv s0, a0) before mv sp, s0.
+        assert!(riscv_frame(&[0x00010413, 0x842a, 0x8122]).unwrap_err().contains("from s0"));
+    }
+}
