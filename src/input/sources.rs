@@ -577,17 +577,7 @@ fn packed_tensor(body: &str, index: usize) -> Option<(String, Option<String>)> {
 pub(crate) fn packed_operator_reach(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<Option<Reach>>)> {
     let path = codegen.c_sources.iter().find(|path| function_body(sources.text(path), function).is_some())?;
     let code = CodeReader { sources, codegen, texts: std::cell::RefCell::new(BTreeMap::new()) };
-    let reaches = code.definition(function, |_, body| {
-        (0..packed_arg_count(body))
-            .map(|index| {
-                let (handle, data) = packed_tensor(body, index)?;
-                let data = data?;
-                // The data pointer read as a parameter: its declaration goes, so nothing shadows it.
-                let body = body.replacen(&format!("void* {data} = (((DLTensor*){handle})[0].data);"), "", 1);
-                crate::input::loops::reach(&format!("void* {data}"), &body, &data, &|callee, at| code.reach(callee, at, 1))
-            })
-            .collect()
-    })?;
+    let reaches = code.definition(function, |_, body| (0..packed_arg_count(body)).map(|index| code.packed_reach(body, index)).collect())?;
     Some((path.clone(), reaches))
 }
 
@@ -877,7 +867,10 @@ pub(crate) fn entry_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str
     let entry = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")]
         .into_iter()
         .find(|name| code.definition(name, |_, _| ()).is_some())?;
-    let reaches = (0..tensors).map(|position| code.reach(&entry, position, 0)).collect();
+    let packed = code.definition(&entry, |_, body| body.contains("(((TVMValue*)args)[")).unwrap_or(false);
+    let reaches = (0..tensors)
+        .map(|position| if packed { code.packed_entry_reach(&entry, position) } else { code.reach(&entry, position, 0) })
+        .collect();
     Some((entry, reaches))
 }
 
@@ -902,6 +895,62 @@ impl CodeReader<'_, '_> {
             .or_insert_with(|| strip_comments(&String::from_utf8_lossy(self.sources.tree.get(path).unwrap_or_default())).into())
             .clone();
         Some(read(function_params(&text, function)?, function_body(&text, function)?))
+    }
+
+    /// How far the operators a packed entry (TVM's packed-API `__tvm_main__`) calls
+    /// reach into the data of its tensor argument `position`: each call's stack of
+    /// `DLTensor`s is followed to the argument that points at it, and that
+    /// operator's reach into the argument is taken. `None` when a call cannot be read.
+    fn packed_entry_reach(&self, entry: &str, position: usize) -> Option<Reach> {
+        let segments = self.definition(entry, |_, body| {
+            let (_, data) = packed_tensor(body, position)?;
+            let data = data?;
+            let mut found: Vec<(String, usize)> = Vec::new();
+            let mut arrays: Vec<usize> = Vec::new();
+            let mut values: BTreeMap<usize, usize> = BTreeMap::new();
+            for line in body.lines().map(str::trim) {
+                let index_after = |prefix: &str| line.strip_prefix(prefix).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
+                if let Some(array) = index_after("(((DLTensor*)stack_array)[") {
+                    if line.ends_with(&format!(".data) = {data};")) {
+                        arrays.push(array);
+                    } else if line.contains(".data) = ") {
+                        arrays.retain(|&a| a != array);
+                    }
+                } else if let Some(value) = index_after("(((TVMValue*)stack_value)[") {
+                    let array = line.rsplit("stack_array) + ").next()?.trim_end_matches(");").trim().parse().ok()?;
+                    values.insert(value, array);
+                } else if line.contains("( (TVMValue*) stack_value ,") {
+                    let callee = line.trim_start_matches("if (").split('(').next()?.trim().to_string();
+                    for (&value, array) in &values {
+                        if arrays.contains(array) {
+                            found.push((callee.clone(), value));
+                        }
+                    }
+                    values.clear();
+                }
+            }
+            // The buffer is stored into the stack only to be passed: it is passed somewhere.
+            (!arrays.is_empty() || !found.is_empty()).then_some(found)
+        })??;
+        let mut reached: Option<Reach> = None;
+        for (callee, value) in segments {
+            let reach = self.definition(&callee, |_, body| self.packed_reach(body, value))??;
+            match reached {
+                Some(seen) if seen.dtype != reach.dtype => return None,
+                Some(seen) if seen.elements >= reach.elements => {}
+                _ => reached = Some(reach),
+            }
+        }
+        reached
+    }
+
+    /// How far a packed function's `body` reaches into the data of its tensor argument `index`.
+    fn packed_reach(&self, body: &str, index: usize) -> Option<Reach> {
+        let (handle, data) = packed_tensor(body, index)?;
+        let data = data?;
+        // The data pointer read as a parameter: its declaration goes, so nothing shadows it.
+        let body = body.replacen(&format!("void* {data} = (((DLTensor*){handle})[0].data);"), "", 1);
+        crate::input::loops::reach(&format!("void* {data}"), &body, &data, &|callee, at| self.reach(callee, at, 1))
     }
 
     fn reach(&self, function: &str, position: usize, depth: usize) -> Option<Reach> {
