@@ -722,7 +722,7 @@ pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<
             if !line.trim_end().ends_with('{') {
                 continue;
             }
-            let start = line[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+            let start = c_text::trailing_identifier_start(&line[..at]);
             let symbol = format!("{}_lookup_linked_param", &line[start..at]);
             let mut storage_ids = Vec::new();
             for body in lines.by_ref() {
