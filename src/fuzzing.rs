@@ -50,6 +50,8 @@ pub fn graph(bytes: &[u8]) -> Result<()> {
         sids: &[],
         metadata_inputs: Vec::new(),
         metadata_outputs: Vec::new(),
+        metadata_output_bytes: Vec::new(),
+        reaches: Default::default(),
         workspaces: std::collections::BTreeMap::new(),
         default_workspace: 0,
         alignment: 16,

@@ -2,8 +2,8 @@
 //! handcrafted edge cases through the same entry points the fuzz targets use
 //! (`mlf_build::fuzzing`, enabled for tests by the self dev-dependency).
 //! Nothing may panic; inputs that are not a valid archive part must be errors.
-//! The libFuzzer runs recorded in README.md found no crash, so
-//! fuzz/regressions/ is empty until one does.
+//! fuzz/regressions/front_end/ holds the one crash the fuzzers found (a
+//! multi-byte character before a `(` in C text, cut in two).
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -240,3 +240,230 @@ fn two_crates_with_a_default_module_fail_to_link_or_each_run_their_own() {
     let expected = common::Expected { file: mlp.join("expected/output0.bin"), dtype: "float32".to_string() };
     common::compare(&expected, &std::fs::read(out.join("b.bin")).unwrap(), 1e-4, 1e-5).unwrap();
 }
+
+/// Rewrites the JSON file at `path` with `edit`.
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+}
+
+/// The graph of the corpus's `mlp_f32-graph`, as extracted into `archive`.
+const MLP_GRAPH: &str = "executor-config/graph/default.graph";
+
+/// Builds host-runner on `archive` and runs it on the case's input: the run
+/// must succeed, leave every canary after its buffers intact (host-runner
+/// checks) and give the expected output. Returns the warnings `mlf-build
+/// inspect` gives for the archive (the build's own, which `--quiet` hides).
+fn builds_and_computes_expected(case: &Path, archive: &Path, out: &Path) -> String {
+    builds_and_computes_expected_named(case, archive, out, "input.bin")
+}
+
+/// As [`builds_and_computes_expected`], with the case's one input file named `input`.
+fn builds_and_computes_expected_named(case: &Path, archive: &Path, out: &Path, input: &str) -> String {
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).arg("inspect").arg(archive).output().unwrap();
+    assert!(inspect.status.success(), "{}", common::failure_text(&inspect));
+    let warnings = String::from_utf8_lossy(&inspect.stderr).into_owned();
+    let got = build_and_run(archive, None, &[case.join("inputs").join(input)], 1, out);
+    let expected = common::Expected { file: case.join("expected/output0.bin"), dtype: "float32".to_string() };
+    common::compare(&expected, &got[0], 1e-4, 1e-5).unwrap();
+    warnings
+}
+
+/// Issue 24: a graph whose head (the output) is `[1, 1]` where metadata.json and
+/// the operator's code say `[1, 10]`: the output buffer is what the code writes.
+#[test]
+fn a_graph_head_smaller_than_the_code_writes_gets_the_code_size() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-graph") else { return };
+    let dir = common::scratch("lying-head");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    // Entry 9 is the softmax's output, the head; it shares storage 4 with entry 4.
+    edit_json(&archive.join(MLP_GRAPH), |graph| {
+        assert_eq!(graph["heads"], serde_json::json!([[9, 0, 0]]));
+        graph["attrs"]["shape"][1][9] = serde_json::json!([1, 1]);
+    });
+    let warnings = builds_and_computes_expected(&case, &archive, &dir.join("out"));
+    assert!(
+        warnings.contains("gives entry 9 shape [1, 1] of float32 (4 bytes), but the code of `tvmgen_default_fused_nn_softmax`")
+            && warnings.contains("reaches 40 bytes of it; output `output` is 40 bytes, as metadata.json says (40 bytes)"),
+        "{warnings}"
+    );
+
+    // With metadata.json telling the same lie, the code still decides.
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 40", "\"size\": 4")]);
+    builds_and_computes_expected(&case, &archive, &dir.join("out-both"));
+}
+
+/// Issue 24: intermediate storage (and a model input) smaller than the operators
+/// reach is grown to what they reach; a weight read past its end is refused.
+#[test]
+fn graph_storage_and_inputs_smaller_than_the_code_reaches_are_grown() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-graph") else { return };
+    let dir = common::scratch("lying-storage");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    // Entry 8: the second dense layer's output, read by the softmax (storage 7).
+    edit_json(&archive.join(MLP_GRAPH), |graph| graph["attrs"]["shape"][1][8] = serde_json::json!([1, 1]));
+    let warnings = builds_and_computes_expected(&case, &archive, &dir.join("out"));
+    assert!(
+        warnings.contains("gives entry 8 shape [1, 1] of float32 (4 bytes)") && warnings.contains("reaches 40 bytes of it"),
+        "{warnings}"
+    );
+
+    // The input `input` (entry 0, 256 bytes) stated as 4 bytes in the graph and metadata.json: the code reads 256.
+    extract(&case, &archive);
+    edit_json(&archive.join(MLP_GRAPH), |graph| graph["attrs"]["shape"][1][0] = serde_json::json!([1, 1]));
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 256", "\"size\": 4"), ("\"size_bytes\": 256", "\"size_bytes\": 4")]);
+    let warnings = builds_and_computes_expected(&case, &archive, &dir.join("out-input"));
+    assert!(
+        warnings.contains("gives entry 0 shape [1, 1] of float32 (4 bytes)") && warnings.contains("the input buffer is 256 bytes"),
+        "{warnings}"
+    );
+}
+
+/// Issue 24: a graph node passing an operator fewer tensors than its code
+/// reads is refused: the code would read past the argument array.
+#[test]
+fn a_graph_passing_fewer_tensors_than_the_code_reads_is_refused() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-graph") else { return };
+    let dir = common::scratch("lying-arity");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    // Node 4 (dense, relu) takes the input, the packed weight and the bias: drop the bias.
+    edit_json(&archive.join(MLP_GRAPH), |graph| {
+        let node = &mut graph["nodes"][4];
+        node["inputs"].as_array_mut().unwrap().pop();
+        node["attrs"]["num_inputs"] = serde_json::json!("2");
+    });
+    let stderr = build_fails(&archive);
+    assert!(
+        stderr.contains("node 4 `tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu` passes 3 tensors")
+            && stderr.contains("reads 4 arguments"),
+        "{stderr}"
+    );
+}
+
+/// Issue 24: in an AOT archive, metadata.json and the interface header telling
+/// the same lie about a tensor (two files against the Relay text) do not
+/// outvote the code: the output and input buffers are what the code reaches.
+#[test]
+fn aot_sizes_two_files_agree_on_are_checked_against_the_code() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("lying-aot");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 40", "\"size\": 4"), ("\"size\": 256", "\"size\": 4")]);
+    replace_in(
+        &archive.join("codegen/host/include/tvmgen_default.h"),
+        &[
+            ("TVMGEN_DEFAULT_OUTPUT_SIZE 40", "TVMGEN_DEFAULT_OUTPUT_SIZE 4"),
+            ("TVMGEN_DEFAULT_INPUT_SIZE 256", "TVMGEN_DEFAULT_INPUT_SIZE 4"),
+        ],
+    );
+    let warnings = builds_and_computes_expected(&case, &archive, &dir.join("out"));
+    assert!(warnings.contains("tensor `output` of module `default`") && warnings.contains("but the code reaches 40 bytes"), "{warnings}");
+    assert!(warnings.contains("tensor `input` of module `default`") && warnings.contains("but the code reaches 256 bytes"), "{warnings}");
+}
+
+/// Issue 24: a packed-API archive (no header: sizes from metadata.json, the
+/// Relay text and the code) whose metadata.json shrinks the output.
+#[test]
+fn packed_api_output_sizes_are_checked_against_the_code() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-aot_packed") else { return };
+    let dir = common::scratch("lying-packed");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"size\": 40", "\"size\": 4")]);
+    let warnings = builds_and_computes_expected(&case, &archive, &dir.join("out"));
+    assert!(warnings.contains("tensor `output` of module `default`") && warnings.contains("40 bytes"), "{warnings}");
+}
+
+/// Issue 24: a workspace pool the header states smaller than metadata.json's
+/// workspace is given the larger size (the code's offsets into it are not read).
+#[test]
+fn a_workspace_pool_smaller_than_the_workspace_is_grown() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("cnn_f32-aot_c_pools") else { return };
+    let dir = common::scratch("lying-pool");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/include/tvmgen_default.h"),
+        &[("TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 12084", "TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 16")],
+    );
+    let warnings = builds_and_computes_expected_named(&case, &archive, &dir.join("out"), "image.bin");
+    assert!(warnings.contains("gives workspace pool `sram` 16 bytes, but metadata.json states a workspace of 12084 bytes"), "{warnings}");
+}
+
+/// Issue 24: a workspace the archive states too small for what the operators
+/// ask `TVMBackendAllocWorkspace` for: the arena refuses the request at run
+/// time and the run fails with the model's error, writing nothing past it.
+#[test]
+fn an_arena_smaller_than_the_code_asks_for_fails_the_run_not_the_memory() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
+    let dir = common::scratch("lying-arena");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    let metadata = std::fs::read_to_string(archive.join("metadata.json")).unwrap();
+    let stated = metadata.split("\"workspace_size_bytes\": ").nth(1).unwrap().split(|c: char| !c.is_ascii_digit()).next().unwrap();
+    replace_in(&archive.join("metadata.json"), &[(&format!("\"workspace_size_bytes\": {stated}"), "\"workspace_size_bytes\": 16")]);
+    let output = build(&archive);
+    assert!(output.status.success(), "{}", common::failure_text(&output));
+    let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
+    let input = std::fs::read_dir(case.join("inputs")).unwrap().next().unwrap().unwrap().path();
+    let run = std::process::Command::new(binary).arg(input).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("model `default`") && !stderr.contains("wrote past"), "{stderr}");
+}
+
+/// Issue 24: an operator export (`tvm.build`) whose metadata.json states its
+/// output smaller than the operator writes gets the code's size.
+#[test]
+fn operator_export_sizes_are_checked_against_the_code() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("operator-add_f32") else { return };
+    let dir = common::scratch("lying-operator");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    // The third tensor, `c = a + b`, 16 floats.
+    replace_in(
+        &archive.join("metadata.json"),
+        &[(
+            "{\"size_bytes\": 64, \"shape\": [16], \"dtype\": \"float32\", \"input_binding\": null}]}",
+            "{\"size_bytes\": 4, \"shape\": [1], \"dtype\": \"float32\", \"input_binding\": null}]}",
+        )],
+    );
+    let a: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let b: Vec<u8> = (0..16).flat_map(|i| (100.0 * i as f32).to_le_bytes()).collect();
+    std::fs::write(dir.join("a.bin"), &a).unwrap();
+    std::fs::write(dir.join("b.bin"), &b).unwrap();
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).arg("inspect").arg(&archive).output().unwrap();
+    let warnings = String::from_utf8_lossy(&inspect.stderr);
+    assert!(warnings.contains("states 4 bytes, but the code of `add`") && warnings.contains("reaches 64 bytes of `c`"), "{warnings}");
+    let got = build_and_run(&archive, None, &[dir.join("a.bin"), dir.join("b.bin")], 1, &dir.join("out"));
+    let expected: Vec<u8> = (0..16).flat_map(|i| (101.0 * i as f32).to_le_bytes()).collect();
+    assert_eq!(got[0], expected);
+}
+
+/// Issue 24: a constant pool stated larger than the bytes the header gives it is refused.
+#[test]
+fn a_constant_pool_larger_than_its_data_is_refused() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("cnn_f32-aot_c_pools") else { return };
+    let dir = common::scratch("lying-constants");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/include/tvmgen_default.h"),
+        &[("TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 10592", "TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 20000")],
+    );
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("`TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA` has 10592 bytes, the pool size says 20000"), "{stderr}");
+}

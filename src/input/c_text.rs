@@ -27,13 +27,19 @@ pub(crate) fn integer(text: &str) -> Option<u64> {
     }
 }
 
+/// Where the identifier `text` ends with begins (`text.len()` when it ends with none).
+/// Counted in ASCII bytes, so always a character boundary whatever precedes it.
+pub(crate) fn trailing_identifier_start(text: &str) -> usize {
+    text.len() - text.bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count()
+}
+
 /// `(name, body)` of every function `code` defines (the body between its braces,
 /// or to the end of `code` when unclosed). Control statements are not functions.
 pub(crate) fn function_definitions(code: &str) -> impl Iterator<Item = (&str, &str)> {
     const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
     code.match_indices('(').filter_map(move |(at, _)| {
         let head = code[..at].trim_end_matches([' ', '\t']);
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let start = trailing_identifier_start(head);
         let name = &head[start..];
         if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || STATEMENTS.contains(&name) {
             return None;
@@ -50,7 +56,7 @@ pub(crate) fn function_definitions(code: &str) -> impl Iterator<Item = (&str, &s
 pub(crate) fn called_functions(body: &str) -> impl Iterator<Item = &str> {
     body.match_indices('(').filter_map(move |(at, _)| {
         let head = body[..at].trim_end_matches([' ', '\t']);
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let start = trailing_identifier_start(head);
         Some(&head[start..]).filter(|name| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()))
     })
 }
@@ -102,5 +108,15 @@ mod tests {
         for text in ["", "x", "0x", "09", "-1", "1.5"] {
             assert_eq!(integer(text), None, "{text}");
         }
+    }
+
+    /// A character of several bytes just before an identifier (the fuzzer's
+    /// `front_end` find, fuzz/regressions/front_end/) is not cut in two.
+    #[test]
+    fn identifiers_after_multibyte_characters() {
+        assert_eq!(trailing_identifier_start("a é€f_1"), "a é€".len());
+        assert_eq!(trailing_identifier_start("€"), "€".len());
+        let names: Vec<&str> = function_definitions("int \u{fffd}f(int x) { return x; }\n€(){}").map(|(name, _)| name).collect();
+        assert_eq!(names, ["f"]);
     }
 }

@@ -271,7 +271,7 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
     let mut found = Vec::new();
     for (at, _) in body.match_indices('(') {
         let head = &body[..at];
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let start = crate::input::c_text::trailing_identifier_start(head);
         let callee = &head[start..];
         if callee.is_empty() || callee.starts_with(|c: char| c.is_ascii_digit()) {
             continue;
@@ -371,7 +371,7 @@ fn declarations(code: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
     for (at, _) in code.match_indices('(') {
         let head = code[..at].trim_end();
-        let start = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let start = crate::input::c_text::trailing_identifier_start(head);
         let name = &head[start..];
         // A declaration follows a return type: a name or `*` before it.
         let before = head[..start].trim_end();

@@ -84,7 +84,7 @@ fn scalar_dtype(ty: &str) -> Option<DType> {
 
 fn last_identifier(text: &str) -> Option<&str> {
     let text = text.trim_end();
-    let start = text.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    let start = c_text::trailing_identifier_start(text);
     Some(&text[start..]).filter(|ident| !ident.is_empty())
 }
 

@@ -547,23 +547,38 @@ pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: 
         let Some(body) = function_body(text, function) else { continue };
         let mut args = Vec::new();
         for index in 0..packed_arg_count(body) {
-            let needle = format!("(((TVMValue*)args)[{index}].v_handle)");
-            let at = body.find(&needle)?;
-            let line = &body[body[..at].rfind('\n').map_or(0, |i| i + 1)..at];
-            let name = line.trim().strip_prefix("void*")?.trim().strip_suffix('=')?.trim().to_string();
-            let data = body
-                .find(&format!("(((DLTensor*){name})[0].data)"))
-                .and_then(|at| {
-                    let line = &body[body[..at].rfind('\n').map_or(0, |i| i + 1)..at];
-                    line.trim().strip_prefix("void*")?.trim().strip_suffix('=').map(|v| v.trim().to_string())
-                })
-                .unwrap_or_else(|| name.clone());
+            let (name, data) = packed_tensor(body, index)?;
+            let data = data.unwrap_or_else(|| name.clone());
             let written = body.lines().any(|line| stores_into(line, &data));
             args.push(OperatorArg { name, written });
         }
         return Some((path.clone(), args));
     }
     None
+}
+
+/// The variable a packed function's body declares for its argument `index`
+/// (`void* T_add = (((TVMValue*)args)[3].v_handle);`), and the one it
+/// declares for that tensor's data (`void* T_add_1 = (((DLTensor*)T_add)[0].data);`).
+fn packed_tensor(body: &str, index: usize) -> Option<(String, Option<String>)> {
+    let declared_as = |at: usize| {
+        let line = &body[body[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+        line.trim().strip_prefix("void*").and_then(|rest| rest.trim().strip_suffix('=')).map(|name| name.trim().to_string())
+    };
+    let name = declared_as(body.find(&format!("(((TVMValue*)args)[{index}].v_handle)"))?)?;
+    let data = body.find(&format!("(((DLTensor*){name})[0].data)")).and_then(declared_as);
+    Some((name, data))
+}
+
+/// How far packed operator `function` (the graph executor's calling
+/// convention: argument `i` is a `DLTensor*` in `args[i]`) reaches into the
+/// data of each of its tensor arguments, in argument order (see `loops`),
+/// with the file defining it. `None` when no source defines it.
+pub(crate) fn packed_operator_reach(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<Option<Reach>>)> {
+    let path = codegen.c_sources.iter().find(|path| function_body(sources.text(path), function).is_some())?;
+    let code = CodeReader { sources, codegen, texts: std::cell::RefCell::new(BTreeMap::new()) };
+    let reaches = code.definition(function, |_, body| (0..packed_arg_count(body)).map(|index| code.packed_reach(body, index)).collect())?;
+    Some((path.clone(), reaches))
 }
 
 /// What the generated C needs from its surroundings.
@@ -707,7 +722,7 @@ pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<
             if !line.trim_end().ends_with('{') {
                 continue;
             }
-            let start = line[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+            let start = c_text::trailing_identifier_start(&line[..at]);
             let symbol = format!("{}_lookup_linked_param", &line[start..at]);
             let mut storage_ids = Vec::new();
             for body in lines.by_ref() {
@@ -852,7 +867,10 @@ pub(crate) fn entry_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str
     let entry = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")]
         .into_iter()
         .find(|name| code.definition(name, |_, _| ()).is_some())?;
-    let reaches = (0..tensors).map(|position| code.reach(&entry, position, 0)).collect();
+    let packed = code.definition(&entry, |_, body| body.contains("(((TVMValue*)args)[")).unwrap_or(false);
+    let reaches = (0..tensors)
+        .map(|position| if packed { code.packed_entry_reach(&entry, position) } else { code.reach(&entry, position, 0) })
+        .collect();
     Some((entry, reaches))
 }
 
@@ -877,6 +895,62 @@ impl CodeReader<'_, '_> {
             .or_insert_with(|| strip_comments(&String::from_utf8_lossy(self.sources.tree.get(path).unwrap_or_default())).into())
             .clone();
         Some(read(function_params(&text, function)?, function_body(&text, function)?))
+    }
+
+    /// How far the operators a packed entry (TVM's packed-API `__tvm_main__`) calls
+    /// reach into the data of its tensor argument `position`: each call's stack of
+    /// `DLTensor`s is followed to the argument that points at it, and that
+    /// operator's reach into the argument is taken. `None` when a call cannot be read.
+    fn packed_entry_reach(&self, entry: &str, position: usize) -> Option<Reach> {
+        let segments = self.definition(entry, |_, body| {
+            let (_, data) = packed_tensor(body, position)?;
+            let data = data?;
+            let mut found: Vec<(String, usize)> = Vec::new();
+            let mut arrays: Vec<usize> = Vec::new();
+            let mut values: BTreeMap<usize, usize> = BTreeMap::new();
+            for line in body.lines().map(str::trim) {
+                let index_after = |prefix: &str| line.strip_prefix(prefix).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
+                if let Some(array) = index_after("(((DLTensor*)stack_array)[") {
+                    if line.ends_with(&format!(".data) = {data};")) {
+                        arrays.push(array);
+                    } else if line.contains(".data) = ") {
+                        arrays.retain(|&a| a != array);
+                    }
+                } else if let Some(value) = index_after("(((TVMValue*)stack_value)[") {
+                    let array = line.rsplit("stack_array) + ").next()?.trim_end_matches(");").trim().parse().ok()?;
+                    values.insert(value, array);
+                } else if line.contains("( (TVMValue*) stack_value ,") {
+                    let callee = line.trim_start_matches("if (").split('(').next()?.trim().to_string();
+                    for (&value, array) in &values {
+                        if arrays.contains(array) {
+                            found.push((callee.clone(), value));
+                        }
+                    }
+                    values.clear();
+                }
+            }
+            // The buffer is stored into the stack only to be passed: it is passed somewhere.
+            (!arrays.is_empty() || !found.is_empty()).then_some(found)
+        })??;
+        let mut reached: Option<Reach> = None;
+        for (callee, value) in segments {
+            let reach = self.definition(&callee, |_, body| self.packed_reach(body, value))??;
+            match reached {
+                Some(seen) if seen.dtype != reach.dtype => return None,
+                Some(seen) if seen.elements >= reach.elements => {}
+                _ => reached = Some(reach),
+            }
+        }
+        reached
+    }
+
+    /// How far a packed function's `body` reaches into the data of its tensor argument `index`.
+    fn packed_reach(&self, body: &str, index: usize) -> Option<Reach> {
+        let (handle, data) = packed_tensor(body, index)?;
+        let data = data?;
+        // The data pointer read as a parameter: its declaration goes, so nothing shadows it.
+        let body = body.replacen(&format!("void* {data} = (((DLTensor*){handle})[0].data);"), "", 1);
+        crate::input::loops::reach(&format!("void* {data}"), &body, &data, &|callee, at| self.reach(callee, at, 1))
     }
 
     fn reach(&self, function: &str, position: usize, depth: usize) -> Option<Reach> {
@@ -1132,5 +1206,45 @@ mod tests {
         assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
         let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
         assert_eq!(linked_params(&Sources::new(&plain), &codegen_for(&plain, "default", &["default"])), None);
+    }
+}
+
+#[cfg(test)]
+mod graph_reach_tests {
+    use super::*;
+    use crate::input::graph;
+
+    /// The code of every operator of the corpus's graphs shows how far it
+    /// reaches into each tensor: exactly the graph's size for what it writes,
+    /// at most that for what it reads (a broadcast reads one element).
+    #[test]
+    fn corpus_graph_operators_reach_what_their_graph_says() {
+        for (archive, path) in graph::tests::GRAPH_CASES {
+            let Some(dir) = crate::test_support::corpus_dir() else { return };
+            let tree = Tree::load(&dir.join(archive).join("model.tar"), Default::default()).unwrap();
+            let graph = graph::parse(tree.get(path).unwrap(), path).unwrap();
+            let codegen = codegen_for(&tree, "default", &["default"]);
+            let sources = Sources::new(&tree);
+            for (id, node) in graph.nodes.iter().enumerate() {
+                let graph::NodeOp::TvmOp { func_name, num_outputs, .. } = &node.op else { continue };
+                if func_name == "__nop" {
+                    continue;
+                }
+                let first = graph.node_row_ptr[id];
+                let entries: Vec<usize> = node.inputs.iter().map(|&r| graph.entry_id(r)).chain(first..first + num_outputs).collect();
+                let (_, reaches) = packed_operator_reach(&sources, &codegen, func_name).expect(func_name);
+                assert_eq!(reaches.len(), entries.len(), "{archive}: {func_name}");
+                for (argument, (&entry, reach)) in entries.iter().zip(&reaches).enumerate() {
+                    let attr = &graph.entries[entry];
+                    let stated = attr.shape.iter().product::<i64>() as u64 * attr.dtype.size_bytes() as u64;
+                    let bytes = reach.and_then(Reach::bytes).unwrap_or_else(|| panic!("{archive}: {func_name} argument {argument}"));
+                    if argument < node.inputs.len() {
+                        assert!(bytes <= stated, "{archive}: {func_name} reads {bytes} bytes of entry {entry} ({stated})");
+                    } else {
+                        assert_eq!(bytes, stated, "{archive}: {func_name} writes entry {entry}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -100,7 +100,19 @@ fn plan_c_interface(
         reach: std::cell::OnceCell::new(),
     };
     let (inputs, outputs) = resolver.resolve()?;
-    let pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
+    let mut pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
+    // The code reaches into a workspace pool at offsets the reader does not follow:
+    // a single pool is at least the workspace metadata.json states, the larger figure winning.
+    let workspace = meta.workspace_size_bytes();
+    if let [pool] = &mut pools.iter_mut().filter(|pool| pool.constant_data.is_none()).collect::<Vec<_>>()[..] {
+        if pool.size_bytes < workspace {
+            crate::plan::warn(format!(
+                "{header_path} gives workspace pool `{}` {} bytes, but metadata.json states a workspace of {workspace} bytes; the pool is {workspace} bytes",
+                pool.name, pool.size_bytes
+            ));
+            pool.size_bytes = workspace;
+        }
+    }
     finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
 }
 
@@ -189,6 +201,18 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
             }
         }
     }
+    // What each operator's code reaches in its tensors, so no buffer it reaches is sized from the graph alone.
+    let mut reaches = std::collections::BTreeMap::new();
+    for node in &graph.nodes {
+        let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
+        if reaches.contains_key(func_name) {
+            continue;
+        }
+        if let Some((file, found)) = sources::packed_operator_reach(sources, &codegen, func_name) {
+            let bytes = found.into_iter().map(|reach| reach.and_then(Reach::bytes)).collect();
+            reaches.insert(func_name.clone(), schedule::CodeReach { file, bytes });
+        }
+    }
     let with = schedule::Inputs {
         graph_path,
         params_path: &params_path,
@@ -197,6 +221,8 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         sids: &meta.sids,
         metadata_inputs: names(main.map(|m| &m.inputs)),
         metadata_outputs: names(main.map(|m| &m.outputs)),
+        metadata_output_bytes: main.map(|m| m.outputs.iter().map(|t| t.size_bytes).collect()).unwrap_or_default(),
+        reaches,
         workspaces,
         default_workspace: if allocates { largest } else { 0 },
         alignment,
@@ -381,13 +407,14 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
     }
     // TVM puts outputs last; when the code shows no store, the last argument is the output.
     let any_written = args.iter().any(|arg| arg.written);
+    let reaches = sources::packed_operator_reach(sources, &codegen, &function.name).map(|(_, reaches)| reaches).unwrap_or_default();
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     let mut slots = Vec::new();
     for (index, (arg, param)) in args.iter().zip(&function.params).enumerate() {
         let is_output = if any_written { arg.written } else { index + 1 == args.len() };
         let how = if any_written { "the generated code stores into it" } else { "the last argument" };
-        let tensor = Tensor {
+        let mut tensor = Tensor {
             name: arg.name.clone(),
             dtype: param.dtype,
             size_bytes: param.size_bytes,
@@ -398,6 +425,20 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
                 format!("metadata.json memory.{}[{index}]", function.name)
             },
         };
+        // The caller's buffer is at least what the code reaches: where metadata.json states less, the code decides.
+        let element = param.dtype.size_bytes() as u64;
+        let reached =
+            reaches.get(index).copied().flatten().and_then(Reach::bytes).and_then(|bytes| bytes.checked_next_multiple_of(element));
+        if let Some(bytes) = reached.filter(|&bytes| bytes > tensor.size_bytes) {
+            let why = format!(
+                "metadata.json memory.{}[{index}] states {} bytes, but the code of `{}` in {file} reaches {bytes} bytes of `{}`",
+                function.name, tensor.size_bytes, function.name, arg.name
+            );
+            crate::plan::warn(format!("{why}; {bytes} bytes are used"));
+            tensor.size_bytes = bytes;
+            tensor.shape = vec![bytes / element];
+            tensor.source = format!("the code, not metadata.json: {why}");
+        }
         if is_output {
             slots.push(OperatorSlot::Output(outputs.len()));
             outputs.push(tensor);
@@ -579,7 +620,8 @@ impl TensorResolver<'_> {
             partial.shape = Some(ty.shape.clone());
         }
         let main_position = if is_input { position } else { self.input_names.len() + position };
-        partial.size = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position)?;
+        let agreed = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position)?;
+        partial.size = agreed.map(|agreed| self.at_least_reach(name, agreed, main_position));
         if let Some(Some(dtype)) = self.main_types.get(main_position) {
             partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
         }
@@ -643,6 +685,21 @@ impl TensorResolver<'_> {
                 Ok(Some((*value, sources.join(", agreed by "))))
             }
             None => self.settle_by_code(name, &sizes, position),
+        }
+    }
+
+    /// The agreed size, or the code's where the code reaches further: files
+    /// telling the same lie must not outvote what the C code reads and writes.
+    fn at_least_reach(&self, name: &str, agreed: (u64, String), position: usize) -> (u64, String) {
+        match self.code_size(position) {
+            Some((bytes, _, code_source)) if bytes > agreed.0 => {
+                crate::plan::warn(format!(
+                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
+                    self.meta.name, agreed.1, agreed.0
+                ));
+                (bytes, format!("{code_source}, not {} ({} bytes)", agreed.1, agreed.0))
+            }
+            _ => agreed,
         }
     }
 

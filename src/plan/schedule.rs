@@ -39,6 +39,10 @@ pub(crate) struct Inputs<'a> {
     pub metadata_inputs: Vec<String>,
     /// Model output names the metadata lists (empty before TVM 0.11).
     pub metadata_outputs: Vec<String>,
+    /// The sizes metadata.json states for those outputs, in the same order.
+    pub metadata_output_bytes: Vec<u64>,
+    /// How far each operator function's code reaches into its tensor arguments.
+    pub reaches: BTreeMap<String, CodeReach>,
     /// Workspace bytes per operator function, as its code requests them
     /// (each request rounded to the alignment): the region its call gets.
     pub workspaces: BTreeMap<String, u64>,
@@ -46,6 +50,23 @@ pub(crate) struct Inputs<'a> {
     /// code does not say (0 when the code allocates no workspace at all).
     pub default_workspace: u64,
     pub alignment: u64,
+}
+
+/// How far an operator's code reaches into each tensor argument (inputs then
+/// outputs, in the order the graph passes them), in bytes, where it shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CodeReach {
+    /// The source defining the operator, for messages.
+    pub file: String,
+    pub bytes: Vec<Option<u64>>,
+}
+
+/// The most bytes the code reaches in a storage root, and the call that reaches them.
+#[derive(Debug, Clone)]
+struct Reached {
+    bytes: u64,
+    node: usize,
+    argument: usize,
 }
 
 /// The schedule and the model's inputs and outputs.
@@ -139,6 +160,35 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         }
     }
 
+    // Every buffer the C code reaches into is at least as large as the code
+    // reaches: where the graph states less, the code decides, with a warning.
+    let operators = operator_nodes(graph);
+    let reached = code_reach(graph, with, &operators, &root)?;
+    let mut grown: BTreeMap<usize, u64> = BTreeMap::new();
+    for (&r, reach) in &reached {
+        if reach.bytes > byte_size_of(graph, r) {
+            grown.insert(r, reach.bytes);
+        }
+    }
+    let size_of = |r: usize| grown.get(&r).copied().unwrap_or_else(|| byte_size_of(graph, r));
+    for (&entry, place) in &root_place {
+        let Some(reach) = grown.get(&entry).and(reached.get(&entry)) else { continue };
+        let lie = disagreement(graph, with, entry, reach);
+        match place {
+            Place::Input(i) => {
+                crate::plan::warn(format!("{lie}; the input buffer is {} bytes", reach.bytes));
+                grow(&mut inputs[*i], reach.bytes, &lie);
+            }
+            Place::Param(_) => {
+                return Err(Error::new(ErrorKind::Metadata, format!("{lie}, more than the weight holds"))
+                    .in_file(with.graph_path)
+                    .help("the graph, the .params file and the C code come from different exports, and the operator would read past the weight: pass the archive as TVM wrote it"));
+            }
+            // Linked weights are the C code's own arrays; outputs are placed below.
+            Place::Linked(_) | Place::Output(_) | Place::Storage(_) => {}
+        }
+    }
+
     // Outputs: an operator's result goes straight into the caller's buffer when
     // no other output shares it; anything else is copied after the last call.
     let heads = graph.outputs();
@@ -147,13 +197,40 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     let mut direct = Vec::new();
     for (index, &entry) in heads.iter().enumerate() {
         let attr = &graph.entries[entry];
-        outputs.push(Tensor {
+        let mut output = Tensor {
             name: output_names[index].clone(),
             dtype: attr.dtype,
             size_bytes: byte_size(&attr.shape, attr.dtype),
             shape: attr.shape.iter().map(|&d| d as u64).collect(),
             source: format!("the graph `{}`, head {index}", with.graph_path),
-        });
+        };
+        let stated = (with.metadata_output_bytes.len() == heads.len()).then(|| with.metadata_output_bytes[index]);
+        match reached.get(&root[entry]) {
+            Some(reach) if size_of(root[entry]) > output.size_bytes => {
+                let lie = disagreement(graph, with, root[entry], reach);
+                let agrees = match stated {
+                    Some(bytes) if bytes == reach.bytes => format!(", as metadata.json says ({bytes} bytes)"),
+                    _ => String::new(),
+                };
+                crate::plan::warn(format!("{lie}; output `{}` is {} bytes{agrees}", output.name, reach.bytes));
+                grow(&mut output, size_of(root[entry]), &lie);
+            }
+            Some(_) => {}
+            None => {
+                if let Some(bytes) = stated.filter(|&bytes| bytes != output.size_bytes) {
+                    return Err(Error::new(
+                        ErrorKind::Metadata,
+                        format!(
+                            "output `{}` is {} bytes in the graph `{}` (head {index}, shape {:?} of {}), but {bytes} bytes in metadata.json, and the code does not show how far the operator writes",
+                            output.name, output.size_bytes, with.graph_path, attr.shape, attr.dtype
+                        ),
+                    )
+                    .in_file(with.graph_path)
+                    .help("one of these files was edited or comes from another export: restore the graph JSON and metadata.json from the original archive; mlf-build will not guess a buffer size the C code may write past"));
+                }
+            }
+        }
+        outputs.push(output);
         let r = root[entry];
         let shared = heads.iter().filter(|&&other| root[other] == r).count() > 1;
         if !root_place.contains_key(&r) && !shared {
@@ -162,10 +239,15 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         }
     }
 
+    for (&r, &bytes) in &grown {
+        if !root_place.contains_key(&r) && !heads.iter().any(|&head| root[head] == r) {
+            crate::plan::warn(format!("{}; its storage is {bytes} bytes", disagreement(graph, with, r, &reached[&r])));
+        }
+    }
+
     // Storage: every remaining root and every operator workspace gets a region,
     // shared with others that are not live during the same call.
-    let operators = operator_nodes(graph);
-    let mut demands = liveness(graph, &operators, &root, |r| root_place.contains_key(&r), &heads, &direct);
+    let mut demands = liveness(graph, &operators, &root, |r| root_place.contains_key(&r), size_of, &heads, &direct);
     let mut workspaces = Vec::new();
     for (step, &node_id) in operators.iter().enumerate() {
         let NodeOp::TvmOp { func_name, .. } = &graph.nodes[node_id].op else { continue };
@@ -186,7 +268,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
     let too_big = |what: &str| graph_error(format!("the graph's {what} overflows 64-bit sizes"));
     let (slots, storage_bytes) = place(&demands, with.alignment).ok_or_else(|| too_big("static storage"))?;
-    let tvm_plan_bytes = tvm_plan(graph, &root, |r| root_place.contains_key(&r), &workspaces, with.alignment)
+    let tvm_plan_bytes = tvm_plan(graph, &root, |r| root_place.contains_key(&r), size_of, &workspaces, with.alignment)
         .ok_or_else(|| too_big("storage by storage id"))?;
     let region_of = |holds: Holds| slots.iter().find(|s| s.holds == holds).map(|s| (s.offset, s.bytes));
     let place_of = |entry: usize| -> Place {
@@ -242,6 +324,73 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     Ok((schedule, inputs, outputs))
 }
 
+/// For every storage root some call's code shows its reach into, the most
+/// bytes any call reaches, rounded up to whole elements of the root's type.
+/// A call whose code reads more arguments than the graph passes is refused:
+/// it would read past the argument array.
+fn code_reach(graph: &Graph, with: &Inputs<'_>, operators: &[usize], root: &[usize]) -> Result<BTreeMap<usize, Reached>> {
+    let mut reached: BTreeMap<usize, Reached> = BTreeMap::new();
+    for &node_id in operators {
+        let node = &graph.nodes[node_id];
+        let NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
+        let Some(reach) = with.reaches.get(func_name) else { continue };
+        let first = graph.node_row_ptr[node_id];
+        let entries: Vec<usize> = node.inputs.iter().map(|&r| graph.entry_id(r)).chain(first..graph.node_row_ptr[node_id + 1]).collect();
+        if reach.bytes.len() > entries.len() {
+            return Err(Error::new(
+                ErrorKind::Metadata,
+                format!(
+                    "node {node_id} `{}` passes {} tensors to `{func_name}`, but its code in {} reads {} arguments",
+                    crate::error::printable(&node.name),
+                    entries.len(),
+                    reach.file,
+                    reach.bytes.len()
+                ),
+            )
+            .in_file(with.graph_path)
+            .help("the graph and the C code come from different exports, and the operator would read past its arguments: pass the archive as TVM wrote it"));
+        }
+        for (argument, (&entry, bytes)) in entries.iter().zip(&reach.bytes).enumerate() {
+            let Some(bytes) = *bytes else { continue };
+            let element = graph.entries[root[entry]].dtype.size_bytes() as u64;
+            let Some(bytes) = bytes.checked_next_multiple_of(element) else { continue };
+            let best = reached.entry(root[entry]).or_insert(Reached { bytes, node: node_id, argument });
+            if bytes > best.bytes {
+                *best = Reached { bytes, node: node_id, argument };
+            }
+        }
+    }
+    Ok(reached)
+}
+
+/// What the graph states for storage root `r` against what the code reaches.
+fn disagreement(graph: &Graph, with: &Inputs<'_>, r: usize, reach: &Reached) -> String {
+    let attr = &graph.entries[r];
+    let node = &graph.nodes[reach.node];
+    let (function, file) = match &node.op {
+        NodeOp::TvmOp { func_name, .. } => (func_name.as_str(), with.reaches.get(func_name).map_or("", |c| c.file.as_str())),
+        NodeOp::Null => ("", ""),
+    };
+    format!(
+        "the graph `{}` gives entry {r} shape {:?} of {} ({} bytes), but the code of `{function}` in {file}, which node {} `{}` calls with it as argument {}, reaches {} bytes of it",
+        with.graph_path,
+        attr.shape,
+        attr.dtype,
+        byte_size(&attr.shape, attr.dtype),
+        reach.node,
+        crate::error::printable(&node.name),
+        reach.argument,
+        reach.bytes
+    )
+}
+
+/// A caller's buffer made as large as the code reaches: `[elements]`, sized and documented from the code.
+fn grow(tensor: &mut Tensor, bytes: u64, why: &str) {
+    tensor.size_bytes = bytes;
+    tensor.shape = vec![bytes / tensor.dtype.size_bytes() as u64];
+    tensor.source = format!("the code, not the graph: {why}");
+}
+
 /// Nodes that make a call, in graph order: operators other than `__nop`.
 fn operator_nodes(graph: &Graph) -> Vec<usize> {
     let is_call = |node: &&crate::input::graph::Node| matches!(&node.op, NodeOp::TvmOp { func_name, .. } if func_name != NOP);
@@ -266,6 +415,7 @@ fn liveness(
     operators: &[usize],
     root: &[usize],
     placed: impl Fn(usize) -> bool,
+    size_of: impl Fn(usize) -> u64,
     heads: &[usize],
     direct: &[usize],
 ) -> Vec<Demand> {
@@ -288,7 +438,7 @@ fn liveness(
             touch(entry, operators.len());
         }
     }
-    spans.into_iter().map(|(r, live)| Demand { holds: Holds::Tensor(r), bytes: byte_size_of(graph, r), live }).collect()
+    spans.into_iter().map(|(r, live)| Demand { holds: Holds::Tensor(r), bytes: size_of(r), live }).collect()
 }
 
 /// Places every demand at the lowest aligned offset where it overlaps no
@@ -332,12 +482,19 @@ impl Demand {
 
 /// TVM's own plan, for comparison: one aligned slot per storage id of the
 /// storage roots, plus an arena for the largest operator workspace.
-fn tvm_plan(graph: &Graph, root: &[usize], placed: impl Fn(usize) -> bool, workspaces: &[u64], alignment: u64) -> Option<u64> {
+fn tvm_plan(
+    graph: &Graph,
+    root: &[usize],
+    placed: impl Fn(usize) -> bool,
+    size_of: impl Fn(usize) -> u64,
+    workspaces: &[u64],
+    alignment: u64,
+) -> Option<u64> {
     let mut slot_bytes: BTreeMap<usize, u64> = BTreeMap::new();
     for (entry, &r) in root.iter().enumerate() {
         if entry == r && !placed(r) {
             let slot = slot_bytes.entry(graph.entries[r].storage_id).or_insert(0);
-            *slot = (*slot).max(byte_size_of(graph, r));
+            *slot = (*slot).max(size_of(r));
         }
     }
     let mut storage = 0u64;
@@ -482,6 +639,8 @@ mod tests {
             sids: &[],
             metadata_inputs: Vec::new(),
             metadata_outputs: Vec::new(),
+            metadata_output_bytes: Vec::new(),
+            reaches: BTreeMap::new(),
             workspaces: BTreeMap::new(),
             default_workspace: 0,
             alignment: 16,
@@ -785,6 +944,48 @@ mod tests {
         assert_eq!(schedule.storage_bytes, 3 * 32);
         let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
         assert_sound(&graph, &schedule);
+    }
+
+    /// Where the code reaches further than the graph states, the buffers are
+    /// as large as the code reaches; a weight read past its end, or more
+    /// arguments read than the graph passes, are refused.
+    #[test]
+    fn buffers_are_as_large_as_the_code_reaches() {
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let params = [p0()];
+        let reach = |function: &str, bytes: &[Option<u64>]| {
+            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes: bytes.to_vec() })
+        };
+        // `a` reads 40 bytes of x (24 stated) and writes 30 into its result (24, rounded up to 32);
+        // `b` writes 48 into the output (24).
+        let reaches = [reach("tvmgen_default_a", &[Some(40), Some(12), Some(30)]), reach("tvmgen_default_b", &[None, Some(48)])];
+        let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![48], ..plain_inputs(&params) };
+        let (plan, inputs, outputs) = schedule(&graph, &with).unwrap();
+        assert_eq!((inputs[0].size_bytes, inputs[0].shape.clone()), (40, vec![10]));
+        assert_eq!((outputs[0].size_bytes, outputs[0].shape.clone()), (48, vec![12]));
+        assert!(outputs[0].source.starts_with("the code, not the graph: the graph `executor-config/graph/default.graph` gives entry 4"));
+        assert_eq!(plan.slots, [Slot { holds: Holds::Tensor(2), offset: 0, bytes: 32, live: (0, 1) }]);
+
+        let past_weight = [reach("tvmgen_default_a", &[None, Some(16), None])];
+        let with = Inputs { reaches: past_weight.into_iter().collect(), ..plain_inputs(&params) };
+        let error = schedule(&graph, &with).unwrap_err().to_string();
+        assert!(error.contains("gives entry 1 shape [3] of float32 (12 bytes), but the code of `tvmgen_default_a`"), "{error}");
+        assert!(error.contains("reaches 16 bytes of it, more than the weight holds"), "{error}");
+
+        let too_many = [reach("tvmgen_default_b", &[None, None, None])];
+        let with = Inputs { reaches: too_many.into_iter().collect(), ..plain_inputs(&params) };
+        let error = schedule(&graph, &with).unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "node 4 `b` passes 2 tensors to `tvmgen_default_b`, but its code in codegen/host/src/default_lib1.c reads 3 arguments"
+            ),
+            "{error}"
+        );
+
+        // With no code to tell, an output size metadata.json and the graph disagree on is refused.
+        let with = Inputs { metadata_output_bytes: vec![48], ..plain_inputs(&params) };
+        let error = schedule(&graph, &with).unwrap_err().to_string();
+        assert!(error.contains("output `output` is 24 bytes in the graph") && error.contains("but 48 bytes in metadata.json"), "{error}");
     }
 
     /// Each operator's workspace is a region not live with anything its call

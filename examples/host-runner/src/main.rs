@@ -47,19 +47,60 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// A zeroed byte buffer aligned for any element type.
-fn aligned_buffer(bytes: usize) -> Vec<u64> {
-    vec![0u64; bytes.div_ceil(8)]
+/// Bytes after every buffer that a run must leave holding [`CANARY`]: the
+/// safe `run_raw` must never let the C code write past a buffer it is given.
+const CANARY_BYTES: usize = 64;
+const CANARY: u8 = 0xa5;
+
+/// A zeroed byte buffer aligned for any element type, followed by the canary.
+struct Guarded {
+    words: Vec<u64>,
+    len: usize,
 }
 
-fn as_bytes(words: &[u64], len: usize) -> &[u8] {
-    // SAFETY: u64 storage viewed as bytes; len is within it.
-    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), len) }
+impl Guarded {
+    fn new(len: usize) -> Guarded {
+        let mut guarded = Guarded { words: vec![0u64; (len + CANARY_BYTES).div_ceil(8)], len };
+        guarded.all_mut()[len..].fill(CANARY);
+        guarded
+    }
+
+    fn all(&self) -> &[u8] {
+        // SAFETY: u64 storage viewed as bytes, all of it.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.words.len() * 8) }
+    }
+
+    fn all_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.words.len() * 8) }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.all()[..self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut self.all_mut()[..len]
+    }
+
+    /// The first byte past the buffer the run changed, counted from its end.
+    fn overwritten(&self) -> Option<usize> {
+        self.all()[self.len..].iter().position(|&byte| byte != CANARY)
+    }
 }
 
-fn as_bytes_mut(words: &mut [u64], len: usize) -> &mut [u8] {
-    // SAFETY: as above.
-    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), len) }
+/// An error naming every buffer whose canary the run changed.
+fn check_canaries(model: &str, kind: &str, buffers: &[Guarded], tensors: &[mlf_rt::TensorInfo]) -> Result<(), String> {
+    for (index, (buffer, tensor)) in buffers.iter().zip(tensors).enumerate() {
+        if let Some(offset) = buffer.overwritten() {
+            return Err(format!(
+                "model `{model}` wrote past the end of {kind} {index} `{}` ({} bytes): byte {offset} after it changed; the archive's sizes are wrong and mlf-build did not catch it",
+                tensor.name, tensor.bytes
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn format_values(dtype: &str, bytes: &[u8]) -> String {
@@ -128,9 +169,9 @@ fn run_model<M: Model>(args: &Args) -> Result<(), String> {
     if !args.inputs.is_empty() && args.inputs.len() != inputs_info.len() {
         return Err(format!("module `{}` takes {} inputs, got {} files", M::NAME, inputs_info.len(), args.inputs.len()));
     }
-    let mut inputs: Vec<Vec<u64>> = inputs_info.iter().map(|t| aligned_buffer(t.bytes)).collect();
+    let mut inputs: Vec<Guarded> = inputs_info.iter().map(|t| Guarded::new(t.bytes)).collect();
     for (index, tensor) in inputs_info.iter().enumerate() {
-        let buffer = as_bytes_mut(&mut inputs[index], tensor.bytes);
+        let buffer = inputs[index].bytes_mut();
         if let Some(path) = args.inputs.get(index) {
             let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             if data.len() != tensor.bytes {
@@ -149,20 +190,22 @@ fn run_model<M: Model>(args: &Args) -> Result<(), String> {
             buffer.copy_from_slice(&DEMO_INPUT.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
         }
     }
-    let mut outputs: Vec<Vec<u64>> = outputs_info.iter().map(|t| aligned_buffer(t.bytes)).collect();
+    let mut outputs: Vec<Guarded> = outputs_info.iter().map(|t| Guarded::new(t.bytes)).collect();
     {
-        let input_views: Vec<&[u8]> = inputs.iter().zip(inputs_info).map(|(w, t)| as_bytes(w, t.bytes)).collect();
-        let mut output_views: Vec<&mut [u8]> = outputs.iter_mut().zip(outputs_info).map(|(w, t)| as_bytes_mut(w, t.bytes)).collect();
+        let input_views: Vec<&[u8]> = inputs.iter().map(Guarded::bytes).collect();
+        let mut output_views: Vec<&mut [u8]> = outputs.iter_mut().map(Guarded::bytes_mut).collect();
         M::run_raw(&input_views, &mut output_views).map_err(|e| format!("model `{}`: {e}", M::NAME))?;
     }
+    check_canaries(M::NAME, "input", &inputs, inputs_info)?;
+    check_canaries(M::NAME, "output", &outputs, outputs_info)?;
     if IS_DEMO && args.inputs.is_empty() {
         println!("demo model y = relu(W·x + b), x = {DEMO_INPUT:?}");
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    for (index, (words, tensor)) in outputs.iter().zip(outputs_info).enumerate() {
-        let bytes = as_bytes(words, tensor.bytes);
+    for (index, (buffer, tensor)) in outputs.iter().zip(outputs_info).enumerate() {
+        let bytes = buffer.bytes();
         println!("output{index} `{}` {}{:?}: {}", tensor.name, tensor.dtype, tensor.shape, format_values(tensor.dtype, bytes));
         if let Some(dir) = &args.out {
             let path = dir.join(format!("output{index}.bin"));
