@@ -365,4 +365,19 @@ fn target_adds_the_cmsis_nn_scratch_the_core_needs_to_the_memory_map() {
     assert_eq!(value(&memory["static_ram"]), value(&memory["code_workspace"]) + 1024);
     let model = &document["footprint"]["model"];
     assert_eq!(value(&model["bss"]) + value(&model["data"]), value(&memory["static_ram"]), "the objects reserve what the map says");
+    // README's CMSIS-NN section states these figures, for the cores whose DSP code needs the scratch.
+    let number = |v: &serde_json::Value| common::readme_number(v.as_i64().unwrap());
+    let section: String = common::readme_section("## CMSIS-NN").into_iter().map(|(_, line)| line + " ").collect();
+    let (workspace, scratch) = (number(&memory["code_workspace"]), number(&memory["kernel_scratch"]));
+    for said in [
+        format!("that is {scratch} bytes for `arm_avgpool_s8`"),
+        format!("`CODE_WORKSPACE_BYTES + KERNEL_SCRATCH_BYTES` ({workspace} + {scratch})"),
+        format!("(DSP code, {scratch} bytes of scratch supplied)"),
+    ] {
+        assert!(section.contains(&said), "README's CMSIS-NN section must say `{said}`, as inspect --target thumbv7em-none-eabihf printed");
+    }
+    for (triple, cpu) in [("thumbv7em-none-eabihf", "cortex-m7"), ("thumbv8m.main-none-eabihf", "cortex-m33")] {
+        let (document, _) = run(&["--target", triple, "--cpu", cpu]);
+        assert_eq!(document["modules"][0]["memory"]["kernel_scratch"], memory["kernel_scratch"], "{cpu}: README says the same scratch");
+    }
 }

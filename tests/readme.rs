@@ -26,7 +26,18 @@ struct Footprint {
     graph_plan: Vec<i64>,
     /// the input bytes kept in flash, mlf-build's C support code.
     difference: Vec<i64>,
+    /// One inference's instructions under QEMU, with `--instructions`.
+    instructions: Option<i64>,
     toolchain: String,
+}
+
+/// The tests of this file build and read the one runner ELF of
+/// [`FIRMWARE_TARGET_DIR`] in turn: Cargo's lock covers a build, not the
+/// reading of its ELF after it.
+static FIRMWARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn firmware_lock() -> std::sync::MutexGuard<'static, ()> {
+    FIRMWARE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The command README shows for `case`: the archive's path from the
@@ -37,8 +48,18 @@ fn footprint_command(case: &str) -> String {
     format!("cargo run --release -p footprint -- --target {TRIPLE} {}", relative.display())
 }
 
+/// README's "The C optimisation level" command, `<level>` and `<archive>` to fill in.
+fn opt_level_command() -> String {
+    let archive = footprint_command("kws_int8-aot_c_usmp");
+    let archive = archive.split_whitespace().last().unwrap().replace("kws_int8-aot_c_usmp", "<archive>");
+    format!("cargo run --release -p footprint -- --target {TRIPLE} --opt-level <level> --instructions {archive}")
+}
+
 fn footprint(case: &str) -> Footprint {
-    let command = footprint_command(case);
+    run_footprint(&footprint_command(case), case)
+}
+
+fn run_footprint(command: &str, case: &str) -> Footprint {
     let arguments: Vec<&str> = command.split_whitespace().skip(1).collect();
     let output = common::cargo(FIRMWARE_TARGET_DIR)
         .args(&arguments[..4])
@@ -58,6 +79,7 @@ fn footprint(case: &str) -> Footprint {
         needs: line("model needs:"),
         graph_plan: line("graph static RAM:"),
         difference: line("difference:"),
+        instructions: line("instructions:").first().copied(),
         toolchain: stdout.lines().find_map(|line| line.strip_prefix("toolchain: ")).expect("footprint names its toolchain").to_string(),
     }
 }
@@ -75,6 +97,7 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     if common::corpus_dir().is_none() || !arm_toolchain_present() {
         return;
     }
+    let _firmware = firmware_lock();
     let mut figures = ReadmeFigures::default();
     let command = |case: &str| format!("`{}`", footprint_command(case));
 
@@ -130,6 +153,15 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     figures.after(&section, "RAM differs by", ram_runner, &inspect);
     figures.quoted(&section, &kws.toolchain, "the toolchain these sizes come from (footprint's `toolchain:` line)");
 
+    // ### JSON schema: the example of a stack path's function is one inspect prints for this archive.
+    let schema = common::readme_section("### JSON schema");
+    let row = schema.iter().find(|(_, line)| line.starts_with("| `modules[].stack_path[].function` |")).expect("the schema documents it");
+    let path: Vec<&str> =
+        document["modules"][0]["stack_path"].as_array().unwrap().iter().filter_map(|step| step["function"].as_str()).collect();
+    for example in row.1.split('`').skip(3).step_by(2) {
+        assert!(path.contains(&example), "README.md:{}: `{example}` is not in the stack path {inspect} printed: {path:?}", row.0);
+    }
+
     // ### Rebuilds: which variables the build script asks Cargo to watch, as the runner's build printed them.
     let printed = rerun_variables(&firmware_build_output());
     let rebuilds = common::readme_section("### Rebuilds");
@@ -146,6 +178,36 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     }
     for name in &also_printed {
         assert!(printed.contains(name), "README's Rebuilds says `{name}` is printed, but the build script did not: {printed:?}");
+    }
+    figures.check();
+}
+
+/// README's "The C optimisation level" table: footprint's flash, RAM and
+/// instructions per inference for each archive and level, the runner built
+/// in the QEMU tests' target directory (`3` is the release profile's own).
+#[test]
+fn c_optimisation_level_table_is_what_footprint_measures() {
+    if common::corpus_dir().is_none() || !arm_toolchain_present() {
+        return;
+    }
+    if Command::new("qemu-system-arm").arg("--version").output().is_err() {
+        return common::skip("qemu-system-arm is not installed (README's instruction counts come from it)");
+    }
+    let _firmware = firmware_lock();
+    let section = common::readme_section("### The C optimisation level");
+    let mut figures = ReadmeFigures::default();
+    let template = opt_level_command();
+    figures.quoted(&section, &template, "the command that measures the table");
+    let table = common::readme_table_after(&section, "| archive |");
+    for case in ["kws_int8-aot_c_usmp", "cnn_f32-aot_c", "cnn_f32-graph"] {
+        for level in ["2", "3", "s"] {
+            let command = template.replace("<level>", level).replace("<archive>", case);
+            let measured = run_footprint(&command, case);
+            let instructions = measured.instructions.expect("footprint counts instructions");
+            let cells = [format!("`{case}`"), if level == "s" { "`\"s\"`".to_string() } else { level.to_string() }];
+            let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+            figures.row_of(&table, &cells, &[measured.flash[0], measured.ram[0], instructions], &format!("`{command}`"));
+        }
     }
     figures.check();
 }
@@ -191,6 +253,7 @@ fn first_hour_shows_what_the_commands_print() {
         return;
     }
     let section = common::readme_section("## Your first hour");
+    let _firmware = firmware_lock();
     let mut figures = ReadmeFigures::default();
     let run = |command: &mut Command| {
         let output = command.output().expect("the command runs");

@@ -614,3 +614,24 @@ impl ReadmeFigures {
         assert!(self.wrong.is_empty(), "README.md states figures the commands do not print:\n{}", self.wrong.join("\n"));
     }
 }
+
+impl ReadmeFigures {
+    /// The row of `table` whose first cells are `first_cells` must state
+    /// `measured`, in order, as the numbers of its other cells.
+    pub fn row_of(&mut self, table: &[(usize, String)], first_cells: &[&str], measured: &[i64], command: &str) {
+        let cells = |line: &str| line.split('|').skip(1).map(|cell| cell.trim().to_string()).collect::<Vec<_>>();
+        let row = table
+            .iter()
+            .find(|(_, line)| cells(line).iter().zip(first_cells).filter(|(cell, first)| cell == *first).count() == first_cells.len());
+        let Some((number, line)) = row else {
+            return self
+                .wrong
+                .push(format!("README has no row starting `| {} |` where {command} measured {measured:?}", first_cells.join(" | ")));
+        };
+        let stated = numbers(&cells(line)[first_cells.len()..].join("|"));
+        if stated != measured {
+            let measured: Vec<String> = measured.iter().map(|&value| readme_number(value)).collect();
+            self.wrong.push(format!("README.md:{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
+        }
+    }
+}

@@ -2,9 +2,11 @@
 //! firmware's flash and RAM next to what the model itself needs by its
 //! metadata, and the difference: what mlf-build's runtime and the runner add.
 //!
-//! `cargo run --release -p footprint -- [--target TRIPLE] [--cpu CORE] [--module NAME] [ARCHIVE]`
+//! `cargo run --release -p footprint -- [--target TRIPLE] [--cpu CORE] [--module NAME] [--opt-level LEVEL] [--instructions] [ARCHIVE]`
 //! (default: the demo archive on thumbv7em-none-eabihf). `--cpu` is passed as
-//! `-C target-cpu`, which mlf-build turns into the C compiler's core.
+//! `-C target-cpu`, which mlf-build turns into the C compiler's core;
+//! `--opt-level` is the release profile's (the C is compiled at it too);
+//! `--instructions` runs the firmware under QEMU and counts one inference's instructions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,22 +16,31 @@ struct Args {
     target: String,
     cpu: Option<String>,
     module: Option<String>,
+    opt_level: Option<String>,
+    instructions: bool,
     archive: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { target: "thumbv7em-none-eabihf".to_string(), cpu: None, module: None, archive: None };
+    let mut args =
+        Args { target: "thumbv7em-none-eabihf".to_string(), cpu: None, module: None, opt_level: None, instructions: false, archive: None };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--target" => args.target = iter.next().ok_or("--target needs a triple")?,
             "--cpu" => args.cpu = Some(iter.next().ok_or("--cpu needs a core, e.g. cortex-m7")?),
             "--module" => args.module = Some(iter.next().ok_or("--module needs a name")?),
+            "--opt-level" => args.opt_level = Some(iter.next().ok_or("--opt-level needs a level: 0-3, s or z")?),
+            "--instructions" => args.instructions = true,
             "-h" | "--help" => {
-                return Err("usage: footprint [--target TRIPLE] [--cpu CORE] [--module NAME] [ARCHIVE]\n\
+                return Err(
+                    "usage: footprint [--target TRIPLE] [--cpu CORE] [--module NAME] [--opt-level LEVEL] [--instructions] [ARCHIVE]\n\
                      ARCHIVE (default: the demo) is a path relative to the workspace root (where you\n\
-                     run cargo), as for every runner."
-                    .to_string())
+                     run cargo), as for every runner. --opt-level sets the release profile's opt-level\n\
+                     (CARGO_PROFILE_RELEASE_OPT_LEVEL: the C's -O too); --instructions runs the firmware\n\
+                     on the target's QEMU board and counts one inference's instructions."
+                        .to_string(),
+                )
             }
             // As given: the runner's build script takes it from the workspace root,
             // and keeps the text in the firmware, whose size so does not depend on the checkout's place.
@@ -52,6 +63,9 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
     if let Some(cpu) = &args.cpu {
         // Added to .cargo/config.toml's rustflags, which RUSTFLAGS would replace.
         command.arg("--config").arg(format!("target.\"{}\".rustflags=[\"-C\", \"target-cpu={cpu}\"]", args.target));
+    }
+    if let Some(level) = &args.opt_level {
+        command.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
     command
         .current_dir(&root)
@@ -76,6 +90,60 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
         }
     }
     Ok(Firmware { elf: elf.ok_or("cargo named no firmware executable")?, out_dir: out_dir.ok_or("cargo named no build-script output")? })
+}
+
+/// The instructions one inference executes under QEMU: from the entry of
+/// the glue's `mlf_<module>_invoke` to the instruction after the runner's one
+/// call of it, callees included (start-up, input copying and output left out).
+/// `.cargo/qemu-runner` starts the target's board with the counting plugin
+/// of examples/buildbench/cmsis-nn, compiled next to the firmware.
+fn count_instructions(target: &str, elf: &Path, module: &str) -> Result<u64, String> {
+    let invoke = format!("mlf_{module}_invoke");
+    let symbols = tool(target, "nm", &[elf])?;
+    let start = symbols
+        .lines()
+        .find_map(|line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [address, _, name] if name == invoke => u64::from_str_radix(address, 16).ok(),
+            _ => None,
+        })
+        .ok_or_else(|| format!("the firmware has no `{invoke}`"))?;
+    // The instruction after the call site is where the count stops.
+    let code = tool(target, "objdump", &[Path::new("-d"), elf])?;
+    let addresses: Vec<(u64, &str)> = code
+        .lines()
+        .filter_map(|line| {
+            let (address, rest) = line.split_once(":\t")?;
+            Some((u64::from_str_radix(address.trim(), 16).ok()?, rest))
+        })
+        .collect();
+    let calls: Vec<usize> = (0..addresses.len()).filter(|&i| addresses[i].1.ends_with(&format!("<{invoke}>"))).collect();
+    let [call] = calls[..] else { return Err(format!("the firmware has {} calls of `{invoke}`, not one", calls.len())) };
+    let stop = addresses.get(call + 1).map(|&(address, _)| address).ok_or("no instruction after the call")?;
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let source = root.join("examples/buildbench/cmsis-nn/insns-in-call.c");
+    let plugin = target_dir(&root).join("footprint-insns-in-call.so");
+    let compiled = Command::new("gcc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .args([plugin.as_os_str(), source.as_os_str()])
+        .status()
+        .map_err(|e| format!("gcc: {e}"))?;
+    if !compiled.success() {
+        return Err(format!("gcc could not compile {}", source.display()));
+    }
+    // The Thumb bit is not part of the address QEMU executes.
+    let plugin_arg = format!("{},start={},stop={stop}", plugin.display(), start & !1);
+    let output = Command::new(root.join(".cargo/qemu-runner"))
+        .arg(elf)
+        .env("MLF_QEMU_PLUGIN", plugin_arg)
+        .output()
+        .map_err(|e| format!(".cargo/qemu-runner: {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!("the firmware failed under QEMU: {}", stderr.trim()));
+    }
+    let count = stderr.lines().find_map(|line| line.strip_prefix("insns: "));
+    count.and_then(|n| n.trim().parse().ok()).ok_or_else(|| format!("the plugin counted nothing: {}", stderr.trim()))
 }
 
 /// Where the firmware is built: `CARGO_TARGET_DIR` when set (as for the
@@ -175,7 +243,8 @@ fn footprint() -> Result<(), String> {
 
     let archive = args.archive.as_deref().map_or_else(|| "the demo archive".to_string(), |p| p.display().to_string());
     let core = args.cpu.as_deref().map_or_else(String::new, |cpu| format!("/{cpu}"));
-    println!("footprint of {archive}, module `{module}`, in cortex-m-runner for {}{core}", args.target);
+    let opt_level = args.opt_level.as_deref().map_or_else(String::new, |level| format!(", opt-level {level}"));
+    println!("footprint of {archive}, module `{module}`, in cortex-m-runner for {}{core}{opt_level}", args.target);
     println!("{:<6} {:>10} {:>12} {:>11}", "", "firmware", "model needs", "difference");
     println!("{:<6} {flash:>10} {model_flash:>12} {:>11}", "flash", flash as i64 - model_flash as i64);
     println!("{:<6} {ram:>10} {model_ram:>12} {:>11}", "RAM", ram as i64 - model_ram as i64);
@@ -194,6 +263,12 @@ fn footprint() -> Result<(), String> {
              vs {} by TVM's plan (one slot per storage id + an arena for the largest operator workspace)",
             need("workspace"),
             need("tvm_graph_plan")
+        );
+    }
+    if args.instructions {
+        println!(
+            "instructions: {} (one inference under QEMU, from `mlf_{module}_invoke`'s entry to its return)",
+            count_instructions(&args.target, &firmware.elf, module)?
         );
     }
     println!("toolchain: {}; {}", first_line("rustc", &["-V"])?, first_line(&tool_name(&args.target, "gcc").0, &["--version"])?);
