@@ -401,6 +401,31 @@ fn a_workspace_pool_smaller_than_the_workspace_is_grown() {
     assert!(warnings.contains("gives workspace pool `sram` 16 bytes, but metadata.json states a workspace of 12084 bytes"), "{warnings}");
 }
 
+/// Issue 24: a workspace pool the header and metadata.json both state smaller
+/// than the code reaches (the operators' lets at offsets into it) is given the
+/// code's size; the unchanged archive gets no warning about it.
+#[test]
+fn a_workspace_pool_both_files_state_too_small_gets_the_code_size() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("cnn_f32-aot_c_pools") else { return };
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).arg("inspect").arg(case.join("model.tar")).output().unwrap();
+    assert!(inspect.status.success(), "{}", common::failure_text(&inspect));
+    assert!(!String::from_utf8_lossy(&inspect.stderr).contains("workspace pool"), "{}", String::from_utf8_lossy(&inspect.stderr));
+    let dir = common::scratch("lying-pool-code");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/include/tvmgen_default.h"),
+        &[("TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 12084", "TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 6144")],
+    );
+    replace_in(&archive.join("metadata.json"), &[("\"workspace_size_bytes\": 12084", "\"workspace_size_bytes\": 6144")]);
+    let warnings = builds_and_computes_expected_named(&case, &archive, &dir.join("out"), "image.bin");
+    assert!(
+        warnings.contains("workspace pool `sram` of module `default`: codegen/host/include/tvmgen_default.h (6144 bytes) and metadata.json's workspace (6144 bytes) state less, but the code of `tvmgen_default___tvm_main__` in codegen/host/src/default_lib1.c reaches 12084 bytes; the pool is 12084 bytes"),
+        "{warnings}"
+    );
+}
+
 /// Issue 24: a workspace the archive states too small for what the operators
 /// ask `TVMBackendAllocWorkspace` for: the arena refuses the request at run
 /// time and the run fails with the model's error, writing nothing past it.
@@ -466,4 +491,24 @@ fn a_constant_pool_larger_than_its_data_is_refused() {
     );
     let stderr = build_fails(&archive);
     assert!(stderr.contains("`TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA` has 10592 bytes, the pool size says 20000"), "{stderr}");
+}
+
+/// Issue 24: a constant pool whose stated size (and so the data it is given)
+/// is smaller than the code reads from it is refused.
+#[test]
+fn a_constant_pool_the_code_reads_past_is_refused() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("cnn_f32-aot_c_pools") else { return };
+    let dir = common::scratch("short-constants");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/include/tvmgen_default.h"),
+        &[("TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 10592", "TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_SIZE 10000")],
+    );
+    let stderr = build_fails(&archive);
+    assert!(
+        stderr.contains("the code of `tvmgen_default___tvm_main__` in codegen/host/src/default_lib1.c reads 10592 bytes of constant pool `flash`, but codegen/host/include/tvmgen_default.h gives it 10000 bytes of data"),
+        "{stderr}"
+    );
 }

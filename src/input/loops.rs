@@ -27,23 +27,45 @@ impl Reach {
     }
 }
 
+/// What a function's code does with one of its buffer parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// Never reads, writes or passes it on.
+    Untouched,
+    Reaches(Reach),
+}
+
 /// Nesting allowed in statements and expressions: deeper code is not TVM's.
 const MAX_DEPTH: usize = 200;
 
 /// How far the function with parameter list `params` and body `body` (comments
 /// removed) reaches into its parameter `name`. `callee(f, i)` answers for a
-/// call passing the buffer as argument `i` of a function `f` the reader does
-/// not know as an external kernel (`None`: unknown, and so is the answer).
-/// `None` when the code does not tell, or shows an index below zero.
-pub(crate) fn reach(params: &str, body: &str, name: &str, callee: &dyn Fn(&str, usize) -> Option<Reach>) -> Option<Reach> {
+/// call passing the buffer (or a pointer into it) as argument `i` of a function
+/// `f` the reader does not know as an external kernel (`None`: unknown, and so
+/// is the answer); see [`use_of`]. Pointers into the buffer at offsets the code computes
+/// (`&(x[8192])`, `x + 4`, `((uint8_t*)x) + 16`) are followed. `None` when the
+/// code does not tell, or shows an index below zero. The reach is in the one
+/// element type every access uses; a `uint8_t*` buffer accessed as several
+/// types (a workspace pool) is reached in bytes.
+pub(crate) fn reach(params: &str, body: &str, name: &str, callee: &dyn Fn(&str, usize) -> Option<Use>) -> Option<Reach> {
+    match use_of(params, body, name, callee)? {
+        Use::Reaches(reach) => Some(reach),
+        Use::Untouched => None,
+    }
+}
+
+/// As [`reach`], telling a parameter the code never touches (reached by a
+/// caller passing it on: nothing) from one it cannot bound (`None`).
+pub(crate) fn use_of(params: &str, body: &str, name: &str, callee: &dyn Fn(&str, usize) -> Option<Use>) -> Option<Use> {
     let param = params.split(',').find(|p| last_identifier(p) == Some(name))?;
+    let declared = pointer_dtype(param);
     let tokens = tokenize(body)?;
     let mut reader = Reader {
         mutated: mutated(&tokens),
         tokens,
         at: 0,
         depth: 0,
-        scopes: vec![vec![(name.to_string(), 0, Binding::Buffer(pointer_dtype(param)))]],
+        scopes: vec![vec![(name.to_string(), 0, Binding::Buffer(Pointer { dtype: declared, offset: Interval::point(0) }))]],
         next_id: 1,
         reached: None,
         unknown: false,
@@ -55,8 +77,14 @@ pub(crate) fn reach(params: &str, body: &str, name: &str, callee: &dyn Fn(&str, 
     if reader.unknown {
         return None;
     }
-    let (last, dtype) = reader.reached?;
-    Some(Reach { elements: u64::try_from(last).ok()?.checked_add(1)?, dtype })
+    let Some(Reached { end, dtype }) = reader.reached else { return Some(Use::Untouched) };
+    let end = u64::try_from(end).ok()?;
+    let bytes = DType::parse("uint8").ok()?;
+    match dtype {
+        Some(dtype) => Some(Use::Reaches(Reach { elements: end.div_ceil(dtype.size_bytes() as u64), dtype })),
+        None if declared == Some(bytes) => Some(Use::Reaches(Reach { elements: end, dtype: bytes })),
+        None => None,
+    }
 }
 
 /// The element type of a C pointer declaration or cast (`float* x`, `int8_t*`).
@@ -254,8 +282,8 @@ enum Binding {
     /// range at the declaration, and the expression, re-read where a condition narrows
     /// the names it reads (with the id each had then).
     Let { declared: Interval, expr: Expr, seen: Vec<(String, Option<usize>)> },
-    /// The buffer (or a copy of its pointer), with the element type it is declared as.
-    Buffer(Option<DType>),
+    /// The buffer (or a pointer into it), with the element type it is declared as.
+    Buffer(Pointer),
     /// A `cmsis_nn_dims` (`{n, h, w, c}`): the element count of the tensor it describes.
     Dims(u64),
     /// Anything else: shadows outer bindings of the name.
@@ -266,12 +294,39 @@ enum Binding {
 #[derive(Debug, Clone, PartialEq)]
 enum Value {
     Int(Option<Interval>),
-    Buffer(Option<DType>),
+    Buffer(Pointer),
     /// `&dims` of a `cmsis_nn_dims`.
     DimsAddress(u64),
 }
 
 const UNKNOWN: Value = Value::Int(None);
+
+/// A pointer into the buffer: its element type, and the bytes it lies past the buffer's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pointer {
+    dtype: Option<DType>,
+    offset: Interval,
+}
+
+impl Pointer {
+    fn as_type(self, ty: &str) -> Pointer {
+        Pointer { dtype: scalar_dtype(ty.trim_start_matches("const ")).or(self.dtype), ..self }
+    }
+
+    /// `self + elements` in C: `None` for a `void*` or on overflow.
+    fn advanced(self, elements: Interval) -> Option<Pointer> {
+        let size = i64::try_from(self.dtype?.size_bytes()).ok()?;
+        let bytes = elements.binary("*", Interval::point(size))?;
+        Some(Pointer { offset: self.offset.binary("+", bytes)?, ..self })
+    }
+}
+
+/// The bytes reached so far (`0..end`), and the element type of every access (`None`: several).
+#[derive(Debug, Clone, Copy)]
+struct Reached {
+    end: i64,
+    dtype: Option<DType>,
+}
 
 #[derive(Debug, Clone)]
 enum Expr {
@@ -303,11 +358,11 @@ struct Reader<'c> {
     /// Bindings by scope: name, id (kept by narrowings of the same variable), meaning.
     scopes: Vec<Vec<(String, usize, Binding)>>,
     next_id: usize,
-    /// The highest index reached, and the element type of every access.
-    reached: Option<(i64, DType)>,
+    /// How far the accesses reach.
+    reached: Option<Reached>,
     /// Set when the buffer is used in a way the reader cannot bound.
     unknown: bool,
-    callee: &'c dyn Fn(&str, usize) -> Option<Reach>,
+    callee: &'c dyn Fn(&str, usize) -> Option<Use>,
 }
 
 impl Reader<'_> {
@@ -550,7 +605,7 @@ impl Reader<'_> {
             return Binding::Opaque;
         }
         match self.evaluate(init) {
-            Value::Buffer(dtype) if pointer => Binding::Buffer(scalar_dtype(ty.trim_start_matches("const ")).or(dtype)),
+            Value::Buffer(at) if pointer => Binding::Buffer(at.as_type(ty)),
             Value::Buffer(_) => {
                 self.unknown = true;
                 Binding::Opaque
@@ -842,14 +897,33 @@ impl Reader<'_> {
         }
     }
 
-    fn access(&mut self, index: Option<Interval>, dtype: Option<DType>) {
-        match (index, dtype) {
-            (Some(index), Some(dtype)) if index.lo >= 0 => match self.reached {
-                Some((_, seen)) if seen != dtype => self.unknown = true,
-                Some((last, _)) => self.reached = Some((last.max(index.hi), dtype)),
-                None => self.reached = Some((index.hi, dtype)),
+    /// A pointer the code computed into the buffer; `None` (not followed) makes the reach unknown.
+    fn pointer(&mut self, at: Option<Pointer>) -> Value {
+        at.map_or_else(
+            || {
+                self.unknown = true;
+                UNKNOWN
             },
-            _ => self.unknown = true,
+            Value::Buffer,
+        )
+    }
+
+    /// An access to elements `index` of type `dtype` through pointer `at`.
+    fn access(&mut self, at: Pointer, index: Option<Interval>, dtype: Option<DType>) {
+        let bytes = |index: Interval, dtype: DType| {
+            let size = i64::try_from(dtype.size_bytes()).ok()?;
+            let first = at.offset.lo.checked_add(index.lo.checked_mul(size)?)?;
+            let end = at.offset.hi.checked_add(index.hi.checked_add(1)?.checked_mul(size)?)?;
+            (index.lo >= 0 && first >= 0).then_some(end)
+        };
+        match index.zip(dtype).and_then(|(index, dtype)| Some((bytes(index, dtype)?, dtype))) {
+            Some((end, dtype)) => {
+                self.reached = Some(match self.reached {
+                    Some(seen) => Reached { end: seen.end.max(end), dtype: seen.dtype.filter(|&seen| seen == dtype) },
+                    None => Reached { end, dtype: Some(dtype) },
+                })
+            }
+            None => self.unknown = true,
         }
     }
 
@@ -865,7 +939,7 @@ impl Reader<'_> {
             Expr::Int(value) => Value::Int(Some(Interval::point(*value))),
             Expr::Unknown => UNKNOWN,
             Expr::Ident(name) => match self.lookup(name) {
-                Some((_, Binding::Buffer(dtype))) => Value::Buffer(*dtype),
+                Some((_, Binding::Buffer(at))) => Value::Buffer(*at),
                 _ => Value::Int(self.range(name).map(|(_, range)| range)),
             },
             Expr::Unary("&", operand) => match operand.as_ref() {
@@ -876,13 +950,14 @@ impl Reader<'_> {
                         UNKNOWN
                     }
                 },
-                // `&(x[i])`: a pointer into the buffer the reader does not follow.
+                // `&(x[i])`: a pointer into the buffer, `i` elements on.
                 Expr::Index(base, index) => {
-                    if matches!(self.evaluate(base), Value::Buffer(_)) {
-                        self.unknown = true;
+                    let base = self.evaluate(base);
+                    let index = self.integer_of(index);
+                    match base {
+                        Value::Buffer(at) => self.pointer(index.and_then(|index| at.advanced(index))),
+                        _ => UNKNOWN,
                     }
-                    self.consume(index);
-                    UNKNOWN
                 }
                 _ => {
                     self.consume(operand);
@@ -911,6 +986,24 @@ impl Reader<'_> {
                 }
                 UNKNOWN
             }
+            Expr::Binary(op @ ("+" | "-"), left, right) => {
+                match (self.evaluate(left), self.evaluate(right)) {
+                    // Pointer arithmetic: `x + i`, `i + x`, `x - i`.
+                    (Value::Buffer(at), Value::Int(elements)) => {
+                        let elements = if *op == "-" { elements.and_then(|iv| iv.binary("*", Interval::point(-1))) } else { elements };
+                        self.pointer(elements.and_then(|elements| at.advanced(elements)))
+                    }
+                    (Value::Int(elements), Value::Buffer(at)) if *op == "+" => {
+                        self.pointer(elements.and_then(|elements| at.advanced(elements)))
+                    }
+                    (Value::Int(Some(l)), Value::Int(Some(r))) => Value::Int(l.binary(op, r)),
+                    (Value::Buffer(_), _) | (_, Value::Buffer(_)) => {
+                        self.unknown = true;
+                        UNKNOWN
+                    }
+                    _ => UNKNOWN,
+                }
+            }
             Expr::Binary(op, left, right) => {
                 let (left, right) = (self.integer_of(left), self.integer_of(right));
                 Value::Int(
@@ -927,7 +1020,7 @@ impl Reader<'_> {
                 Value::Int(then.zip(otherwise).map(|(a, b)| a.hull(b)))
             }
             Expr::Cast(ty, pointer, operand) => match (self.evaluate(operand), pointer) {
-                (Value::Buffer(dtype), true) => Value::Buffer(scalar_dtype(ty.trim_start_matches("const ")).or(dtype)),
+                (Value::Buffer(at), true) => Value::Buffer(at.as_type(ty)),
                 (Value::Buffer(_), false) => {
                     self.unknown = true;
                     UNKNOWN
@@ -938,7 +1031,7 @@ impl Reader<'_> {
             Expr::Index(base, index) => {
                 let index = self.integer_of(index);
                 match self.evaluate(base) {
-                    Value::Buffer(dtype) => self.access(index, dtype),
+                    Value::Buffer(at) => self.access(at, index, at.dtype),
                     Value::DimsAddress(_) | Value::Int(_) => {}
                 }
                 UNKNOWN
@@ -946,13 +1039,14 @@ impl Reader<'_> {
             Expr::Call(function, args) => {
                 let values: Vec<Value> = args.iter().map(|arg| self.evaluate(arg)).collect();
                 for (position, value) in values.iter().enumerate() {
-                    let Value::Buffer(dtype) = value else { continue };
+                    let Value::Buffer(at) = *value else { continue };
                     match self.external(function, position, &values) {
-                        Some(elements) => self.access(elements.checked_sub(1).map(|hi| Interval { lo: 0, hi }), *dtype),
+                        Some(elements) => self.access(at, elements.checked_sub(1).map(|hi| Interval { lo: 0, hi }), at.dtype),
                         None => match (self.callee)(function, position) {
-                            Some(reach) => {
+                            Some(Use::Untouched) => {}
+                            Some(Use::Reaches(reach)) => {
                                 let last = i64::try_from(reach.elements).ok().and_then(|e| e.checked_sub(1));
-                                self.access(last.map(|hi| Interval { lo: 0, hi }), Some(reach.dtype))
+                                self.access(at, last.map(|hi| Interval { lo: 0, hi }), Some(reach.dtype))
                             }
                             None => self.unknown = true,
                         },
@@ -1026,7 +1120,7 @@ fn fits(iv: Interval, ty: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn none(_: &str, _: usize) -> Option<Reach> {
+    fn none(_: &str, _: usize) -> Option<Use> {
         None
     }
 
@@ -1092,13 +1186,41 @@ mod tests {
         let body =
             "if (op_a(x_buffer_var, sid_1_let, ws) != 0 ) return -1;\n  if (op_b(sid_1_let, x_buffer_var) != 0 ) return -1;\n  return 0;\n";
         let callee = |function: &str, position: usize| match (function, position) {
-            ("op_a", 0) => DType::parse("int8").ok().map(|dtype| Reach { elements: 240, dtype }),
-            ("op_b", 1) => DType::parse("int8").ok().map(|dtype| Reach { elements: 100, dtype }),
+            ("op_a", 0) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 240, dtype })),
+            ("op_b", 1) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 100, dtype })),
+            ("op_d", 0) => Some(Use::Untouched),
             _ => None,
         };
         let found = reach("int8_t* x_buffer_var, uint8_t* ws", body, "x_buffer_var", &callee);
         assert_eq!(found.map(|r| r.elements), Some(240));
         assert_eq!(reach("int8_t* x_buffer_var", "op_c(x_buffer_var);\n", "x_buffer_var", &callee), None);
+        // A callee that never touches the buffer adds nothing to the reach.
+        let found = reach("int8_t* x_buffer_var", "op_d(x_buffer_var);\n op_b(0, x_buffer_var);\n", "x_buffer_var", &callee);
+        assert_eq!(found.map(|r| r.elements), Some(100));
+        assert_eq!(use_of("int8_t* x", "op_d(x);\n", "x", &callee), Some(Use::Untouched));
+    }
+
+    #[test]
+    fn pointers_at_offsets_into_a_pool_are_followed() {
+        // TVM's USMP operators: lets at constant offsets into a `uint8_t*` pool, accessed as several types.
+        let body = "void* fused_constant_let = (&(pool[9728]));\n  void* pad_temp_let = (&(pool[8192]));\n\
+            for (int32_t i = 0; i < 972; ++i) {\n  ((float*)pad_temp_let)[i] = 0.0f;\n}\n\
+            for (int32_t j = 0; j < 8; ++j) {\n  void* acc_let = (&(pool[12080]));\n  ((int32_t*)acc_let)[0] = ((int16_t*)fused_constant_let)[j];\n}\n";
+        assert_eq!(elements("uint8_t* pool", body, "pool"), Some((12084, "uint8".into())));
+        // One element type: the reach is in it, rounded up to whole elements.
+        assert_eq!(elements("uint8_t* pool", "((float*)(pool + 6))[1] = 0.0f;\n", "pool"), Some((4, "float32".into())));
+        assert_eq!(elements("float* x", "float* y = x + 4;\n y[0] = 1.0f;\n", "x"), Some((5, "float32".into())));
+        let cast = "((int8_t*)((void*)(((uint8_t*)pool) + 100)))[3] = 1;\n";
+        assert_eq!(elements("uint8_t* pool", cast, "pool"), Some((104, "int8".into())));
+        // Several element types through a buffer not declared as bytes: unknown.
+        assert_eq!(elements("float* x", "((int8_t*)x)[0] = 1;\n x[1] = 0.0f;\n", "x"), None);
+        // A pointer passed on reaches what the callee reaches, from its offset.
+        let callee = |function: &str, position: usize| match (function, position) {
+            ("op", 0) => DType::parse("float32").ok().map(|dtype| Use::Reaches(Reach { elements: 10, dtype })),
+            _ => None,
+        };
+        let found = reach("uint8_t* pool", "void* sid_1_let = (&(pool[5120]));\n op(sid_1_let);\n", "pool", &callee);
+        assert_eq!(found.map(|r| (r.elements, r.dtype.to_string())), Some((1290, "float32".into())));
     }
 
     #[test]
@@ -1106,7 +1228,10 @@ mod tests {
         let params = "float* x, int32_t n";
         // A bound computed at run time, a pointer escaping, an index that changes inside the loop.
         assert_eq!(elements(params, "for (int32_t i = 0; i < n; ++i) { x[i] = 0.0f; }\n", "x"), None);
-        assert_eq!(elements(params, "float* y = x + 4;\n y[0] = 1.0f;\n", "x"), None);
+        assert_eq!(elements(params, "float* y = x + n;\n y[0] = 1.0f;\n", "x"), None);
+        assert_eq!(elements(params, "float* y = x + 4;\n y = y + 1;\n y[0] = 1.0f;\n", "x"), None);
+        assert_eq!(elements(params, "float* y = x - 4;\n y[2] = 1.0f;\n", "x"), None, "before the buffer");
+        assert_eq!(elements(params, "store(&(x[n]));\n", "x"), None);
         assert_eq!(elements(params, "int32_t k = 0;\nfor (int32_t i = 0; i < 4; ++i) { x[k] = 0.0f; k = k + 8; }\n", "x"), None);
         assert_eq!(elements(params, "for (int32_t i = 0; i < 4; ++i) { x[i - 1] = 0.0f; }\n", "x"), None, "below zero");
         // Overflow is refused, not wrapped.

@@ -10,7 +10,7 @@ use crate::ident::CIdent;
 use crate::input::archive::Tree;
 use crate::input::c_text::{self, called_functions, closing, function_definitions, split_top_level, strip_comments};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
-use crate::input::loops::{pointer_dtype, Reach};
+use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
 
 pub(crate) const SRC_DIR: &str = "codegen/host/src";
@@ -869,9 +869,39 @@ pub(crate) fn entry_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str
         .find(|name| code.definition(name, |_, _| ()).is_some())?;
     let packed = code.definition(&entry, |_, body| body.contains("(((TVMValue*)args)[")).unwrap_or(false);
     let reaches = (0..tensors)
-        .map(|position| if packed { code.packed_entry_reach(&entry, position) } else { code.reach(&entry, position, 0) })
+        .map(|position| if packed { code.packed_entry_reach(&entry, position) } else { code.reach(&entry, position) })
         .collect();
     Some((entry, reaches))
+}
+
+/// How far the code reaches into a pool `tvmgen_<m>_run` passes to the model
+/// function (`___tvm_main__` or `_run_model`) as the argument `pool`, maybe
+/// cast (`workspace_pools->sram`, USMP's `&global_workspace`): the model
+/// function passes it, or pointers at constant offsets into it, to its
+/// operators (see `loops`). The bytes reached, with the model function and the
+/// file defining it; `None` when the code does not show it (the pool passed
+/// some other way, or used in a way the reader does not follow).
+pub(crate) fn pool_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str, pool: &str) -> Option<(u64, String, String)> {
+    let code = CodeReader { sources, codegen, texts: std::cell::RefCell::new(BTreeMap::new()) };
+    let entry = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")]
+        .into_iter()
+        .find(|name| code.definition(name, |_, _| ()).is_some())?;
+    let position = code.definition(&format!("tvmgen_{module}_run"), |_, body| {
+        let call = body.find(&format!("{entry}("))? + entry.len() + 1;
+        let close = c_text::closing(&body[call..], '(', ')')?;
+        let args = c_text::split_top_level(&body[call..call + close]);
+        // The argument is the pool itself, maybe cast: `((uint8_t*)workspace_pools->sram)`.
+        let bare =
+            |arg: &str| arg.trim_start_matches(['(', ' ']).trim_end_matches([')', ' ']).rsplit(')').next().map(str::trim) == Some(pool);
+        let mut matching = args.iter().enumerate().filter(|(_, arg)| arg.contains(pool));
+        match (matching.next(), matching.next()) {
+            (Some((position, arg)), None) if bare(arg) => Some(position),
+            _ => None,
+        }
+    })??;
+    let bytes = code.reach(&entry, position)?.bytes()?;
+    let file = codegen.c_sources.iter().find(|path| function_body(sources.text(path), &entry).is_some())?.clone();
+    Some((bytes, entry, file))
 }
 
 /// Calls deeper than this are not followed (TVM's are two deep: entry, operator).
@@ -950,16 +980,23 @@ impl CodeReader<'_, '_> {
         let data = data?;
         // The data pointer read as a parameter: its declaration goes, so nothing shadows it.
         let body = body.replacen(&format!("void* {data} = (((DLTensor*){handle})[0].data);"), "", 1);
-        crate::input::loops::reach(&format!("void* {data}"), &body, &data, &|callee, at| self.reach(callee, at, 1))
+        crate::input::loops::reach(&format!("void* {data}"), &body, &data, &|callee, at| self.use_of(callee, at, 1))
     }
 
-    fn reach(&self, function: &str, position: usize, depth: usize) -> Option<Reach> {
+    fn reach(&self, function: &str, position: usize) -> Option<Reach> {
+        match self.use_of(function, position, 0)? {
+            Use::Reaches(reach) => Some(reach),
+            Use::Untouched => None,
+        }
+    }
+
+    fn use_of(&self, function: &str, position: usize, depth: usize) -> Option<Use> {
         if depth > MAX_CALL_DEPTH {
             return None;
         }
         self.definition(function, |params, body| {
             let name = param_names(params).get(position).cloned()?;
-            crate::input::loops::reach(params, body, &name, &|callee, at| self.reach(callee, at, depth + 1))
+            crate::input::loops::use_of(params, body, &name, &|callee, at| self.use_of(callee, at, depth + 1))
         })?
     }
 }
@@ -1246,5 +1283,41 @@ mod graph_reach_tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod pool_reach_tests {
+    use super::*;
+
+    /// Every pool of the corpus's AOT archives is read by the code: how far it
+    /// reaches is the size the interface header (or USMP's static array) states.
+    #[test]
+    fn corpus_pools_are_reached_as_far_as_they_are_stated() {
+        let Some(dir) = crate::test_support::corpus_dir() else { return };
+        let tars: Vec<_> = glob::glob(&format!("{}/**/model.tar", dir.display())).unwrap().map(|p| p.unwrap()).collect();
+        let mut checked = Vec::new();
+        for tar in &tars {
+            let tree = Tree::load(tar, Default::default()).unwrap();
+            let Some(Ok(metadata)) = tree.get("metadata.json").map(crate::input::metadata::parse) else { continue };
+            let modules: Vec<&str> = metadata.modules.iter().map(|m| m.name.as_str()).collect();
+            for module in &modules {
+                let codegen = codegen_for(&tree, module, &modules);
+                let sources = Sources::new(&tree);
+                let path = InterfaceHeader::path_for(module);
+                let Some(text) = tree.get(&path) else { continue };
+                let header = InterfaceHeader::parse(module, &path, &String::from_utf8_lossy(text)).unwrap();
+                for pool in &header.pools {
+                    let prefix = format!("TVMGEN_{}_{}", module.to_uppercase(), pool.to_uppercase());
+                    let stated =
+                        ["WORKSPACE", "CONSTANT"].iter().find_map(|kind| header.macro_u64(&format!("{prefix}_{kind}_POOL_SIZE"))).unwrap();
+                    let (bytes, ..) = pool_reach(&sources, &codegen, module, &format!("workspace_pools->{pool}"))
+                        .unwrap_or_else(|| panic!("{}: pool `{pool}`", tar.display()));
+                    assert_eq!(bytes, stated, "{}: pool `{pool}`", tar.display());
+                    checked.push(format!("{}:{pool}", tar.display()));
+                }
+            }
+        }
+        assert!(checked.len() >= 4, "{checked:?}");
     }
 }

@@ -101,9 +101,14 @@ fn plan_c_interface(
     };
     let (inputs, outputs) = resolver.resolve()?;
     let mut pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
-    // The code reaches into a workspace pool at offsets the reader does not follow:
-    // a single pool is at least the workspace metadata.json states, the larger figure winning.
+    // A single workspace pool is at least the workspace metadata.json states, the larger figure winning.
     let workspace = meta.workspace_size_bytes();
+    let single = pools.iter().filter(|pool| pool.constant_data.is_none()).count() == 1;
+    let stated_by = |pool: &Pool| match (&pool.constant_data, single) {
+        (None, true) => format!("{header_path} ({} bytes) and metadata.json's workspace ({workspace} bytes)", pool.size_bytes),
+        _ => format!("{header_path} ({} bytes)", pool.size_bytes),
+    };
+    let stated_by: Vec<String> = pools.iter().map(stated_by).collect();
     if let [pool] = &mut pools.iter_mut().filter(|pool| pool.constant_data.is_none()).collect::<Vec<_>>()[..] {
         if pool.size_bytes < workspace {
             crate::plan::warn(format!(
@@ -112,6 +117,9 @@ fn plan_c_interface(
             ));
             pool.size_bytes = workspace;
         }
+    }
+    for (pool, stated_by) in pools.iter_mut().zip(&stated_by) {
+        at_least_code_reach(sources, &codegen, &name, (header_path, stated_by), pool)?;
     }
     finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
 }
@@ -511,6 +519,37 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
         .in_file(header_path)
         .help("mlf-build runs an AOT module through one of these, so the archive cannot be built as it is: pass the complete archive, with every file TVM wrote under codegen/host"),
     }
+}
+
+/// A pool is at least what the code reaches into it: a workspace pool the
+/// files state smaller is grown to the code's reach (warning); a constant pool
+/// the code reads past the end of is refused, since its bytes are nowhere else.
+/// Where the code does not show its reach, the stated size stands. `files`:
+/// the interface header, and the files that state the pool's size.
+fn at_least_code_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str, files: (&str, &str), pool: &mut Pool) -> Result<()> {
+    let (header_path, stated_by) = files;
+    let Some((bytes, entry, file)) = sources::pool_reach(sources, codegen, module, &format!("workspace_pools->{}", pool.name)) else {
+        return Ok(());
+    };
+    if bytes <= pool.size_bytes {
+        return Ok(());
+    }
+    let name = &pool.name;
+    if pool.constant_data.is_some() {
+        return Err(Error::new(
+            ErrorKind::Metadata,
+            format!("the code of `{entry}` in {file} reads {bytes} bytes of constant pool `{name}`, but {header_path} gives it {} bytes of data", pool.size_bytes),
+        )
+        .in_file(header_path)
+        .help("the constant data and the code come from different exports, or one was edited: restore the interface header from the archive TVM wrote with these sources; mlf-build will not let the code read past the constants it has"));
+    }
+    crate::plan::limits::check_bytes(module, &format!("workspace pool `{name}` (the reach of `{entry}` in {file})"), bytes)
+        .map_err(|e| e.in_file(file.clone()))?;
+    crate::plan::warn(format!(
+        "workspace pool `{name}` of module `{module}`: {stated_by} state less, but the code of `{entry}` in {file} reaches {bytes} bytes; the pool is {bytes} bytes"
+    ));
+    pool.size_bytes = bytes;
+    Ok(())
 }
 
 fn plan_pool(header: &InterfaceHeader, module: &str, pool: &CIdent) -> Result<Pool> {
