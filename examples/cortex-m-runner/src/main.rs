@@ -38,8 +38,13 @@ const fn max_bytes(tensors: &[model::TensorInfo]) -> usize {
 /// Zeros for every input when no input files were embedded.
 static ZEROS: Aligned<{ max_bytes(&model::INPUTS) }> = Aligned([0; max_bytes(&model::INPUTS)]);
 
-/// Every output at an offset aligned to 16 bytes.
-const OUTPUT_AREA_BYTES: usize = model::OUTPUT_BYTES + 16 * model::OUTPUTS.len();
+/// Bytes after every output that a run must leave holding [`CANARY`]: a
+/// buffer mlf-build sized smaller than the code writes shows as a failed run.
+const CANARY_BYTES: usize = 16;
+const CANARY: u8 = 0xa5;
+
+/// Every output at an offset aligned to 16 bytes, each followed by its canary.
+const OUTPUT_AREA_BYTES: usize = model::OUTPUT_BYTES + (16 + CANARY_BYTES) * model::OUTPUTS.len();
 
 /// The outputs' buffers, static as firmware keeps its buffers, so they count in .bss.
 struct OutputArea(UnsafeCell<Aligned<OUTPUT_AREA_BYTES>>);
@@ -66,8 +71,12 @@ fn main() -> ! {
             let mut out = Console(stdout);
             match run::<model::Model>(&mut out) {
                 Ok(()) => 0,
-                Err(error) => {
+                Err(Failure::Model(error)) => {
                     let _ = writeln!(out, "error: {error}");
+                    1
+                }
+                Err(Failure::Overrun { output, offset }) => {
+                    let _ = writeln!(out, "error: the run wrote past output{output}: byte {offset} after it changed");
                     1
                 }
             }
@@ -84,8 +93,22 @@ extern "C" fn abort() -> ! {
     semihosting::process::exit(1)
 }
 
+/// Why a run failed.
+enum Failure {
+    /// The model's own error.
+    Model(mlf_rt::Error),
+    /// The canary after output `output` changed at `offset` bytes past its end.
+    Overrun { output: usize, offset: usize },
+}
+
+impl From<mlf_rt::Error> for Failure {
+    fn from(error: mlf_rt::Error) -> Self {
+        Failure::Model(error)
+    }
+}
+
 /// Runs any model the firmware has room for: buffers are sized for the built one.
-fn run<M: Model>(out: &mut Console) -> Result<(), mlf_rt::Error> {
+fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
     let _ = writeln!(out, "model `{}` from {}", M::NAME, ARCHIVE);
     let mut input_slots: [&[u8]; model::INPUTS.len()] = [&[]; model::INPUTS.len()];
     let inputs = input_slots.get_mut(..M::INPUTS.len()).ok_or(mlf_rt::Error::InputCount(M::INPUTS.len()))?;
@@ -100,13 +123,17 @@ fn run<M: Model>(out: &mut Console) -> Result<(), mlf_rt::Error> {
     let mut output_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     let outputs = output_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
     let mut rest: &mut [u8] = &mut area.0;
-    for (index, (output, info)) in outputs.iter_mut().zip(M::OUTPUTS).enumerate() {
+    let mut canary_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+    for (index, ((output, canary), info)) in outputs.iter_mut().zip(canary_slots.iter_mut()).zip(M::OUTPUTS).enumerate() {
         let padded = info.bytes.next_multiple_of(16);
-        if padded > rest.len() {
-            return Err(mlf_rt::Error::OutputSize { index, len: rest.len() });
+        if padded + CANARY_BYTES > rest.len() {
+            return Err(mlf_rt::Error::OutputSize { index, len: rest.len() }.into());
         }
-        let (buffer, tail) = core::mem::take(&mut rest).split_at_mut(padded);
-        *output = &mut buffer[..info.bytes];
+        let (buffer, tail) = core::mem::take(&mut rest).split_at_mut(padded + CANARY_BYTES);
+        let (buffer, guard) = buffer.split_at_mut(info.bytes);
+        guard.fill(CANARY);
+        *output = buffer;
+        *canary = guard;
         rest = tail;
     }
     let top = stack::pointer();
@@ -117,6 +144,11 @@ fn run<M: Model>(out: &mut Console) -> Result<(), mlf_rt::Error> {
         Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
         Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
     };
+    if let Some((output, offset)) =
+        canary_slots.iter().enumerate().find_map(|(output, guard)| Some((output, guard.iter().position(|&byte| byte != CANARY)?)))
+    {
+        return Err(Failure::Overrun { output, offset });
+    }
     result?;
     for (index, output) in outputs.iter().enumerate() {
         let _ = write!(out, "output{index}: ");
