@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::cargo::cache;
 use crate::cargo::write::write_replacing;
 use crate::error::Result;
+use crate::toolchain::inputs;
 
 #[derive(Serialize, Deserialize)]
 struct Stored<T> {
@@ -29,8 +30,8 @@ fn file(dir: &Path, key: &str) -> PathBuf {
 /// A program's resolved path, size and modification time.
 pub(crate) fn stamp(program: &Path) -> Option<String> {
     let path = which::which(program).ok()?;
-    let metadata = std::fs::metadata(&path).ok()?;
-    Some(format!("{} {} {:?}", path.display(), metadata.len(), metadata.modified().ok()?))
+    let (len, modified) = inputs::stat(&path)?;
+    Some(format!("{} {len} {modified}", path.display()))
 }
 
 /// The answers stored for `key`, if their programs are unchanged.

@@ -38,7 +38,7 @@ struct Input {
 }
 
 /// A file's size and modification time, in nanoseconds since the Unix epoch.
-fn stat(path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn stat(path: &Path) -> Option<(u64, u64)> {
     let metadata = std::fs::metadata(path).ok()?;
     let modified = metadata.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
     Some((metadata.len(), u64::try_from(modified.as_nanos()).ok()?))

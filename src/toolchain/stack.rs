@@ -26,6 +26,7 @@ use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};
 use crate::plan::model::{StackBound, StackFrame};
 use crate::toolchain::elf::{self, Header};
+use crate::toolchain::inputs;
 use crate::toolchain::prologue;
 use crate::toolchain::system_lib::Archive;
 
@@ -981,11 +982,7 @@ fn read_cache(cache: &Path, key: &str) -> Option<Vec<StackBound>> {
 /// object's and `.su` file's and library's size and time, the roots, and the
 /// program computing them (the build script, rebuilt when mlf-build changes).
 fn cache_key(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<String> {
-    let stamp = |path: &Path| -> String {
-        let metadata = std::fs::metadata(path).ok();
-        let modified = metadata.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        format!("{}\t{:?}\t{:?}\n", path.display(), metadata.map(|m| m.len()), modified.map(|t| t.as_nanos()))
-    };
+    let stamp = |path: &Path| format!("{}\t{:?}\n", path.display(), inputs::stat(path));
     let mut parts = vec![env!("CARGO_PKG_VERSION").to_string(), roots.join("\n")];
     parts.extend(std::env::current_exe().ok().map(|exe| stamp(&exe)));
     for list in object_lists {
