@@ -84,6 +84,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
         defines: Vec::new(),
         out_dir: out_dir.join("mlf").join("support"),
+        root: out_dir.join("mlf"),
         directives: config.env.directives,
         sections: SectionNames::default(),
         external_sources: Vec::new(),
@@ -184,6 +185,8 @@ pub(super) fn model_library(
         include_dirs: include_dirs(plan, tree_dir, gen_dir, extra),
         defines,
         out_dir: work.join("lib"),
+        // `work` is `OUT_DIR/mlf/build/<stem>`.
+        root: work.ancestors().nth(2).unwrap_or(work).to_path_buf(),
         directives: extra.directives,
         sections: sections.clone(),
         external_sources,
@@ -203,8 +206,6 @@ pub(super) fn supply_scratch(
     work: &Path,
 ) -> Result<()> {
     let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
-    // Absolute: the wrappers include the originals from wherever the compiler runs.
-    let tree = std::path::absolute(&tree_dir).map_err(|e| Error::io("read", &tree_dir, e))?;
     for (index, module) in plan.modules.iter_mut().enumerate() {
         let own: Vec<&ScratchSupply> = supplies.iter().filter(|supply| supply.module == index).collect();
         let Some(bytes) = own.iter().map(|supply| supply.bytes).max() else { continue };
@@ -212,7 +213,7 @@ pub(super) fn supply_scratch(
         for supply in own {
             calls.entry(supply.file.clone()).or_default().insert(CIdent::new("CMSIS-NN kernel", &supply.kernel)?);
         }
-        let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls }, &tree)?;
+        let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls })?;
         write_if_changed(&gen_dir.join(&code.buffer.path), &code.buffer.bytes)?;
         generated.extend(&code.buffer.bytes);
         model.c_sources.push(gen_dir.join(&code.buffer.path));

@@ -6,7 +6,7 @@
 //! context has none; the archive's files are not edited.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{includable, GeneratedFile};
 use crate::error::{Error, ErrorKind, Result};
@@ -33,9 +33,11 @@ pub(crate) struct ScratchCode {
     pub wrappers: Vec<(String, GeneratedFile)>,
 }
 
-/// The C for `scratch`, relative to the glue directory; each wrapper includes
-/// its original from `tree` (an absolute path).
-pub(crate) fn files(scratch: &ScratchFiles<'_>, tree: &Path) -> Result<ScratchCode> {
+/// The C for `scratch`, relative to the glue directory (`gen`, beside the
+/// archive's `tree`); each wrapper includes its original by a path relative to
+/// itself (`#include "..."` looks beside the including file first), so the
+/// text is the same wherever the output directory is.
+pub(crate) fn files(scratch: &ScratchFiles<'_>) -> Result<ScratchCode> {
     let m = scratch.module.as_str();
     let function = format!("mlf_{m}_kernel_scratch");
     // `cmsis_nn_context.size` is an `int32_t`.
@@ -56,15 +58,19 @@ pub(crate) fn files(scratch: &ScratchFiles<'_>, tree: &Path) -> Result<ScratchCo
     for (file, kernels) in &scratch.calls {
         let routes: String =
             kernels.iter().map(|kernel| format!("#define {kernel}(ctx, ...) {kernel}({function}(ctx), __VA_ARGS__)\n")).collect();
+        let wrapper_path = Path::new("kernel-scratch").join(file);
+        // Up from the wrapper's directory to the one holding `gen` and `tree`.
+        let depth = wrapper_path.parent().map_or(0, |dir| dir.components().count()) + 1;
+        let original: PathBuf = std::iter::repeat_n(Path::new(".."), depth).collect::<PathBuf>().join("tree").join(file);
         // The library's header first: the routing macros must not rename its declarations.
         let text = format!(
             "/* Written by mlf-build: {} with its CMSIS-NN calls that have no scratch buffer given mlf-build's. */\n\
              #include <stdint.h>\n#include \"arm_nnfunctions.h\"\n\
              const cmsis_nn_context *{function}(const cmsis_nn_context *ctx);\n{routes}#include \"{}\"\n",
             c_comment(file),
-            includable(&tree.join(file))?
+            includable(&original)?
         );
-        wrappers.push((file.clone(), GeneratedFile { path: Path::new("kernel-scratch").join(file), bytes: text.into_bytes() }));
+        wrappers.push((file.clone(), GeneratedFile { path: wrapper_path, bytes: text.into_bytes() }));
     }
     Ok(ScratchCode { buffer, wrappers })
 }
@@ -81,7 +87,7 @@ mod tests {
     #[test]
     fn routes_the_file_s_kernels_after_the_library_header_and_includes_the_original() {
         let module = CIdent::new("module", "vww").unwrap();
-        let code = files(&scratch(&module, 1024, "codegen/host/src/lib2.c"), Path::new("/work/tree")).unwrap();
+        let code = files(&scratch(&module, 1024, "codegen/host/src/lib2.c")).unwrap();
         let buffer = String::from_utf8(code.buffer.bytes).unwrap();
         assert_eq!(code.buffer.path, Path::new("mlf_vww_kernel_scratch.c"));
         assert!(buffer.contains("static _Alignas(4) int8_t mlf_vww_kernel_scratch_buffer[1024];"), "{buffer}");
@@ -97,15 +103,16 @@ mod tests {
             at("#include \"arm_nnfunctions.h\"")
                 < at("#define arm_avgpool_s8(ctx, ...) arm_avgpool_s8(mlf_vww_kernel_scratch(ctx), __VA_ARGS__)")
         );
-        assert!(at("#define arm_softmax_s8(ctx, ...)") < at("#include \"/work/tree/codegen/host/src/lib2.c\""));
+        // From gen/kernel-scratch/codegen/host/src/ to tree/codegen/host/src/lib2.c.
+        assert!(at("#define arm_softmax_s8(ctx, ...)") < at("#include \"../../../../../tree/codegen/host/src/lib2.c\""));
     }
 
     #[test]
     fn sizes_c_cannot_state_and_paths_c_cannot_include_are_refused() {
         let module = CIdent::new("module", "vww").unwrap();
-        let too_big = files(&scratch(&module, 1 << 31, "lib2.c"), Path::new("/t")).unwrap_err();
+        let too_big = files(&scratch(&module, 1 << 31, "lib2.c")).unwrap_err();
         assert!(too_big.to_string().contains("int32_t"), "{too_big}");
-        let quoted = files(&scratch(&module, 16, "lib\"2.c"), Path::new("/t")).unwrap_err();
+        let quoted = files(&scratch(&module, 16, "lib\"2.c")).unwrap_err();
         assert!(quoted.to_string().contains("cannot #include"), "{quoted}");
     }
 }

@@ -20,7 +20,8 @@ use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Ran};
 use crate::toolchain::static_lib;
 
-/// Flags every compile gets for the stack bound (`toolchain::stack`); part of the cache keys.
+/// Flags a compile gets for the stack bound (`toolchain::stack`), the first
+/// only when no wrapper runs the compiler; part of the cache keys.
 pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections"];
 
 /// The compilers a build's libraries use, as `cc` resolved them, and what
@@ -102,6 +103,10 @@ pub(crate) struct Library {
     pub defines: Vec<(String, Option<String>)>,
     /// Where objects and the archive go.
     pub out_dir: PathBuf,
+    /// The directory the compiles run in (`OUT_DIR/mlf`): paths under it
+    /// reach the compiler relative, so neither the commands (what a compiler
+    /// cache hashes) nor the objects depend on where the checkout is.
+    pub root: PathBuf,
     /// Where the link lines and the compiler's warnings go.
     pub directives: Directives,
     /// The linker sections the model's memory goes to (`Builder::link_section`).
@@ -201,12 +206,35 @@ impl Library {
         Ok(units)
     }
 
-    /// `<out_dir>/<stem>-<hash of the source's path>.o`: stable, and distinct
-    /// for sources of the same name in different directories.
+    /// `<out_dir>/<stem>-<hash of the source's path as given>.o`: stable, the
+    /// same from any checkout (a library's member names), and distinct for
+    /// sources of the same name in different directories.
     fn object_path(&self, source: &Path) -> PathBuf {
         let stem = source.file_stem().map_or_else(|| "source".into(), |stem| stem.to_string_lossy().into_owned());
-        let hash = crate::cargo::cache::key(&[source.as_os_str().as_encoded_bytes()]);
+        let hash = crate::cargo::cache::key(&[self.given(source).as_os_str().as_encoded_bytes()]);
         self.out_dir.join(format!("{stem}-{}.o", &hash[..16]))
+    }
+
+    /// `path` as the compiler is given it: relative to [`Library::root`] when under it.
+    fn given(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.root) {
+            Ok(relative) if relative.as_os_str().is_empty() => PathBuf::from("."),
+            Ok(relative) => relative.to_path_buf(),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+
+    /// `command` run in [`Library::root`]. On Linux
+    /// `PWD` names the directory as `/proc/self/cwd`: gcc and clang take the
+    /// debug information's compilation directory (and gcc's preprocessed
+    /// output, which sccache hashes, its line naming it) from `PWD` when it
+    /// names the directory they run in, so that too is the same from any checkout.
+    fn in_root(&self, mut command: Command) -> Command {
+        command.current_dir(&self.root);
+        if cfg!(target_os = "linux") && Path::new("/proc/self/cwd").is_dir() {
+            command.env("PWD", "/proc/self/cwd");
+        }
+        command
     }
 
     /// The compiler's arguments for `source`, less where the outputs go.
@@ -214,12 +242,18 @@ impl Library {
         let mut args = compiler.args.clone();
         for dir in &self.include_dirs {
             args.push("-I".into());
-            args.push(dir.into());
+            args.push(self.given(dir).into());
         }
         if !compiler.msvc {
             // Each function's frame in a `.su` file and each function in a section of
             // its own (cc's default too), for the stack bound; the code is unchanged.
-            args.extend(STACK_FLAGS.iter().map(OsString::from));
+            // A compiler cache refuses `-fstack-usage` (sccache) or drops its file
+            // (sccache 0.4): under a wrapper the bound reads the frames from the code.
+            let [stack_usage, function_sections] = STACK_FLAGS;
+            if !compiler.under_wrapper {
+                args.push(stack_usage.into());
+            }
+            args.push(function_sections.into());
             if self.sections.workspace.is_some() {
                 // Tentative definitions would be COMMON symbols, in no section to rename.
                 args.push("-fno-common".into());
@@ -232,7 +266,7 @@ impl Library {
             });
         }
         args.push(if compiler.msvc { "/c" } else { "-c" }.into());
-        args.push(source.into());
+        args.push(self.given(source).into());
         args
     }
 
@@ -240,14 +274,14 @@ impl Library {
     fn start<'a>(&self, unit: &'a Unit<'a>) -> Started<'a> {
         let object = temporary(&unit.object);
         let depfile = object.with_extension("d");
-        let mut command = unit.compiler.program_command();
+        let mut command = self.in_root(unit.compiler.program_command());
         command.args(self.arguments(unit.compiler, unit.source));
         if unit.compiler.msvc {
             let mut out = OsString::from("/Fo");
-            out.push(&object);
+            out.push(self.given(&object));
             command.arg(out);
         } else {
-            command.arg("-MD").arg("-MF").arg(&depfile).arg("-o").arg(&object);
+            command.arg("-MD").arg("-MF").arg(self.given(&depfile)).arg("-o").arg(self.given(&object));
         }
         Started { unit, object, depfile, command }
     }
@@ -288,13 +322,17 @@ impl Library {
             Vec::new()
         } else {
             let text = std::fs::read_to_string(&started.depfile).map_err(|e| Error::io("read", &started.depfile, e))?;
-            inputs::depfile_inputs(&text)
+            // Named as the compiler was given them: relative to the directory it ran in.
+            inputs::depfile_inputs(&text).iter().map(|input| self.root.join(input)).collect()
         };
         // The old record goes first: an object renamed in under it would be taken for the old one.
         inputs::forget(&unit.record)?;
         let stack_usage = started.object.with_extension("su");
         if stack_usage.is_file() {
             rename(&stack_usage, &unit.object.with_extension("su"))?;
+        } else {
+            // An earlier compile's frames are not this object's.
+            inputs::forget(&unit.object.with_extension("su"))?;
         }
         rename(&started.object, &unit.object)?;
         if inputs.is_empty() {
@@ -315,7 +353,8 @@ impl Library {
             Some(code) => format!("exited with status {code}"),
             None => format!("was killed ({})", output.status),
         };
-        let command_line = printable(&CompilerCommand::shown(&started.command));
+        // Its paths are relative to the directory it ran in.
+        let command_line = printable(&format!("{} (run in {})", CompilerCommand::shown(&started.command), self.root.display()));
         if let Some((line, kind)) = out_of_space(&stderr) {
             return Error::new(
                 ErrorKind::Io,
@@ -340,7 +379,7 @@ impl Library {
     }
 
     /// `lib<name>.objects`: the path of every object in the library, one per
-    /// line (`-fstack-usage` writes each one's `.su` file beside it). Written
+    /// line (`-fstack-usage` writes each one's `.su` file beside it, when no wrapper runs the compiler). Written
     /// last: while it is missing the libraries are not complete.
     pub fn object_list(&self) -> PathBuf {
         self.out_dir.join(format!("lib{}.objects", self.name))
@@ -404,7 +443,7 @@ impl Library {
         let written = std::fs::create_dir_all(&self.out_dir).and_then(|()| std::fs::write(&probe, format!("#include <{header}>\n")));
         let found = written.is_err() || {
             let compiler = &compilers.c;
-            let mut command = compiler.program_command();
+            let mut command = self.in_root(compiler.program_command());
             let mut args = self.arguments(compiler, &probe);
             // `-c <probe>` becomes `-E <probe>`: preprocess only.
             let flag = args.len() - 2;
@@ -433,6 +472,9 @@ impl Library {
 fn clone_command(command: &Command) -> Command {
     let mut copy = Command::new(command.get_program());
     copy.args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        copy.current_dir(dir);
+    }
     for (name, value) in command.get_envs() {
         match value {
             Some(value) => copy.env(name, value),

@@ -37,7 +37,14 @@ pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
         match machine {
             EM_ARM => thumb(code, &mut frame)?,
             EM_RISCV => riscv(code, &mut frame)?,
-            other => return Err(format!("machine code of ELF machine {other} is not read")),
+            other => {
+                let name = match other {
+                    62 => "x86-64".to_string(),
+                    183 => "AArch64".to_string(),
+                    other => format!("ELF machine {other}"),
+                };
+                return Err(format!("{name} machine code is not read (Thumb and RISC-V code is)"));
+            }
         }
     }
     Ok(frame.bytes)
@@ -400,7 +407,7 @@ mod tests {
         // add sp, r2
         assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
         assert!(frame(EM_ARM, &[Piece::Arm]).unwrap_err().contains("A32"));
-        assert!(frame(62, &[Piece::Code(&[0x55])]).unwrap_err().contains("machine 62"));
+        assert!(frame(62, &[Piece::Code(&[0x55])]).unwrap_err().contains("x86-64 machine code is not read"));
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub(crate) struct CompilerCommand {
     pub env: Vec<(OsString, OsString)>,
     /// MSVC's command-line syntax (`/c`, `/Fo`) rather than gcc's.
     pub msvc: bool,
+    /// The compiler runs under a wrapper (sccache, ccache, distcc, ...):
+    /// its outputs are the object alone, no `-fstack-usage` file.
+    pub under_wrapper: bool,
 }
 
 impl CompilerCommand {
@@ -38,6 +41,7 @@ impl CompilerCommand {
             args: command.get_args().map(OsString::from).collect(),
             env: tool.get_envs().map(|(name, value)| (name.to_owned(), value.to_owned())).collect(),
             msvc: tool.is_like_msvc(),
+            under_wrapper: command.get_program() != tool.path().as_os_str() || is_wrapper(tool.path()),
         }
     }
 
@@ -52,6 +56,19 @@ impl CompilerCommand {
     pub fn shown(command: &Command) -> String {
         std::iter::once(command.get_program()).chain(command.get_args()).map(|arg| arg.to_string_lossy()).collect::<Vec<_>>().join(" ")
     }
+}
+
+/// The wrappers `cc` recognises in `CC` (`CC="ccache gcc"`) and, but for
+/// ccache, distcc and icecc, in `RUSTC_WRAPPER`; a `CC` naming one of them
+/// under the compiler's name (Debian's `/usr/lib/ccache/gcc`, a link to
+/// `ccache`) is one too.
+const WRAPPERS: [&str; 7] = ["ccache", "distcc", "sccache", "icecc", "cachepot", "buildcache", "kache"];
+
+/// Whether `compiler` is one of [`WRAPPERS`] by another name: a link to it.
+fn is_wrapper(compiler: &std::path::Path) -> bool {
+    let target = which::which(compiler).ok().and_then(|found| std::fs::canonicalize(found).ok());
+    let stem = target.as_deref().and_then(std::path::Path::file_stem).and_then(|stem| stem.to_str());
+    stem.is_some_and(|stem| WRAPPERS.iter().any(|wrapper| wrapper.eq_ignore_ascii_case(stem)))
 }
 
 /// How many compilers run at once: Cargo's `NUM_JOBS`, else the machine's parallelism.

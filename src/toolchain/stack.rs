@@ -130,7 +130,7 @@ enum Frame {
     Dynamic,
     /// No `.su` line: compiled without `-fstack-usage`, or written in assembly.
     Missing,
-    /// A library function whose machine code does not say (its [`LibraryCode::undecoded`]).
+    /// Read from machine code that does not say (its [`Function::undecoded`]).
     Undecoded,
 }
 
@@ -234,6 +234,8 @@ struct Function {
     references: BTreeSet<Target>,
     /// Where a function of the toolchain's libraries comes from; `None` for the build's own objects.
     library: Option<LibraryCode>,
+    /// Why its machine code does not give its frame ([`Frame::Undecoded`]).
+    undecoded: Option<String>,
 }
 
 /// A library function, its frame read from its machine code (`toolchain::prologue`).
@@ -241,15 +243,16 @@ struct Function {
 struct LibraryCode {
     /// The library's file name (`libm.a`).
     archive: String,
-    /// Why its code does not give its frame ([`Frame::Undecoded`]).
-    undecoded: Option<String>,
 }
 
 /// Where the frames of an object's functions come from.
 #[derive(Debug, Clone, Copy)]
 enum FrameSource<'a> {
-    /// The compiler's `.su` file, if there is one.
-    StackUsage(Option<&'a str>),
+    /// The compiler's `.su` file.
+    StackUsage(&'a str),
+    /// The machine code of one of the build's objects that has no `.su` file:
+    /// compiled under a compiler wrapper, which drops `-fstack-usage`, or prebuilt.
+    OwnCode,
     /// The machine code of a member of library `archive`.
     MachineCode { archive: &'a str },
 }
@@ -345,10 +348,12 @@ fn is_unwind_section(name: &str) -> bool {
 }
 
 impl Program {
-    /// Adds object `label` (its bytes) with the text of its `.su` file, if any;
-    /// an object that cannot be read makes every bound unknown.
+    /// Adds object `label` (its bytes) with the text of its `.su` file; without
+    /// one its frames are read from its machine code. An object that cannot be
+    /// read makes every bound unknown.
     pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) {
-        if self.add(bytes, FrameSource::StackUsage(stack_usage)).is_none() && self.unreadable.is_none() {
+        let source = stack_usage.map_or(FrameSource::OwnCode, FrameSource::StackUsage);
+        if self.add(bytes, source).is_none() && self.unreadable.is_none() {
             self.unreadable = Some(format!("`{label}` is not an ELF object of a machine the bound reads (Arm, RISC-V, x86-64, AArch64)"));
         }
     }
@@ -386,8 +391,8 @@ impl Program {
                 && !is_unwind_section(names[index])
         };
         let frames = match source {
-            FrameSource::StackUsage(text) => parse_stack_usage(text.unwrap_or_default()),
-            FrameSource::MachineCode { .. } => BTreeMap::new(),
+            FrameSource::StackUsage(text) => parse_stack_usage(text),
+            FrameSource::OwnCode | FrameSource::MachineCode { .. } => BTreeMap::new(),
         };
         let code_of = CodeMap::new(&header, &symbols, symbol_name);
 
@@ -406,17 +411,22 @@ impl Program {
                 continue;
             }
             let node = self.functions.len();
-            let (frame, library) = match source {
+            let library = match source {
+                FrameSource::MachineCode { archive } => Some(LibraryCode { archive: archive.to_string() }),
+                FrameSource::StackUsage(_) | FrameSource::OwnCode => None,
+            };
+            let (frame, undecoded) = match source {
                 FrameSource::StackUsage(_) => (frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing), None),
-                FrameSource::MachineCode { archive } => {
+                FrameSource::OwnCode | FrameSource::MachineCode { .. } => {
                     let section = sections.get(usize::from(symbol.section))?;
                     match code_of.frame(header.machine, usize::from(symbol.section), section.bytes(bytes)?, symbol.value) {
-                        Ok(frame) => (Frame::Bytes(frame), Some(LibraryCode { archive: archive.to_string(), undecoded: None })),
-                        Err(why) => (Frame::Undecoded, Some(LibraryCode { archive: archive.to_string(), undecoded: Some(why) })),
+                        Ok(frame) => (Frame::Bytes(frame), None),
+                        Err(why) => (Frame::Undecoded, Some(why)),
                     }
                 }
             };
-            self.functions.push(Function { name: name.to_string(), frame, calls: BTreeSet::new(), references: BTreeSet::new(), library });
+            let (calls, references) = (BTreeSet::new(), BTreeSet::new());
+            self.functions.push(Function { name: name.to_string(), frame, calls, references, library, undecoded });
             if symbol.binding != 0 {
                 self.global_functions.entry(name.to_string()).or_insert(node);
             }
@@ -671,13 +681,17 @@ impl Walk<'_> {
         let mut frame = match (function.frame, &function.library) {
             (Frame::Bytes(bytes), _) => bytes,
             (Frame::Dynamic, _) => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
-            (Frame::Undecoded, Some(code)) => {
-                let why = code.undecoded.as_deref().unwrap_or_default();
-                return Err(format!("the frame of `{}` ({}) is not read from its code: {why}", readable(name), code.archive));
+            (Frame::Undecoded, library) => {
+                let why = function.undecoded.as_deref().unwrap_or_default();
+                return Err(match library {
+                    Some(code) => format!("the frame of `{}` ({}) is not read from its code: {why}", readable(name), code.archive),
+                    None => format!(
+                        "the frame of `{name}` is not read from its code, compiled without -fstack-usage \
+                         (as under a compiler wrapper such as sccache, or prebuilt): {why}"
+                    ),
+                });
             }
-            (Frame::Missing | Frame::Undecoded, _) => {
-                return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)"))
-            }
+            (Frame::Missing, _) => return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)")),
         };
         let own_frame = frame;
         // Addresses the code takes, and the tables it reads (whose functions it may call).
@@ -1012,6 +1026,7 @@ mod tests {
                 calls: BTreeSet::new(),
                 references: BTreeSet::new(),
                 library: None,
+                undecoded: None,
             });
         }
         for (node, (_, _, calls, taken)) in functions.iter().enumerate() {
@@ -1235,6 +1250,76 @@ mod tests {
                     assert_eq!(decoded(&program, name), *frame, "{name} for {flags:?}");
                 }
             }
+        }
+    }
+
+    /// Every object a build of `case` for `target` compiled with its `.su` file (path, bytes, text).
+    fn corpus_objects(case: &Path, target: &str) -> Vec<(PathBuf, Vec<u8>, String)> {
+        let out_dir = crate::test_support::scratch(&format!("stack-corpus-{target}"));
+        let host = std::env::var("HOST").unwrap_or_else(|_| "x86_64-unknown-linux-gnu".to_string());
+        let built = crate::Builder::new(case.join("model.tar")).out_dir(&out_dir).target(target).host(host).cargo_metadata(false).build();
+        built.unwrap_or_else(|e| panic!("{} for {target}: {e}", case.display()));
+        let mut lists = Vec::new();
+        let mut pending = vec![out_dir.join("mlf")];
+        while let Some(dir) = pending.pop() {
+            for path in std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()) {
+                match path.extension().and_then(|e| e.to_str()) {
+                    _ if path.is_dir() => pending.push(path),
+                    Some("objects") => lists.push(path),
+                    _ => {}
+                }
+            }
+        }
+        let listed = lists.iter().flat_map(|list| std::fs::read_to_string(list).unwrap().lines().map(PathBuf::from).collect::<Vec<_>>());
+        listed
+            .filter_map(|object| {
+                let text = std::fs::read_to_string(object.with_extension("su")).ok()?;
+                Some((object.clone(), std::fs::read(&object).unwrap(), text))
+            })
+            .collect()
+    }
+
+    /// The corpus's C (TVM's operators, the glue, mlf-build's runtime)
+    /// compiled for Thumb (Armv7E-M with an FPU, Armv6-M) and RV32: each
+    /// function's frame read from its machine code, as for an object a
+    /// compiler wrapper compiled without `-fstack-usage`, is the compiler's.
+    #[test]
+    fn corpus_frames_from_machine_code_are_the_compilers() {
+        let Some(corpus) = crate::test_support::corpus_dir() else { return };
+        let compilers = [
+            ("thumbv7em-none-eabihf", "arm-none-eabi-gcc"),
+            ("thumbv6m-none-eabi", "arm-none-eabi-gcc"),
+            ("riscv32imac-unknown-none-elf", "riscv64-unknown-elf-gcc"),
+        ];
+        for (target, compiler) in compilers {
+            if std::process::Command::new(compiler).arg("--version").output().is_err() {
+                crate::test_support::skip(&format!("no {compiler}"));
+                continue;
+            }
+            let mut compared = 0;
+            for case in ["kws_int8-aot_c_nousmp", "cnn_f32-aot_c"] {
+                for (object, bytes, text) in corpus_objects(&corpus.join("tvm-0.18").join(case), target) {
+                    let stack_usage = parse_stack_usage(&text);
+                    let mut program = Program::default();
+                    program.add_object("corpus.o", &bytes, None);
+                    for function in &program.functions {
+                        let Some(&frame) = stack_usage.get(&su_name(&function.name)) else { continue };
+                        let expected = match (frame, target) {
+                            // gcc's `.su` leaves out the r0–r3 a variadic function pushes on Arm; the code counts them.
+                            (Frame::Bytes(bytes), "thumbv7em-none-eabihf" | "thumbv6m-none-eabi") if function.name == "TVMLogf" => {
+                                Frame::Bytes(bytes + 16)
+                            }
+                            // Armv6-M sets a frame over 508 bytes with `ldr rN, =-N; add sp, rN`, which is not read.
+                            (Frame::Bytes(bytes), "thumbv6m-none-eabi") if bytes > 508 => Frame::Undecoded,
+                            (frame, _) => frame,
+                        };
+                        let what = format!("{} in {} ({case}, {target})", function.name, object.display());
+                        assert_eq!(function.frame, expected, "{what}: {:?}", function.undecoded);
+                        compared += 1;
+                    }
+                }
+            }
+            assert!(compared > 50, "only {compared} frames compared for {target}");
         }
     }
 
