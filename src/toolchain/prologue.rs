@@ -6,7 +6,8 @@
 //! Every instruction that lowers the stack pointer by a constant counts, on
 //! every path at once: Thumb/Thumb-2 `push` (16- and 32-bit), `stmdb sp!`,
 //! `str`/`strd` with a lowered `sp` written back, `sub sp, #imm` (all
-//! encodings) and `vpush`/`vstmdb sp!`; RV32/RV64 `addi sp, sp, -N`,
+//! encodings), `vpush`/`vstmdb sp!` and `add sp, rN` with a constant in rN
+//! (Armv6-M's large frames: `ldr rN, =-N`); RV32/RV64 `addi sp, sp, -N`,
 //! `c.addi16sp`, `c.addi sp` and `sub`/`add sp, sp, <register holding a
 //! constant the code loaded>. Instructions that raise it (`pop`, `add sp`)
 //! do not give bytes back, so a function whose paths push differently is
@@ -24,7 +25,9 @@ pub(crate) const EM_RISCV: u16 = 243;
 /// object's `$d` mapping symbols mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Piece<'a> {
-    Code(&'a [u8]),
+    /// Instructions: `bytes`, at `offset` of `section`, whose literal pools
+    /// the PC-relative loads read.
+    Code { bytes: &'a [u8], section: &'a [u8], offset: usize },
     /// A32 instructions (`$a`), which this reader does not decode.
     Arm,
 }
@@ -33,10 +36,12 @@ pub(crate) enum Piece<'a> {
 pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
     let mut frame = Frame::default();
     for piece in pieces {
-        let Piece::Code(code) = piece else { return Err("it has A32 (Arm-state) code, which is not read".to_string()) };
+        let Piece::Code { bytes, section, offset } = *piece else {
+            return Err("it has A32 (Arm-state) code, which is not read".to_string());
+        };
         match machine {
-            EM_ARM => thumb(code, &mut frame)?,
-            EM_RISCV => riscv(code, &mut frame)?,
+            EM_ARM => thumb(bytes, Literals { section, offset }, &mut frame)?,
+            EM_RISCV => riscv(bytes, &mut frame)?,
             other => {
                 let name = match other {
                     62 => "x86-64".to_string(),
@@ -93,23 +98,153 @@ fn thumb_expand_imm(imm12: u32) -> u32 {
     }
 }
 
-fn thumb(code: &[u8], frame: &mut Frame) -> Result<(), String> {
+/// Where a piece of Thumb code lies in its section: for the literal pools
+/// `ldr rN, [pc, #imm]` reads.
+#[derive(Clone, Copy)]
+struct Literals<'a> {
+    section: &'a [u8],
+    offset: usize,
+}
+
+impl Literals<'_> {
+    /// The word `ldr rN, [pc, #imm8 * 4]` at `at` of the piece loads.
+    fn load(&self, at: usize, imm8: u16) -> Option<i64> {
+        let address = (self.offset.checked_add(at)?.checked_add(4)? & !3).checked_add(4 * usize::from(imm8))?;
+        let word = self.section.get(address..address.checked_add(4)?)?;
+        Some(i64::from(i32::from_le_bytes([word[0], word[1], word[2], word[3]])))
+    }
+}
+
+/// Constants in r0–r7 as far as Armv6-M's large frames need them
+/// (`ldr r4, =-712; add sp, r4`; `movs r3, #169; lsls r3, r3, #2; add sp,
+/// r3`). A value holds only within straight-line code: every branch target
+/// and every instruction that transfers control or is not understood here
+/// forgets them all.
+type LowConstants = [Option<i64>; 8];
+
+/// The offsets in `code` that its direct branches (`b`, `b<cond>`, `cbz`,
+/// `cbnz`, `b.w`, `b<cond>.w`) go to.
+fn thumb_branch_targets(code: &[u8]) -> std::collections::BTreeSet<i64> {
     let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let mut targets = std::collections::BTreeSet::new();
     let mut at = 0;
     while let Some(hw) = halfword(at) {
+        let pc = at as i64 + 4;
+        if matches!(hw >> 11, 0b11101..=0b11111) {
+            let Some(hw2) = halfword(at + 2) else { break };
+            if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 {
+                let s = u32::from(hw >> 10 & 1);
+                let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
+                let imm11 = u32::from(hw2 & 0x7ff);
+                let offset = if hw2 & 0x1000 != 0 {
+                    // b.w (T4): S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
+                    let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
+                    sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (imm11 << 1), 25)
+                } else {
+                    // b<cond>.w (T3): S:J2:J1:imm6:imm11:0.
+                    sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (imm11 << 1), 21)
+                };
+                targets.insert(pc + offset);
+            }
+            at += 4;
+            continue;
+        }
+        if hw & 0xf800 == 0xe000 {
+            targets.insert(pc + sign_extend(u32::from(hw & 0x7ff) << 1, 12));
+        } else if hw & 0xf000 == 0xd000 && hw & 0x0e00 != 0x0e00 {
+            targets.insert(pc + sign_extend(u32::from(hw & 0xff) << 1, 9));
+        } else if hw & 0xf500 == 0xb100 {
+            targets.insert(pc + i64::from(((hw >> 3) & 0x40) | ((hw >> 2) & 0x3e)));
+        }
+        at += 2;
+    }
+    targets
+}
+
+fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), String> {
+    let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let targets = thumb_branch_targets(code);
+    let mut constants: LowConstants = [None; 8];
+    let mut at = 0;
+    while let Some(hw) = halfword(at) {
+        if targets.contains(&(at as i64)) {
+            constants = [None; 8];
+        }
         if matches!(hw >> 11, 0b11101..=0b11111) {
             let Some(hw2) = halfword(at + 2) else { break };
             thumb32(hw, hw2, frame)?;
+            constants = [None; 8];
             at += 4;
         } else {
-            thumb16(hw, frame)?;
+            thumb16(hw, frame, &constants)?;
+            thumb16_constants(hw, &mut constants, |imm8| literals.load(at, imm8));
             at += 2;
         }
     }
     Ok(())
 }
 
-fn thumb16(hw: u16, frame: &mut Frame) -> Result<(), String> {
+/// What a 16-bit Thumb instruction leaves in r0–r7.
+fn thumb16_constants(hw: u16, constants: &mut LowConstants, literal: impl Fn(u16) -> Option<i64>) {
+    let low = |field: u16| usize::from(field & 7);
+    let wrap = |value: i64| i64::from(value as i32);
+    match hw >> 11 {
+        // lsls rd, rm, #imm5
+        0b00000 => {
+            let value = constants[low(hw >> 3)].map(|v| wrap(v << (hw >> 6 & 31)));
+            constants[low(hw)] = value;
+        }
+        // lsrs, asrs; adds/subs with a register or imm3
+        0b00001..=0b00011 => constants[low(hw)] = None,
+        // movs rd, #imm8
+        0b00100 => constants[low(hw >> 8)] = Some(i64::from(hw & 0xff)),
+        // cmp rn, #imm8
+        0b00101 => {}
+        // adds/subs rdn, #imm8
+        0b00110 | 0b00111 => {
+            let sign = if hw >> 11 == 0b00110 { 1 } else { -1 };
+            let register = low(hw >> 8);
+            constants[register] = constants[register].map(|v| wrap(v + sign * i64::from(hw & 0xff)));
+        }
+        // Data processing on registers: rsbs rd, rn, #0 negates; tst, cmp, cmn write nothing; the rest write rdn.
+        0b01000 if hw & 0x0400 == 0 => match hw >> 6 & 0xf {
+            0b1001 => constants[low(hw)] = constants[low(hw >> 3)].map(|v| wrap(-v)),
+            0b1000 | 0b1010 | 0b1011 => {}
+            _ => constants[low(hw)] = None,
+        },
+        // add/cmp/mov with high registers, bx/blx.
+        0b01000 => match hw >> 8 & 3 {
+            0b00 | 0b10 => {
+                let rd = ((hw >> 4) & 8) | (hw & 7);
+                if rd < 8 {
+                    constants[usize::from(rd)] = None;
+                }
+                if rd == 15 {
+                    *constants = [None; 8];
+                }
+            }
+            0b01 => {}
+            _ => *constants = [None; 8],
+        },
+        // ldr rt, [pc, #imm8 * 4]
+        0b01001 => constants[low(hw >> 8)] = literal(hw & 0xff),
+        // Loads and stores with a register or immediate offset: the loads write rt.
+        0b01010..=0b10001 => constants[low(hw)] = None,
+        // ldr/str rt, [sp, #imm8 * 4]; adr / add rd, sp, #imm8 * 4.
+        0b10010..=0b10101 => constants[low(hw >> 8)] = None,
+        // Miscellaneous: push and sp arithmetic keep r0–r7; pop, extends, rev and the rest do not.
+        0b10110 | 0b10111 => {
+            // Hints (nop, wfi) keep them; `it` makes what follows conditional.
+            if !(hw & 0xfe00 == 0xb400 || hw & 0xff00 == 0xb000 || hw & 0xff0f == 0xbf00) {
+                *constants = [None; 8];
+            }
+        }
+        // stm/ldm, conditional branches, svc, b: anything may follow.
+        _ => *constants = [None; 8],
+    }
+}
+
+fn thumb16(hw: u16, frame: &mut Frame, constants: &LowConstants) -> Result<(), String> {
     if hw & 0xfe00 == 0xb400 {
         // push {reglist[, lr]}
         frame.lower(4 * u64::from((hw & 0x1ff).count_ones()))?;
@@ -128,7 +263,8 @@ fn thumb16(hw: u16, frame: &mut Frame) -> Result<(), String> {
         } else if rd == 13 && is_mov {
             frame.set_from(&format!("r{rm}"), is_thumb_frame_pointer(rm))?;
         } else if rd == 13 {
-            return Err(format!("it adds r{rm} to the stack pointer"));
+            let constant = constants.get(usize::from(rm)).copied().flatten();
+            move_sp(frame, constant.ok_or_else(|| format!("it adds r{rm} to the stack pointer"))?)?;
         }
     }
     Ok(())
@@ -368,14 +504,14 @@ mod tests {
 
     fn thumb_frame(halfwords: &[u16]) -> Result<u64, String> {
         let bytes: Vec<u8> = halfwords.iter().flat_map(|h| h.to_le_bytes()).collect();
-        frame(EM_ARM, &[Piece::Code(&bytes)])
+        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
     }
 
     fn riscv_frame(parcels: &[u32]) -> Result<u64, String> {
         // A parcel above 0xffff is a 32-bit instruction.
         let bytes: Vec<u8> =
             parcels.iter().flat_map(|&p| if p & 3 == 3 { p.to_le_bytes().to_vec() } else { (p as u16).to_le_bytes().to_vec() }).collect();
-        frame(EM_RISCV, &[Piece::Code(&bytes)])
+        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
     }
 
     #[test]
@@ -395,6 +531,26 @@ mod tests {
     }
 
     #[test]
+    fn reads_armv6m_frames_set_from_constants() {
+        // push {r4, lr}; ldr r4, [pc, #4]; subs r0, #20; add sp, r4; movs r3, #169; lsls r3, r3, #2;
+        // add sp, r3; pop {r4, pc}; then the literal pool: .word -712.
+        let mut bytes: Vec<u8> =
+            [0xb510u16, 0x4c03, 0x3814, 0x44a5, 0x23a9, 0x009b, 0x449d, 0xbd10].iter().flat_map(|h| h.to_le_bytes()).collect();
+        let code_len = bytes.len();
+        bytes.extend((-712i32).to_le_bytes());
+        let code = Piece::Code { bytes: &bytes[..code_len], section: &bytes, offset: 0 };
+        assert_eq!(frame(EM_ARM, &[code]), Ok(8 + 712));
+        // A branch target between the load and its use: the value may come from elsewhere.
+        // push {r4, lr}; ldr r4, [pc, #4]; b.n +0 (to the next instruction); add sp, r4; pop.
+        let mut bytes: Vec<u8> = [0xb510u16, 0x4c02, 0xe7ff, 0x44a5, 0xbd10, 0x46c0].iter().flat_map(|h| h.to_le_bytes()).collect();
+        bytes.extend((-712i32).to_le_bytes());
+        let code = Piece::Code { bytes: &bytes[..12], section: &bytes, offset: 0 };
+        assert!(frame(EM_ARM, &[code]).unwrap_err().contains("adds r4"));
+        // A load from memory (ldr r4, [r0]) is no constant.
+        assert!(thumb_frame(&[0x6804, 0x44a5]).unwrap_err().contains("adds r4"));
+    }
+
+    #[test]
     fn thumb_frame_pointers_restore_and_other_registers_do_not() {
         // push {r7, lr}; add r7, sp, #0; ...; mov sp, r7; pop {r7, pc}
         assert_eq!(thumb_frame(&[0xb580, 0xaf00, 0x46bd, 0xbd80]), Ok(8));
@@ -407,7 +563,9 @@ mod tests {
         // add sp, r2
         assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
         assert!(frame(EM_ARM, &[Piece::Arm]).unwrap_err().contains("A32"));
-        assert!(frame(62, &[Piece::Code(&[0x55])]).unwrap_err().contains("x86-64 machine code is not read"));
+        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }])
+            .unwrap_err()
+            .contains("x86-64 machine code is not read"));
     }
 
     #[test]
