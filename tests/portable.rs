@@ -325,11 +325,15 @@ const FIRMWARE: &str = "thumbv7em-none-eabihf";
 /// Names the bound a build without the wrapper gives, for the child process.
 const BOUND_WITHOUT_WRAPPER: &str = "MLF_BUILD_TEST_BOUND_WITHOUT_WRAPPER";
 
+/// Names the output directory of that build, for the child process.
+const OUT_DIR_WITHOUT_WRAPPER: &str = "MLF_BUILD_TEST_OUT_DIR_WITHOUT_WRAPPER";
+
 /// Under a compiler wrapper (`CC="sccache arm-none-eabi-gcc"`, a local cache)
 /// the C compiles get no `-fstack-usage`, which sccache refuses or whose
 /// file it drops on a hit: the frames are read from the Thumb code instead,
 /// and the bound is the one a build without the wrapper gives, both when
-/// sccache compiles and when it serves every compile from its cache.
+/// sccache compiles and when it serves every compile from its cache; built
+/// over the build without it, no `.su` file of that one is left.
 #[test]
 fn a_firmware_stack_bound_under_a_compiler_wrapper_is_the_one_without() {
     let Some(_) = common::corpus_case(CASE) else { return };
@@ -360,7 +364,12 @@ fn a_firmware_stack_bound_under_a_compiler_wrapper_is_the_one_without() {
     let dir = inherited("SCCACHE_DIR", work.join("sccache").display().to_string());
     let sccache = Sccache { vars: vec![("SCCACHE_SERVER_PORT", port), ("SCCACHE_DIR", dir)] };
     let mut vars: Vec<(&str, &str)> = sccache.vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    vars.extend([("CC_thumbv7em_none_eabihf", "sccache arm-none-eabi-gcc"), (BOUND_WITHOUT_WRAPPER, expected.as_str())]);
+    let without = work.join("without").display().to_string();
+    vars.extend([
+        ("CC_thumbv7em_none_eabihf", "sccache arm-none-eabi-gcc"),
+        (BOUND_WITHOUT_WRAPPER, expected.as_str()),
+        (OUT_DIR_WITHOUT_WRAPPER, without.as_str()),
+    ]);
     if !common::in_child_with(&vars) {
         return;
     }
@@ -372,8 +381,10 @@ fn a_firmware_stack_bound_under_a_compiler_wrapper_is_the_one_without() {
     let stats = sccache.stats();
     let (hits, misses) = (count(&stats, "cache_hits", "C/C++"), count(&stats, "cache_misses", "C/C++"));
     assert!(hits > 0 && misses == 0, "the second build compiled C anew: {stats:#}");
-    for (bound, dir) in [(first, "compiled"), (second, "served")] {
-        assert_eq!(format!("{bound:?}"), expected, "{dir}");
-        assert!(stack_usage_files(&work.join(dir)).is_empty(), "{dir}: a .su file under the wrapper");
+    let over = PathBuf::from(std::env::var(OUT_DIR_WITHOUT_WRAPPER).expect("set by the parent"));
+    let third = firmware_bound(&over);
+    for (bound, dir) in [(first, work.join("compiled")), (second, work.join("served")), (third, over)] {
+        assert_eq!(format!("{bound:?}"), expected, "{}", dir.display());
+        assert!(stack_usage_files(&dir).is_empty(), "{}: a .su file under the wrapper", dir.display());
     }
 }
