@@ -15,7 +15,9 @@
 //! calls `dynamic`, a function without a frame (no `.su` line) and a call
 //! into code no object defines, unless the toolchain's libraries define it
 //! (their members' frames read from their machine code, `prologue`) or,
-//! where that code says nothing, [`library_allowance`] names it.
+//! where that code says nothing, [`library_allowance`] names it. An object
+//! without a `.su` file (compiled under a compiler wrapper, which gets no
+//! `-fstack-usage`, or prebuilt) has its frames read from its code too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -128,7 +130,7 @@ enum Frame {
     Bytes(u64),
     /// `dynamic` without `bounded`: it grows with its arguments (alloca, VLAs).
     Dynamic,
-    /// No `.su` line: compiled without `-fstack-usage`, or written in assembly.
+    /// No line in its object's `.su` file (written in assembly).
     Missing,
     /// Read from machine code that does not say (its [`Function::undecoded`]).
     Undecoded,
