@@ -116,6 +116,10 @@ fn profiling_off_leaves_the_objects_and_rust_unchanged() {
     assert_eq!(rust(&built_default), rust(&built_off));
     assert!(!rust(&built_off).contains("pub mod profile"));
     assert!(rust(&built_on).contains("pub mod profile"));
+    // The hooks only compare the addresses they are given: the stack is still bounded, hooks included.
+    let (off_stack, on_stack) = (built_off.modules[0].report.stack.bytes, built_on.modules[0].report.stack.bytes);
+    let (off_stack, on_stack) = (off_stack.expect("a bound without profiling"), on_stack.expect("a bound with profiling"));
+    assert!(on_stack >= off_stack, "profiled {on_stack} bytes, plain {off_stack}");
 }
 
 /// The Builder's refusal names the archive, why and what to do.
