@@ -97,7 +97,7 @@ void __cyg_profile_func_exit(void* function, void* site) __attribute__((no_instr
 /* Entry to a function of the archive's C: the next operator call starts. The clock is read last. */
 void __cyg_profile_func_enter(void* function, void* site) {
   (void)site;
-  if (profiling == NULL || profiled_timing || profiled_call >= 11u || function != (void*)profiled_operators[profiled_call]) return;
+  if (profiling == NULL || profiled_timing || profiled_call >= 11u || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;
   profiled_timing = 1;
   profiled_start = profiling->clock(profiling->context);
 }
@@ -108,7 +108,7 @@ void __cyg_profile_func_exit(void* function, void* site) {
   (void)site;
   if (!profiled_timing) return;
   now = profiling->clock(profiling->context);
-  if (function != (void*)profiled_operators[profiled_call]) return;
+  if ((uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;
   profiling->ticks[profiled_call] = now - profiled_start;
   profiled_call += 1;
   profiled_timing = 0;
