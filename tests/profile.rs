@@ -143,3 +143,23 @@ fn an_archive_of_several_modules_is_refused() {
     let text = error.to_string();
     assert!(text.contains("multi-kws_mlp-aot_c") && text.contains("2 modules") && text.contains("profile one module at a time"), "{text}");
 }
+
+/// On Cortex-M too the instrumented code and the hooks compile and the stack stays bounded.
+#[test]
+fn a_profiled_aot_module_for_cortex_m_keeps_its_stack_bound() {
+    let Some(corpus) = common::corpus_dir() else { return };
+    if std::process::Command::new("arm-none-eabi-gcc").arg("--version").output().is_err() {
+        common::skip("arm-none-eabi-gcc is absent");
+        return;
+    }
+    let archive = corpus.join("tvm-0.18/kws_int8-aot_c_usmp/model.tar");
+    let build = |name: &str, profile: bool| {
+        let out = common::scratch(name);
+        let builder = Builder::new(&archive).profile(profile).target("thumbv7em-none-eabihf").host(common::host_triple());
+        builder.out_dir(&out).cargo_metadata(false).build().unwrap()
+    };
+    let (off, on) = (build("profile-m-off", false), build("profile-m-on", true));
+    let (off, on) = (off.modules[0].report.stack.clone(), on.modules[0].report.stack.clone());
+    let (off_bytes, on_bytes) = (off.bytes.expect("a bound without profiling"), on.bytes.unwrap_or_else(|| panic!("no bound: {on:?}")));
+    assert!(on_bytes >= off_bytes, "profiled {on_bytes} bytes, plain {off_bytes}");
+}
