@@ -1,6 +1,8 @@
 //! Builds the archive named by MLF_ARCHIVE (default: the project's demo archive),
 //! its memory in the sections MLF_LINK_SECTIONS names;
 //! main.rs includes `$OUT_DIR/mlf/mod.rs` and picks a module through `mlf_rt::Model`.
+//! With MLF_PROFILE=1 the model is built with `Builder::profile(true)` and
+//! `$OUT_DIR/profiled.rs` names its module, for `--profile`.
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +24,10 @@ fn main() -> Result<(), mlf_build::Error> {
         let (storage, section) = placement.split_once('=').expect("MLF_LINK_SECTIONS: <storage>=<section>, comma-separated");
         builder = builder.link_section(storage.parse()?, section);
     }
-    builder.build().inspect_err(|_| {
+    println!("cargo:rerun-if-env-changed=MLF_PROFILE");
+    let profile = std::env::var("MLF_PROFILE").is_ok_and(|value| value == "1");
+    builder = builder.profile(profile);
+    let output = builder.build().inspect_err(|_| {
         // The Builder saw an absolute path: the base it was taken from is this script's to name.
         if let Some(path) = given.as_deref().filter(|path| Path::new(path).is_relative() && !archive.exists()) {
             eprintln!(
@@ -32,6 +37,16 @@ fn main() -> Result<(), mlf_build::Error> {
             );
         }
     })?;
+    if profile {
+        // Profiling refuses archives of several modules: there is one.
+        let module = &output.modules[0].name;
+        let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by Cargo"));
+        let path = out_dir.join("profiled.rs");
+        let text = format!("pub use super::models::{module} as model;\n");
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        println!("cargo:rustc-cfg=mlf_profile");
+    }
+    println!("cargo:rustc-check-cfg=cfg(mlf_profile)");
     println!("cargo:rustc-env=MLF_RUNNER_ARCHIVE={}", archive.display());
     if is_demo {
         println!("cargo:rustc-cfg=demo_archive");

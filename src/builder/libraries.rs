@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::sources;
 use crate::plan::model::{ModulePlan, Plan};
+use crate::plan::profile;
 use crate::toolchain::bindings;
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::sections::SectionNames;
@@ -88,6 +89,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         directives: config.env.directives,
         sections: SectionNames::default(),
         external_sources: Vec::new(),
+        instrumented: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -123,9 +125,13 @@ pub(super) fn model_library(
     let mut c_sources = Vec::new();
     let mut cxx_sources = Vec::new();
     let mut objects = Vec::new();
+    let mut instrumented = Vec::new();
     for module in &plan.modules {
         c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
+        if module.profile.is_some() && profile::is_instrumented(module) {
+            instrumented.extend(module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources).map(|p| tree_dir.join(p)));
+        }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
@@ -190,6 +196,7 @@ pub(super) fn model_library(
         directives: extra.directives,
         sections: sections.clone(),
         external_sources,
+        instrumented,
     };
     Ok((library, generated))
 }
@@ -227,6 +234,9 @@ pub(super) fn supply_scratch(
                     .in_file(file.clone())
             })?;
             *source = gen_dir.join(&wrapper.path);
+            for instrumented in model.instrumented.iter_mut().filter(|instrumented| **instrumented == original) {
+                *instrumented = gen_dir.join(&wrapper.path);
+            }
         }
         module.kernel_scratch_bytes = bytes;
     }

@@ -55,6 +55,7 @@ pub struct Builder {
     memory_x: Option<PathBuf>,
     link_sections: Vec<(Storage, String)>,
     app_places_io_buffers: bool,
+    profile: bool,
 }
 
 /// What [`Builder::build`] produced.
@@ -124,6 +125,7 @@ impl Builder {
             memory_x: None,
             link_sections: Vec::new(),
             app_places_io_buffers: false,
+            profile: false,
         }
     }
 
@@ -352,6 +354,24 @@ impl Builder {
         self
     }
 
+    /// Times each operator call of a run: the generated module gains `pub mod profile`
+    /// with `OPERATORS` (the operator functions, in call order, one per call) and
+    /// `run_profiled(&inputs, &mut outputs, clock, &mut ticks)`, which reads the
+    /// application's `clock: fn() -> u32` around every call. Off by default, and
+    /// then nothing is added to the code. README.md, "Profiling", says how calls
+    /// are timed and which archives cannot be.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("model.tar").profile(true).build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn profile(mut self, profile: bool) -> Builder {
+        self.profile = profile;
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
@@ -502,7 +522,10 @@ impl Builder {
     /// mlf-build's own C and the generated glue.
     fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
         let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target) };
-        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
+        let Planned { mut tree, metadata, mut plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
+        if self.profile {
+            crate::plan::profile::apply(&tree, &mut plan)?;
+        }
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
             settings.env.directives.warning(warning);
@@ -537,6 +560,7 @@ impl Builder {
             !model.cxx_sources.is_empty(),
             toolchain.answers_key.as_deref().map(|key| (answers_dir(&settings.out_dir), key)),
         )?;
+        crate::plan::profile::check_compiler(plan, compilers.c.msvc)?;
         let compilers = &compilers;
         let config = CompileConfig { base, compilers, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
         let extra = self.extra_code(settings, kernels.as_ref());

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
-use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Tensor};
+use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
 use crate::plan::model::{Place, Schedule};
 
 pub(crate) struct Glue {
@@ -97,6 +97,14 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         n_in + n_out
     );
     let _ = writeln!(header, "extern const tvm_model_t {descriptor};\n");
+    if let Some(profile) = &module.profile {
+        let _ = writeln!(
+            header,
+            "/** Runs module `{m}` as {invoke} does, timing its {} operator calls: ticks[i] is\n * clock(context) after the i-th call less before it, wrapping (Builder::profile). */",
+            profile.calls.len()
+        );
+        let _ = writeln!(header, "{};\n", profiled_signature(m));
+    }
     let _ = writeln!(header, "/** Defined only by this crate's glue of module `{m}`; the generated Rust reads it. */");
     let _ = writeln!(header, "extern const uint8_t {owner};\n");
     for pool in module.pools.iter().filter(|p| p.constant_data.is_some()) {
@@ -114,7 +122,12 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "#include <dlpack/dlpack.h>\n#include <tvm/runtime/c_runtime_api.h>\n");
     storage(&mut source, module);
     source.push_str(&entry_declaration(module));
-    let _ = writeln!(source, "struct call {{\n  void* const* inputs;\n  void* const* outputs;\n}};\n");
+    let _ = writeln!(source, "struct call {{\n  void* const* inputs;\n  void* const* outputs;");
+    if module.profile.is_some() {
+        let _ = writeln!(source, "  /* A profiled run's clock and the ticks of each operator call; ticks is NULL otherwise. */");
+        let _ = writeln!(source, "  uint32_t (*clock)(void*);\n  void* context;\n  uint32_t* ticks;");
+    }
+    let _ = writeln!(source, "}};\n");
     if let Some(schedule) = module.schedule() {
         source.push_str(&graph_tables(&module.name, schedule));
     }
@@ -131,14 +144,20 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         Entry::Operator { function, .. } => {
             packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
         }
-        Entry::Graph(schedule) => graph_call(schedule),
+        Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
     let _ = writeln!(source, "}}\n");
     let (arena, arena_len) = if module.arena_bytes > 0 { ("arena", "sizeof arena") } else { ("NULL", "0") };
     let _ = writeln!(source, "{signature} {{");
     let _ = writeln!(source, "  struct call call;\n  call.inputs = inputs;\n  call.outputs = outputs;");
+    if module.profile.is_some() {
+        let _ = writeln!(source, "  call.clock = NULL;\n  call.context = NULL;\n  call.ticks = NULL;");
+    }
     let _ = writeln!(source, "  return mlf_support_call(entry, &call, {arena}, {arena_len}, code);\n}}\n");
     descriptor_source(&mut source, module);
+    if let Some(profile) = &module.profile {
+        profiled_source(&mut source, module, profile, (arena, arena_len));
+    }
     Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source }
 }
 
@@ -359,8 +378,9 @@ fn graph_tables(m: &CIdent, schedule: &Schedule) -> String {
     c
 }
 
-/// The body of a graph module's entry: every call in order, then the copies into outputs.
-fn graph_call(schedule: &Schedule) -> String {
+/// The body of a graph module's entry: every call in order, then the copies
+/// into outputs. `profiled`: each call is timed when the run has ticks.
+fn graph_call(schedule: &Schedule, profiled: bool) -> String {
     let max_args = schedule.calls.iter().map(|call| call.args.len()).max().unwrap_or(0).max(1);
     let mut c = String::new();
     let _ = writeln!(c, "  DLTensor tensors[{max_args}];\n  TVMValue values[{max_args}];\n  int codes[{max_args}];");
@@ -374,7 +394,14 @@ fn graph_call(schedule: &Schedule) -> String {
     if schedule.calls.iter().any(|call| call.workspace.is_some()) {
         let _ = writeln!(c, "    mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
     }
-    let _ = writeln!(c, "    status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);");
+    let operator_call = "status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);";
+    if profiled {
+        let _ = writeln!(c, "    if (call->ticks != NULL) {{\n      uint32_t start = call->clock(call->context);");
+        let _ = writeln!(c, "      {operator_call}\n      call->ticks[i] = call->clock(call->context) - start;");
+        let _ = writeln!(c, "    }} else {{\n      {operator_call}\n    }}");
+    } else {
+        let _ = writeln!(c, "    {operator_call}");
+    }
     let _ = writeln!(c, "    if (status != 0) return status;\n  }}");
     for copy in &schedule.copies {
         let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[{}], &tensors[0]);", copy.from);
@@ -466,6 +493,75 @@ fn descriptor_source(source: &mut String, module: &ModulePlan) {
     let _ = writeln!(source, "  if (status == MLF_STATUS_OK) return 0;");
     let _ = writeln!(source, "  return status == MLF_STATUS_BUSY || code == 0 ? -1 : code;\n}}\n");
     let _ = writeln!(source, "const tvm_model_t {} = {{{n_in}, {n_out}, model_run}};", descriptor_symbol(m));
+}
+
+/// `mlf_<m>_invoke_profiled`'s prototype.
+fn profiled_signature(m: &CIdent) -> String {
+    format!(
+        "mlf_status_t {}_profiled(void* const* inputs, void* const* outputs, int32_t* code, uint32_t (*clock)(void*), void* context, uint32_t* ticks)",
+        invoke_symbol(m)
+    )
+}
+
+/// `mlf_<m>_invoke_profiled`, and for an AOT module the hooks
+/// `-finstrument-functions` makes the archive's C call: a graph's entry times
+/// its calls itself. A hook finds the operator being entered or left by its
+/// address, the next in `profile`'s call order, so inlined or cloned
+/// operators are timed too; calls outside an operator are not timed.
+fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, (arena, arena_len): (&str, &str)) {
+    let m = &module.name;
+    let n = profile.calls.len();
+    let mut run = "entry";
+    source.push('\n');
+    if !matches!(module.entry, Entry::Graph(_)) {
+        run = "profiled_entry";
+        let _ = writeln!(source, "/* The operator functions of each call, in call order: {}. */", ident::c_comment(&profile.source));
+        let _ = writeln!(source, "/* Declared with no parameters, whatever theirs are: only their addresses are taken. */");
+        let mut declared: Vec<&str> = Vec::new();
+        for function in &profile.calls {
+            if !declared.contains(&function.as_str()) {
+                declared.push(function);
+                let _ = writeln!(source, "int32_t {function}(void);");
+            }
+        }
+        let _ = writeln!(source, "static int32_t (*const profiled_operators[{n}])(void) = {{");
+        for function in &profile.calls {
+            let _ = writeln!(source, "  {function},");
+        }
+        let _ = writeln!(source, "}};\n");
+        let _ =
+            writeln!(source, "/* The profiled run in progress (NULL: none), the call timed next and when the one being timed began. */");
+        let _ = writeln!(source, "static const struct call* profiling;\nstatic uint32_t profiled_call;\nstatic uint32_t profiled_start;\nstatic int profiled_timing;\n");
+        let _ = writeln!(source, "void __cyg_profile_func_enter(void* function, void* site) __attribute__((no_instrument_function));");
+        let _ = writeln!(source, "void __cyg_profile_func_exit(void* function, void* site) __attribute__((no_instrument_function));\n");
+        let _ = writeln!(source, "/* Entry to a function of the archive's C: the next operator call starts. The clock is read last. */");
+        let _ = writeln!(source, "void __cyg_profile_func_enter(void* function, void* site) {{\n  (void)site;");
+        let _ = writeln!(
+            source,
+            "  if (profiling == NULL || profiled_timing || profiled_call >= {n}u || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;"
+        );
+        let _ = writeln!(source, "  profiled_timing = 1;\n  profiled_start = profiling->clock(profiling->context);\n}}\n");
+        let _ = writeln!(source, "/* Exit from one: the clock is read first; the call ends if the operator being timed returns. */");
+        let _ = writeln!(source, "void __cyg_profile_func_exit(void* function, void* site) {{\n  uint32_t now;\n  (void)site;");
+        let _ = writeln!(source, "  if (!profiled_timing) return;\n  now = profiling->clock(profiling->context);");
+        let _ = writeln!(source, "  if ((uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;");
+        let _ = writeln!(
+            source,
+            "  profiling->ticks[profiled_call] = now - profiled_start;\n  profiled_call += 1;\n  profiled_timing = 0;\n}}\n"
+        );
+        let _ = writeln!(source, "static int32_t profiled_entry(void* context) {{");
+        let _ = writeln!(source, "  profiling = (const struct call*)context;\n  profiled_call = 0;\n  profiled_timing = 0;");
+        let _ = writeln!(source, "  return entry(context);\n}}\n");
+    }
+    let _ = writeln!(source, "{} {{", profiled_signature(m));
+    let _ = writeln!(source, "  struct call call;\n  mlf_status_t status;\n  call.inputs = inputs;\n  call.outputs = outputs;");
+    let _ = writeln!(source, "  call.clock = clock;\n  call.context = context;\n  call.ticks = ticks;");
+    let _ = writeln!(source, "  status = mlf_support_call({run}, &call, {arena}, {arena_len}, code);");
+    if run == "profiled_entry" {
+        // Also after an abort, which leaves the entry without returning; a busy call never began.
+        let _ = writeln!(source, "  if (status != MLF_STATUS_BUSY) profiling = NULL;");
+    }
+    let _ = writeln!(source, "  return status;\n}}");
 }
 
 /// `const uint8_t mlf_<m>_params[]`, aligned, as a string literal of `\xNN`

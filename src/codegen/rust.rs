@@ -54,6 +54,7 @@ pub(crate) fn module_rust(module: &ModulePlan, bindings: &str, provenance: &Prov
         items.run_functions(),
         items.descriptor(),
         items.operator_wrapper(),
+        items.profile_module(),
         if mlf_rt { mlf_rt_impl(module) } else { TokenStream::new() },
     ];
     let stack_note = match (&module.stack.bytes, &module.stack.unknown) {
@@ -438,6 +439,83 @@ impl Items<'_> {
             pub fn descriptor() -> &'static ffi::tvm_model_t {
                 #claim
                 unsafe { &ffi::#descriptor }
+            }
+        }
+    }
+
+    /// `pub mod profile` when the Builder profiles: the operator calls and `run_profiled`.
+    fn profile_module(&self) -> TokenStream {
+        let m = self.module;
+        let Some(profile) = &m.profile else { return TokenStream::new() };
+        let count = int(profile.calls.len());
+        let names = profile.calls.iter().map(|function| function.as_str());
+        let in_idents = RustIdent::unique(m.inputs.iter().map(|t| t.name.as_str()));
+        let out_idents = RustIdent::unique(m.outputs.iter().map(|t| t.name.as_str()));
+        let invoke = format_ident!("{}_profiled", glue::invoke_symbol(&m.name));
+        let owner = format_ident!("{}", glue::package_symbol(&m.name, self.provenance.package));
+        let how = if matches!(m.entry, Entry::Graph(_)) {
+            "the glue reads `clock` just before and just after it calls the operator"
+        } else {
+            "the archive's C is compiled with `-finstrument-functions`: `clock` is read in the\nhook on the operator's entry and in the one on its exit"
+        };
+        let docs = doc(&format!("Per-operator timing of module `{}` (`Builder::profile(true)`): which operator is slow.", m.name));
+        let operators_doc = doc(&format!(
+            "The operator function of each call a run makes, in call order, one entry per call:\n{}.",
+            ident::rust_doc(&profile.source)
+        ));
+        let run_doc = doc(&format!(
+            "Runs the model as [`super::run`] does, timing each operator call with `clock`, an up-counting\n\
+             counter the application chooses (a cycle counter, a monotonic timer): `ticks[i]` becomes\n\
+             the ticks of call `i` ([`OPERATORS`]`[i]`), `clock()` after the call less before it, wrapping,\n\
+             so a counter that wraps once during a call still gives its length. For each call\n\
+             {how}. Calls the run did not reach stay 0.\n\n\
+             # Errors\n\nAs [`super::run`]."
+        ));
+        // SAFETY (of the generated `unsafe` blocks): the pointers are valid for the run, which
+        // calls `read_clock` only with `context`, a pointer to `clock`, and writes only `ticks`'
+        // elements; the glue's byte is a constant (see `claim`).
+        quote! {
+            #docs
+            pub mod profile {
+                #operators_doc
+                pub const OPERATORS: [&str; #count] = [#(#names),*];
+
+                #run_doc
+                #[inline(never)]
+                pub fn run_profiled(
+                    inputs: &super::Inputs,
+                    outputs: &mut super::Outputs,
+                    clock: fn() -> u32,
+                    ticks: &mut [u32; #count],
+                ) -> Result<(), super::Error> {
+                    *ticks = [0; #count];
+                    let inputs = [#(inputs.#in_idents.as_ptr() as *mut core::ffi::c_void),*];
+                    let outputs = [#(outputs.#out_idents.as_mut_ptr().cast::<core::ffi::c_void>()),*];
+                    let mut code = 0;
+                    unsafe { core::ptr::read_volatile(core::ptr::addr_of!(super::ffi::#owner)) };
+                    let status = unsafe {
+                        super::ffi::#invoke(
+                            inputs.as_ptr(),
+                            outputs.as_ptr(),
+                            core::ptr::addr_of_mut!(code),
+                            Some(read_clock),
+                            core::ptr::addr_of!(clock).cast_mut().cast(),
+                            ticks.as_mut_ptr(),
+                        )
+                    };
+                    match status {
+                        super::ffi::MLF_STATUS_OK => Ok(()),
+                        super::ffi::MLF_STATUS_ABORTED => Err(super::Error::Aborted(code)),
+                        super::ffi::MLF_STATUS_BUSY => Err(super::Error::Busy),
+                        _ => Err(super::Error::Model(code)),
+                    }
+                }
+
+                /// Reads the clock [`run_profiled`] was given: `context` points to it.
+                extern "C" fn read_clock(context: *mut core::ffi::c_void) -> u32 {
+                    let clock = unsafe { *context.cast::<fn() -> u32>() };
+                    clock()
+                }
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Deciding what to build: the plan model (`model`), resolved from the
 //! archive's files (`resolve`, `schedule` for graph executors), renamed on
 //! request (`rename`), checked (`names`, `limits`, `checks`), reported
-//! (`report`) and laid onto the memory regions of a `memory.x` (`fit`).
+//! (`report`), laid onto the memory regions of a `memory.x` (`fit`) and, on
+//! request, given the operator calls a profiled run times (`profile`).
 //!
 //! [`read_and_plan`] is the one door into the pipeline: `Builder::build`,
 //! `inspect` and the fuzz targets all go through it, so whatever one accepts
@@ -13,6 +14,7 @@ pub(crate) mod fit;
 pub(crate) mod limits;
 pub(crate) mod model;
 pub(crate) mod names;
+pub(crate) mod profile;
 pub(crate) mod rename;
 pub(crate) mod report;
 pub(crate) mod resolve;

@@ -38,6 +38,17 @@ pub(crate) struct ModulePlan {
     pub kernel_scratch_bytes: u64,
     /// The worst-case stack of one run: set by the Builder once the C is compiled.
     pub stack: StackBound,
+    /// The operator calls a profiled run times: set by the Builder when profiling is on (`plan::profile`).
+    pub profile: Option<Profile>,
+}
+
+/// The operator calls one run makes, for `Builder::profile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Profile {
+    /// The called operator functions in call order, one per call.
+    pub calls: Vec<CIdent>,
+    /// Where the order was read, for the generated docs.
+    pub source: String,
 }
 
 /// How the generated code is called, decided from the files (not the version).

@@ -498,6 +498,7 @@ fn finish_plan(
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
         kernel_scratch_bytes: 0,
         stack: StackBound::not_compiled(),
+        profile: None,
     })
 }
 

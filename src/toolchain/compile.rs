@@ -92,6 +92,10 @@ impl CompilerCommand {
     }
 }
 
+/// Calls the profiling hooks on entry to and exit from every function of the
+/// source (`Builder::profile`): GCC and Clang alike, inlined functions included.
+pub(crate) const PROFILE_FLAG: &str = "-finstrument-functions";
+
 /// One static library to build.
 pub(crate) struct Library {
     /// `lib<name>.a`.
@@ -114,6 +118,8 @@ pub(crate) struct Library {
     /// Sources that are not the model's (kernels, the user's, mlf-build's
     /// runtime): their objects keep their sections.
     pub external_sources: Vec<PathBuf>,
+    /// Sources compiled with `-finstrument-functions` (`Builder::profile`): the archive's own C of an AOT module.
+    pub instrumented: Vec<PathBuf>,
 }
 
 /// One source to compile and where its object goes.
@@ -257,6 +263,9 @@ impl Library {
             if self.sections.workspace.is_some() {
                 // Tentative definitions would be COMMON symbols, in no section to rename.
                 args.push("-fno-common".into());
+            }
+            if self.instrumented.iter().any(|instrumented| instrumented == source) {
+                args.push(PROFILE_FLAG.into());
             }
         }
         for (name, value) in &self.defines {

@@ -1,5 +1,6 @@
 //! Runs any Model Library Format archive on the host:
 //! `MLF_ARCHIVE=<archive> cargo run --release -p host-runner -- <input.bin>... --out <dir>`.
+//! Built with `MLF_PROFILE=1`, `--profile` also times each operator call of a second run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +11,12 @@ use mlf_rt::{Model, Visitor};
 #[allow(dead_code)] // the runner uses only the generic part of the API
 mod models {
     include!(concat!(env!("OUT_DIR"), "/mlf/mod.rs"));
+}
+
+/// The module built with `Builder::profile(true)` (MLF_PROFILE=1), as `model`.
+#[cfg(mlf_profile)]
+mod profiled {
+    include!(concat!(env!("OUT_DIR"), "/profiled.rs"));
 }
 
 /// The archive the build script built.
@@ -24,21 +31,25 @@ struct Args {
     module: Option<String>,
     inputs: Vec<PathBuf>,
     out: Option<PathBuf>,
+    profile: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { module: None, inputs: Vec::new(), out: None };
+    let mut args = Args { module: None, inputs: Vec::new(), out: None, profile: false };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--module" => args.module = Some(iter.next().ok_or("--module needs a name")?),
             "--out" => args.out = Some(iter.next().ok_or("--out needs a directory")?.into()),
+            "--profile" => args.profile = true,
             "-h" | "--help" => {
-                return Err("usage: host-runner [--module NAME] [--out DIR] [INPUT.bin ...]\n\
+                return Err("usage: host-runner [--module NAME] [--out DIR] [--profile] [INPUT.bin ...]\n\
                      Inputs are raw little-endian tensors in declaration order; without them the\n\
                      demo archive uses its built-in input and other archives run on zeros.\n\
                      The archive is MLF_ARCHIVE at build time (default: the demo), a path relative\n\
-                     to the workspace root (where you run cargo), as for every runner."
+                     to the workspace root (where you run cargo), as for every runner.\n\
+                     --profile (a build with MLF_PROFILE=1) runs again timing each operator call and\n\
+                     prints `profile: <operator> <ns>` per call, then `profile: glue` and `profile: total`."
                     .to_string())
             }
             _ => args.inputs.push(arg.into()),
@@ -198,6 +209,11 @@ fn run_model<M: Model>(args: &Args) -> Result<(), String> {
     }
     check_canaries(M::NAME, "input", &inputs, inputs_info)?;
     check_canaries(M::NAME, "output", &outputs, outputs_info)?;
+    if args.profile {
+        let input_views: Vec<&[u8]> = inputs.iter().map(Guarded::bytes).collect();
+        let output_views: Vec<&[u8]> = outputs.iter().map(Guarded::bytes).collect();
+        profile(M::NAME, &input_views, &output_views)?;
+    }
     if IS_DEMO && args.inputs.is_empty() {
         println!("demo model y = relu(W·x + b), x = {DEMO_INPUT:?}");
     }
@@ -213,6 +229,51 @@ fn run_model<M: Model>(args: &Args) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Nanoseconds since the first call, wrapping at 2^32 (about 4.3 s): the
+/// up-counting `fn() -> u32` clock `run_profiled` reads.
+#[cfg(mlf_profile)]
+fn clock() -> u32 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    // Truncation is the wrap-around `run_profiled` expects of a counter.
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u32
+}
+
+/// Runs the profiled module again on `inputs`, checks it gives `outputs`
+/// again, and prints each operator call's nanoseconds, the glue's and the total.
+#[cfg(mlf_profile)]
+fn profile(name: &str, inputs: &[&[u8]], outputs: &[&[u8]]) -> Result<(), String> {
+    use profiled::model;
+    if name != model::MODULE_NAME {
+        return Err(format!("--profile: module `{name}` was not built with profiling; `{}` was", model::MODULE_NAME));
+    }
+    let mut typed_inputs = Box::new(model::Inputs::zeroed());
+    for (index, bytes) in inputs.iter().enumerate() {
+        typed_inputs.bytes_mut(index).ok_or("--profile: more inputs than the module has")?.copy_from_slice(bytes);
+    }
+    let mut typed_outputs = Box::new(model::Outputs::zeroed());
+    let mut ticks = [0u32; model::profile::OPERATORS.len()];
+    let start = clock();
+    model::profile::run_profiled(&typed_inputs, &mut typed_outputs, clock, &mut ticks).map_err(|e| format!("model `{name}`: {e}"))?;
+    let total = clock().wrapping_sub(start);
+    for (index, expected) in outputs.iter().enumerate() {
+        if typed_outputs.bytes(index) != Some(*expected) {
+            return Err(format!("model `{name}`: output {index} of the profiled run differs from the plain run's"));
+        }
+    }
+    for (operator, ticks) in model::profile::OPERATORS.iter().zip(ticks) {
+        println!("profile: {operator} {ticks}");
+    }
+    let timed = ticks.iter().fold(0u32, |sum, ticks| sum.wrapping_add(*ticks));
+    println!("profile: glue {}", total.wrapping_sub(timed));
+    println!("profile: total {total}");
+    Ok(())
+}
+
+#[cfg(not(mlf_profile))]
+fn profile(_: &str, _: &[&[u8]], _: &[&[u8]]) -> Result<(), String> {
+    Err("--profile needs a build with MLF_PROFILE=1 (the model built with Builder::profile(true))".to_string())
 }
 
 fn main() -> ExitCode {

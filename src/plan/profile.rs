@@ -1,0 +1,229 @@
+//! Which operator calls a profiled run times (`Builder::profile`), in call
+//! order, or why an archive's cannot be timed. A graph module's calls are its
+//! schedule's; an AOT module's are the calls its model function makes to
+//! functions the archive's C defines, read from that function's text.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
+use crate::input::archive::Tree;
+use crate::input::c_text::{called_functions, function_definitions, strip_comments};
+use crate::plan::model::{Entry, ModulePlan, Plan, Profile};
+
+/// Sets every module's [`ModulePlan::profile`], or refuses the archive.
+pub(crate) fn apply(tree: &Tree, plan: &mut Plan) -> Result<()> {
+    if let [_, _, ..] = plan.modules.as_slice() {
+        let names: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "Builder::profile(true) on an archive of {} modules ({}): a program has one set of profiling hooks",
+                names.len(),
+                names.join(", ")
+            ),
+        )
+        .help("profile one module at a time: export it alone (tvmc compile without the others), or build with profile(false)"));
+    }
+    for module in &mut plan.modules {
+        module.profile = Some(operator_calls(tree, module)?);
+    }
+    Ok(())
+}
+
+/// Refuses a compiler `-finstrument-functions` does not exist for (MSVC) when
+/// a module's operators are timed through it: the ticks would all stay 0.
+pub(crate) fn check_compiler(plan: &Plan, msvc: bool) -> Result<()> {
+    match plan.modules.iter().find(|module| module.profile.is_some() && is_instrumented(module)) {
+        Some(module) if msvc => Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("Builder::profile(true): module `{}` is AOT, whose operators are timed through GCC and Clang's -finstrument-functions, which MSVC lacks", module.name),
+        )
+        .help("build with GCC or Clang (cc's CC variable), or with profile(false)")),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a profiled `module` is timed by instrumenting the archive's C (AOT)
+/// rather than by the glue around each planned call (graph).
+pub(crate) fn is_instrumented(module: &ModulePlan) -> bool {
+    !matches!(module.entry, Entry::Graph(_))
+}
+
+fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
+    let m = &module.name;
+    let refuse = |why: String, help: &str| {
+        Error::new(ErrorKind::Unsupported, format!("Builder::profile(true) on module `{m}` ({}): {why}", module.entry.kind())).help(help)
+    };
+    match &module.entry {
+        Entry::Graph(schedule) => {
+            return Ok(Profile {
+                calls: schedule.calls.iter().map(|call| call.func_name.clone()).collect(),
+                source: "the graph's operator nodes, in the order the build planned them".to_string(),
+            })
+        }
+        Entry::Operator { function, .. } => {
+            return Err(refuse(
+                format!("the archive is the single operator `{function}`, so there is nothing to tell apart"),
+                "time `run` itself with your clock, and build with profile(false)",
+            ))
+        }
+        Entry::CInterface(_) | Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => {}
+    }
+    if !module.codegen.objects.is_empty() {
+        return Err(refuse(
+            format!("its code comes partly as objects TVM compiled ({}), which cannot be instrumented", module.codegen.objects.join(", ")),
+            "export the model with TVM's `c` target instead of `llvm`, or build with profile(false)",
+        ));
+    }
+    // Every function the module's sources define: where, and whether `static`.
+    let mut defined: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    let mains = [format!("tvmgen_{m}___tvm_main__"), format!("tvmgen_{m}_run_model")];
+    // (rank among `mains`, file, called names) of the first definition of each.
+    let mut entries: Vec<(usize, String, Vec<String>)> = Vec::new();
+    for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
+        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+        for (name, body) in function_definitions(&code) {
+            let at = name.as_ptr() as usize - code.as_ptr() as usize;
+            let declaration = &code[code[..at].rfind([';', '}']).map_or(0, |end| end + 1)..at];
+            let is_static = declaration.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| word == "static");
+            defined.entry(name.to_string()).or_insert_with(|| (path.clone(), is_static));
+            if let Some(rank) = mains.iter().position(|main| main == name).filter(|rank| entries.iter().all(|e| e.0 != *rank)) {
+                entries.push((rank, path.clone(), called_functions(body).map(str::to_string).collect()));
+            }
+        }
+    }
+    let Some((rank, file, called)) = entries.into_iter().min_by_key(|entry| entry.0) else {
+        return Err(refuse(
+            format!("no source defines its model function `{}` or `{}`, whose calls are the operators", mains[0], mains[1]),
+            "pass the archive as TVM wrote it, or build with profile(false)",
+        ));
+    };
+    let main = &mains[rank];
+    let mut calls = Vec::new();
+    for name in called.iter().filter(|name| *name != main) {
+        let Some((path, is_static)) = defined.get(name) else { continue };
+        if *is_static {
+            return Err(refuse(
+                format!("operator `{name}` is `static` in {path}, so the profiling hooks cannot know its address"),
+                "build with profile(false)",
+            )
+            .in_file(path.clone()));
+        }
+        calls.push(CIdent::new(&format!("module `{m}`: operator called by {main}"), name)?);
+    }
+    if calls.is_empty() {
+        return Err(refuse(format!("{main} calls no function the archive defines"), "build with profile(false)").in_file(file));
+    }
+    Ok(Profile { calls, source: format!("the calls `{main}` makes in {file}, in its order") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::PlanOptions;
+    use crate::test_support::corpus_dir;
+
+    fn planned(case: &str) -> Option<(Tree, Plan)> {
+        let archive = corpus_dir()?.join(case).join("model.tar");
+        let planned = crate::plan::read_and_plan(&archive, &PlanOptions::default()).unwrap();
+        Some((planned.tree, planned.plan))
+    }
+
+    /// `kws_int8-aot_c_usmp` with every file passed through `edit` (path, text), then planned.
+    fn edited_kws(edit: impl Fn(&str, String) -> String, extra: Option<(&str, &[u8])>) -> Option<(Tree, Plan)> {
+        let (tree, _) = planned("tvm-0.18/kws_int8-aot_c_usmp")?;
+        let mut files: Vec<(String, Vec<u8>)> = tree
+            .into_files()
+            .into_iter()
+            .map(|(path, bytes)| {
+                let text = edit(&path, String::from_utf8_lossy(&bytes).into_owned());
+                (path, text.into_bytes())
+            })
+            .collect();
+        files.extend(extra.map(|(path, bytes)| (path.to_string(), bytes.to_vec())));
+        let planned = crate::plan::plan_tree(Tree::from_files(files).unwrap(), &PlanOptions::default()).unwrap();
+        Some((planned.tree, planned.plan))
+    }
+
+    fn refusal(tree: &Tree, plan: &mut Plan) -> String {
+        let error = apply(tree, plan).expect_err("refused");
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+        error.to_string()
+    }
+
+    /// The calls `__tvm_main__` makes, in its order, one entry per call.
+    #[test]
+    fn aot_calls_come_from_the_model_function() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c_usmp") else { return };
+        apply(&tree, &mut plan).unwrap();
+        let profile = plan.modules[0].profile.clone().unwrap();
+        assert_eq!(profile.calls.len(), 11);
+        assert_eq!(profile.calls[0], "tvmgen_default_fused_cast_cast_subtract");
+        assert_eq!(profile.calls[10], "tvmgen_default_fused_nn_contrib_dense_pack_fixed_point_multiply_clip_cast");
+        assert!(profile.source.contains("default_lib1.c"), "{}", profile.source);
+        assert!(is_instrumented(&plan.modules[0]));
+    }
+
+    /// A graph's calls are its schedule's, timed by the glue: nothing is instrumented.
+    #[test]
+    fn graph_calls_are_the_schedule() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/cnn_f32-graph") else { return };
+        apply(&tree, &mut plan).unwrap();
+        let module = &plan.modules[0];
+        let scheduled: Vec<CIdent> = module.schedule().unwrap().calls.iter().map(|call| call.func_name.clone()).collect();
+        assert_eq!(module.profile.as_ref().unwrap().calls, scheduled);
+        assert!(!is_instrumented(module));
+        check_compiler(&plan, true).unwrap();
+    }
+
+    #[test]
+    fn refuses_archives_of_several_modules() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/multi-kws_mlp-aot_c") else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("archive of 2 modules (kws, mlp)") && text.contains("one module at a time"), "{text}");
+    }
+
+    #[test]
+    fn refuses_an_operator_export() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/operator-add_f32") else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("single operator") && text.contains("time `run` itself"), "{text}");
+    }
+
+    #[test]
+    fn refuses_operators_compiled_to_objects() {
+        let object = Some(("codegen/host/lib/default_lib2.o", &b"\x7fELF"[..]));
+        let Some((tree, mut plan)) = edited_kws(|_, text| text, object) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("default_lib2.o") && text.contains("`c` target"), "{text}");
+    }
+
+    #[test]
+    fn refuses_static_operators() {
+        let edit =
+            |_: &str, text: String| text.replace("TVM_DLL int32_t tvmgen_default_fused_cast(", "static int32_t tvmgen_default_fused_cast(");
+        let Some((tree, mut plan)) = edited_kws(edit, None) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("operator `tvmgen_default_fused_cast` is `static`"), "{text}");
+    }
+
+    #[test]
+    fn refuses_a_module_without_its_model_function() {
+        let edit = |_: &str, text: String| text.replace("tvmgen_default___tvm_main__", "tvmgen_default_renamed_main");
+        let Some((tree, mut plan)) = edited_kws(edit, None) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("no source defines its model function `tvmgen_default___tvm_main__`"), "{text}");
+    }
+
+    /// MSVC has no `-finstrument-functions`: an AOT module is refused, profiling off is not.
+    #[test]
+    fn refuses_msvc_for_aot_modules() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c_usmp") else { return };
+        check_compiler(&plan, true).unwrap();
+        apply(&tree, &mut plan).unwrap();
+        let text = check_compiler(&plan, true).expect_err("refused").to_string();
+        assert!(text.contains("MSVC lacks") && text.contains("GCC or Clang"), "{text}");
+        check_compiler(&plan, false).unwrap();
+    }
+}
