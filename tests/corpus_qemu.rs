@@ -479,23 +479,27 @@ fn run_between(windows: &[Window], paint: u64, used: u64) -> Result<(u64, u64), 
     }
 }
 
-/// README's "On the device" tables: for the builds it shows, every call's
-/// instructions and share of the run, glue and total, and what profiling adds per call.
+/// README's "On the device": the table after "`<case>` on `<label>`:" (every
+/// call's instructions and share of the run, glue and total) and the number
+/// after "`<case>` on `<label>` profiling adds", where README shows them.
 fn readme_profile(case: &Case, build: &Build, profile: &Profile, per_call: u64) -> Result<(), String> {
     let section = common::readme_section("### On the device");
-    let anchor = format!("`{}` on `{}`", case.name, build.label());
-    if !section.iter().any(|(_, line)| line.contains(&anchor)) {
-        return Ok(());
-    }
-    let table = common::readme_table_after(&section, &anchor);
-    let share = |spent: u64| ((spent * 1000 / profile.total.max(1) + 5) / 10) as i64;
+    let named = format!("`{}` on `{}`", case.name, build.label());
+    let (table_anchor, added_anchor) = (format!("{named}:"), format!("{named} profiling adds"));
+    let shows = |anchor: &str| section.iter().any(|(_, line)| line.contains(anchor));
     let command = format!("corpus_qemu's profiled run of {} on {}", case.name, build.label());
     let mut figures = common::ReadmeFigures::default();
-    for (index, (name, spent)) in profile.calls.iter().enumerate() {
-        figures.row_of(&table, &[&(index + 1).to_string(), &format!("`{name}`")], &[*spent as i64, share(*spent)], &command);
+    if shows(&table_anchor) {
+        let table = common::readme_table_after(&section, &table_anchor);
+        let share = |spent: u64| ((spent * 1000 / profile.total.max(1) + 5) / 10) as i64;
+        for (index, (name, spent)) in profile.calls.iter().enumerate() {
+            figures.row_of(&table, &[&(index + 1).to_string(), &format!("`{name}`")], &[*spent as i64, share(*spent)], &command);
+        }
+        figures.row_of(&table, &["", "glue"], &[profile.glue as i64, share(profile.glue)], &command);
+        figures.row_of(&table, &["", "total"], &[profile.total as i64, 100], &command);
     }
-    figures.row_of(&table, &["", "glue"], &[profile.glue as i64, share(profile.glue)], &command);
-    figures.row_of(&table, &["", "total"], &[profile.total as i64, 100], &command);
-    figures.after(&section, &format!("on `{}` profiling adds", build.label()), per_call as i64, &command);
+    if shows(&added_anchor) {
+        figures.after(&section, &added_anchor, per_call as i64, &command);
+    }
     figures.result()
 }
