@@ -130,6 +130,8 @@ fn every_kind_of_module_is_clippy_pedantic_clean_and_a_std_error() {
         "real-world/arduino-microspeech-aot-tvm_model_t-v5 `yes`: ok",
         "tvm-0.18/kws_int8-aot_c_pools: ok",
         "operator add: ok",
+        "packed profiled: 5 operator calls timed",
+        "graph profiled: 5 operator calls timed",
         "refused: got 0 input buffers, model `aot` takes 1",
     ] {
         assert!(stdout.lines().any(|l| l == line), "no line `{line}`:\n{stdout}");

@@ -512,10 +512,11 @@ fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, 
     let m = &module.name;
     let n = profile.calls.len();
     let mut run = "entry";
+    source.push('\n');
     if !matches!(module.entry, Entry::Graph(_)) {
         run = "profiled_entry";
         let _ = writeln!(source, "/* The operator functions of each call, in call order: {}. */", ident::c_comment(&profile.source));
-        let _ = writeln!(source, "/* Declared without their parameters: only their addresses are taken. */");
+        let _ = writeln!(source, "/* Declared with no parameters, whatever theirs are: only their addresses are taken. */");
         let mut declared: Vec<&str> = Vec::new();
         for function in &profile.calls {
             if !declared.contains(&function.as_str()) {

@@ -20,22 +20,28 @@ use crate::plan::model::{StackBound, StackFrame};
 use crate::plan::{read_and_plan, PlanOptions};
 use crate::toolchain::stack;
 
-/// `(golden directory, corpus case, implements mlf_rt::Model)`: one case per entry kind.
-const CASES: &[(&str, &str, bool)] = &[
-    ("aot_c_usmp", "tvm-0.18/kws_int8-aot_c_usmp", false),
-    ("aot_c_pools", "tvm-0.18/kws_int8-aot_c_pools", false),
-    ("aot_packed", "tvm-0.18/mlp_f32-aot_packed", false),
-    ("tvm_model_t", "real-world/arduino-microspeech-aot-tvm_model_t-v5", false),
-    ("graph", "tvm-0.18/mlp_f32-graph", false),
-    ("multi_module", "tvm-0.18/multi-kws_mlp-aot_c", true),
-    ("operator", "tvm-0.18/operator-add_f32", false),
+/// `(golden directory, corpus case, implements mlf_rt::Model, profiled)`: one
+/// case per entry kind, and the two ways a profiled run is timed.
+const CASES: &[(&str, &str, bool, bool)] = &[
+    ("aot_c_usmp", "tvm-0.18/kws_int8-aot_c_usmp", false, false),
+    ("aot_c_pools", "tvm-0.18/kws_int8-aot_c_pools", false, false),
+    ("aot_packed", "tvm-0.18/mlp_f32-aot_packed", false, false),
+    ("tvm_model_t", "real-world/arduino-microspeech-aot-tvm_model_t-v5", false, false),
+    ("graph", "tvm-0.18/mlp_f32-graph", false, false),
+    ("multi_module", "tvm-0.18/multi-kws_mlp-aot_c", true, false),
+    ("operator", "tvm-0.18/operator-add_f32", false, false),
+    ("aot_c_usmp_profiled", "tvm-0.18/kws_int8-aot_c_usmp", false, true),
+    ("graph_profiled", "tvm-0.18/mlp_f32-graph", false, true),
 ];
 
 /// The Cargo package name the glue symbols of the golden files name.
 const PACKAGE: &str = "golden";
 
-fn generate(archive: &Path, mlf_rt: bool, stack: Option<&StackBound>) -> Vec<GeneratedFile> {
+fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBound>) -> Vec<GeneratedFile> {
     let mut planned = read_and_plan(archive, &PlanOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+    if profiled {
+        crate::plan::profile::apply(&planned.tree, &mut planned.plan).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+    }
     if let Some(stack) = stack {
         planned.plan.modules[0].stack = stack.clone();
     }
@@ -73,7 +79,7 @@ fn generated_code_matches_golden_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bless = std::env::var_os("MLF_BUILD_BLESS").is_some_and(|value| value != "0");
     let mut failures = Vec::new();
-    for &(name, case, mlf_rt) in CASES {
+    for &(name, case, mlf_rt, profiled) in CASES {
         let golden = root.join("tests/golden").join(name);
         // One case as a build bounds it (its thumbv7em-none-eabihf figures), the others as planning leaves them.
         let stack = (name == "aot_c_usmp").then(|| {
@@ -92,7 +98,7 @@ fn generated_code_matches_golden_files() {
             let c_bound = StackBound { bytes: Some(c_path.iter().map(|frame| frame.bytes).sum()), unknown: None, path: c_path };
             stack::with_rust_wrapper(c_bound, 2, stack::RustAbi::of("arm"))
         });
-        let files = generate(&corpus.join(case).join("model.tar"), mlf_rt, stack.as_ref());
+        let files = generate(&corpus.join(case).join("model.tar"), mlf_rt, profiled, stack.as_ref());
         let golden_path = |file: &GeneratedFile| golden.join(file.path.file_name().expect("a file name"));
         if bless {
             // Rewritten whole, so a file no longer generated does not linger.

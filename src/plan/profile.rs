@@ -130,6 +130,28 @@ mod tests {
         Some((planned.tree, planned.plan))
     }
 
+    /// `kws_int8-aot_c_usmp` with every file passed through `edit` (path, text), then planned.
+    fn edited_kws(edit: impl Fn(&str, String) -> String, extra: Option<(&str, &[u8])>) -> Option<(Tree, Plan)> {
+        let (tree, _) = planned("tvm-0.18/kws_int8-aot_c_usmp")?;
+        let mut files: Vec<(String, Vec<u8>)> = tree
+            .into_files()
+            .into_iter()
+            .map(|(path, bytes)| {
+                let text = edit(&path, String::from_utf8_lossy(&bytes).into_owned());
+                (path, text.into_bytes())
+            })
+            .collect();
+        files.extend(extra.map(|(path, bytes)| (path.to_string(), bytes.to_vec())));
+        let planned = crate::plan::plan_tree(Tree::from_files(files).unwrap(), &PlanOptions::default()).unwrap();
+        Some((planned.tree, planned.plan))
+    }
+
+    fn refusal(tree: &Tree, plan: &mut Plan) -> String {
+        let error = apply(tree, plan).expect_err("refused");
+        assert_eq!(error.kind(), ErrorKind::Unsupported);
+        error.to_string()
+    }
+
     /// The calls `__tvm_main__` makes, in its order, one entry per call.
     #[test]
     fn aot_calls_come_from_the_model_function() {
@@ -140,5 +162,68 @@ mod tests {
         assert_eq!(profile.calls[0], "tvmgen_default_fused_cast_cast_subtract");
         assert_eq!(profile.calls[10], "tvmgen_default_fused_nn_contrib_dense_pack_fixed_point_multiply_clip_cast");
         assert!(profile.source.contains("default_lib1.c"), "{}", profile.source);
+        assert!(is_instrumented(&plan.modules[0]));
+    }
+
+    /// A graph's calls are its schedule's, timed by the glue: nothing is instrumented.
+    #[test]
+    fn graph_calls_are_the_schedule() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/cnn_f32-graph") else { return };
+        apply(&tree, &mut plan).unwrap();
+        let module = &plan.modules[0];
+        let scheduled: Vec<CIdent> = module.schedule().unwrap().calls.iter().map(|call| call.func_name.clone()).collect();
+        assert_eq!(module.profile.as_ref().unwrap().calls, scheduled);
+        assert!(!is_instrumented(module));
+        check_compiler(&plan, true).unwrap();
+    }
+
+    #[test]
+    fn refuses_archives_of_several_modules() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/multi-kws_mlp-aot_c") else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("archive of 2 modules (kws, mlp)") && text.contains("one module at a time"), "{text}");
+    }
+
+    #[test]
+    fn refuses_an_operator_export() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/operator-add_f32") else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("single operator") && text.contains("time `run` itself"), "{text}");
+    }
+
+    #[test]
+    fn refuses_operators_compiled_to_objects() {
+        let object = Some(("codegen/host/lib/default_lib2.o", &b"\x7fELF"[..]));
+        let Some((tree, mut plan)) = edited_kws(|_, text| text, object) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("default_lib2.o") && text.contains("`c` target"), "{text}");
+    }
+
+    #[test]
+    fn refuses_static_operators() {
+        let edit =
+            |_: &str, text: String| text.replace("TVM_DLL int32_t tvmgen_default_fused_cast(", "static int32_t tvmgen_default_fused_cast(");
+        let Some((tree, mut plan)) = edited_kws(edit, None) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("operator `tvmgen_default_fused_cast` is `static`"), "{text}");
+    }
+
+    #[test]
+    fn refuses_a_module_without_its_model_function() {
+        let edit = |_: &str, text: String| text.replace("tvmgen_default___tvm_main__", "tvmgen_default_renamed_main");
+        let Some((tree, mut plan)) = edited_kws(edit, None) else { return };
+        let text = refusal(&tree, &mut plan);
+        assert!(text.contains("no source defines its model function `tvmgen_default___tvm_main__`"), "{text}");
+    }
+
+    /// MSVC has no `-finstrument-functions`: an AOT module is refused, profiling off is not.
+    #[test]
+    fn refuses_msvc_for_aot_modules() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c_usmp") else { return };
+        check_compiler(&plan, true).unwrap();
+        apply(&tree, &mut plan).unwrap();
+        let text = check_compiler(&plan, true).expect_err("refused").to_string();
+        assert!(text.contains("MSVC lacks") && text.contains("GCC or Clang"), "{text}");
+        check_compiler(&plan, false).unwrap();
     }
 }

@@ -41,6 +41,11 @@ const EM_RISCV: u16 = 243;
 /// the abort guard; `TVMBackendParallelLaunch` runs generated code's lambda.
 const CALLBACK_RUNNERS: &[&str] = &["mlf_support_call", "TVMBackendParallelLaunch"];
 
+/// The hooks `-finstrument-functions` makes every function call (`Builder::profile`)
+/// with its own address and those of the functions inlined into it: they compare
+/// addresses with their table of operators and call none of them.
+const ADDRESS_READERS: &[&str] = &["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
+
 /// mlf-build's support functions that call the application's code through a
 /// pointer the application set: their stack is not the model's to know.
 const APPLICATION_CALLS: &[(&str, &str)] =
@@ -683,18 +688,27 @@ impl Walk<'_> {
         // Addresses the code takes, and the tables it reads (whose functions it may call).
         let mut taken = BTreeSet::new();
         let mut callees: BTreeSet<Target> = function.calls.iter().filter_map(|t| program.resolve(t).or(Some(t.clone()))).collect();
+        let is_reader = ADDRESS_READERS.contains(&name.as_str());
         for target in &function.references {
             match program.resolve(target) {
                 Some(Target::Function(f)) => {
                     taken.insert(f);
                 }
-                Some(Target::Data(data)) => callees.extend(program.table_functions(data).into_iter().map(Target::Function)),
+                Some(Target::Data(data)) if !is_reader => {
+                    callees.extend(program.table_functions(data).into_iter().map(Target::Function));
+                }
                 _ => {}
             }
         }
-        let runs_callbacks =
-            callees.iter().any(|t| matches!(t, Target::Function(f) if CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str())));
-        if let (Some(&first), false) = (taken.iter().next(), runs_callbacks) {
+        let calls_any = |names: &[&str]| {
+            callees.iter().any(|t| matches!(t, Target::Function(f) if names.contains(&program.functions[*f].name.as_str())))
+        };
+        let runs_callbacks = calls_any(CALLBACK_RUNNERS);
+        let gives_addresses = calls_any(ADDRESS_READERS);
+        if gives_addresses {
+            taken.remove(&node);
+        }
+        if let (Some(&first), false) = (taken.iter().next(), runs_callbacks || gives_addresses) {
             return Err(format!(
                 "`{name}` takes the address of `{}` and passes it to no function known to call it",
                 program.functions[first].name
