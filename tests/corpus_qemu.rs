@@ -330,12 +330,13 @@ fn profile_check(case: &Case, build: &Build) -> Result<(), String> {
         return Err("the plugin saw none of the operators called".to_string());
     }
     let calls = profile.calls.len();
+    let off_by = readings_check(&profile, &counted.windows, &symbols, (run_from, run_to), build)?;
     let operators: u64 = profile.calls.iter().map(|(_, spent)| spent).sum();
     let share = operators as f64 * 100.0 / profile.total.max(1) as f64;
     let per_call = (added + calls as u64 / 2) / calls as u64;
     let _ = writeln!(
         std::io::stdout().lock(),
-        "profile: {} [{}] {calls} operators, {share:.1}% of the run, max deviation {deviation:.2}% vs plugin ({seen} calls seen, {} inlined); profiling adds {per_call} instructions per call",
+        "profile: {} [{}] {calls} operators, {share:.1}% of the run, max deviation {deviation:.2}% vs plugin ({seen} calls seen, {} inlined; every reading within {off_by} instructions of the plugin's); profiling adds {per_call} instructions per call",
         case.name,
         build.label(),
         calls - seen
@@ -346,6 +347,83 @@ fn profile_check(case: &Case, build: &Build) -> Result<(), String> {
         ));
     }
     readme_profile(case, build, &profile, per_call)
+}
+
+/// Instructions per tick of the clock the firmware reads on `build`'s board
+/// (examples/cortex-m-runner/build.rs's `BOARDS`: 10^9 / the clock's rate).
+fn instructions_per_tick(build: &Build) -> f64 {
+    let board = build.board.unwrap_or(match build.triple.split('-').next().unwrap_or_default() {
+        "thumbv6m" | "thumbv7m" => "mps2-an385",
+        "thumbv8m.main" => "mps2-an505",
+        _ => "mps2-an386",
+    });
+    match board {
+        "mps2-an505" => 50.0,
+        "mps3-an547" => 31.25,
+        "virt" => 1.0,
+        _ => 40.0,
+    }
+}
+
+/// Every call's figure against the instructions the plugin counted between
+/// the two clock reads it came from (the calls of the generated `read_clock`
+/// in the run: a graph's glue reads it twice a call; an AOT call begins at
+/// the read in the entry hook and ends at the last read in an exit hook
+/// before the next entry hook's), which holds inlined operators too. Each must
+/// be within one tick; returns the largest difference, in instructions.
+fn readings_check(
+    profile: &Profile,
+    windows: &[Window],
+    symbols: &[(String, u64)],
+    (from, to): (u64, u64),
+    build: &Build,
+) -> Result<u64, String> {
+    let entry_of = |name: &str| symbols.iter().find(|(symbol, _)| symbol == name).map(|&(_, entry)| entry);
+    let read_clock = function_like(symbols, "7profile10read_clock")?;
+    let in_run = |window: &&Window| window.opened >= from && window.closed <= to;
+    let hooks: Vec<&Window> = windows
+        .iter()
+        .filter(in_run)
+        .filter(|window| {
+            Some(window.entry) == entry_of("__cyg_profile_func_enter") || Some(window.entry) == entry_of("__cyg_profile_func_exit")
+        })
+        .collect();
+    let mut calls: Vec<(u64, u64)> = Vec::new();
+    let mut open: Option<u64> = None;
+    for read in windows.iter().filter(in_run).filter(|window| window.entry == read_clock) {
+        let hook = hooks.iter().find(|hook| hook.opened < read.opened && read.closed <= hook.closed);
+        match hook.map(|hook| Some(hook.entry) == entry_of("__cyg_profile_func_enter")) {
+            // A graph's glue: the reads pair up.
+            None => match open.take() {
+                Some(start) => calls.push((start, read.opened)),
+                None => open = Some(read.opened),
+            },
+            Some(true) => open = Some(read.opened),
+            Some(false) => match (open, calls.last_mut()) {
+                (Some(start), _) => {
+                    calls.push((start, read.opened));
+                    open = None;
+                }
+                // A later exit in the same call (an operator's own callee returned first).
+                (None, Some(last)) => last.1 = read.opened,
+                (None, None) => return Err("the plugin saw the exit hook read the clock before any entry hook".to_string()),
+            },
+        }
+    }
+    if calls.len() != profile.calls.len() {
+        return Err(format!("the plugin saw the clock read around {} calls; the firmware timed {}", calls.len(), profile.calls.len()));
+    }
+    let tick = instructions_per_tick(build);
+    let mut largest = 0;
+    for ((name, measured), (start, end)) in profile.calls.iter().zip(&calls) {
+        let counted = end - start;
+        let off = measured.abs_diff(counted);
+        if off as f64 > tick {
+            return Err(format!("`{name}` reads {measured} instructions; the plugin counted {counted} between its clock reads, more than a tick ({tick}) apart"));
+        }
+        largest = largest.max(off);
+    }
+    Ok(largest)
 }
 
 /// A profiled run's `profile:` lines: each call's operator and instructions, and the total.
