@@ -68,6 +68,8 @@ fn run_footprint(command: &str, case: &str) -> Footprint {
         .env("MLF_BOARD", "")
         .env("MLF_MEMORY_X", "")
         .env("MLF_LINK_SECTIONS", "")
+        // The firmware the figures are of is the unprofiled one.
+        .env("MLF_PROFILE", "")
         .output()
         .expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -5,28 +5,34 @@
 //! (default: the target's usual board; `.cargo/config.toml`'s runner starts
 //! the same board in QEMU), or the one MLF_MEMORY_X names, which the model
 //! must fit; MLF_LINK_SECTIONS (`workspace=.sram2`) places its memory.
+//! MLF_PROFILE=1 builds it with `Builder::profile(true)`: the firmware then
+//! times each operator call (run it with MLF_QEMU_ICOUNT=1).
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// A QEMU board: its name (QEMU's `-M`), code and data memory.
+/// A QEMU board: its name (QEMU's `-M`), code and data memory, and the rate
+/// of the counter a profiled firmware reads: SysTick on the processor clock
+/// (QEMU 7.2's `SYSCLK_FRQ` in hw/arm/mps2.c, `sysclk_frq` in hw/arm/mps2-tz.c),
+/// or RISC-V's `mcycle`, which under `-icount shift=0` counts the virtual nanoseconds.
 struct Board {
     name: &'static str,
     code: (u32, &'static str),
     data: (u32, &'static str),
+    clock_hz: u64,
 }
 
 /// The boards the runner knows, with the memory QEMU gives each (SSRAM or TCM for code, SRAM for data).
 const BOARDS: &[Board] = &[
-    Board { name: "mps2-an385", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
-    Board { name: "mps2-an386", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
-    Board { name: "mps2-an500", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K") },
+    Board { name: "mps2-an385", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K"), clock_hz: 25_000_000 },
+    Board { name: "mps2-an386", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K"), clock_hz: 25_000_000 },
+    Board { name: "mps2-an500", code: (0x0000_0000, "4096K"), data: (0x2000_0000, "4096K"), clock_hz: 25_000_000 },
     // Starts in the secure state: code in the secure alias of SSRAM1, data in that of SSRAM2/3.
-    Board { name: "mps2-an505", code: (0x1000_0000, "4096K"), data: (0x3800_0000, "4096K") },
+    Board { name: "mps2-an505", code: (0x1000_0000, "4096K"), data: (0x3800_0000, "4096K"), clock_hz: 20_000_000 },
     // Code in the 512 KiB ITCM, data in the 2 MiB SRAM.
-    Board { name: "mps3-an547", code: (0x0000_0000, "512K"), data: (0x0100_0000, "2048K") },
+    Board { name: "mps3-an547", code: (0x0000_0000, "512K"), data: (0x0100_0000, "2048K"), clock_hz: 32_000_000 },
     // RAM only, from 0x80000000, where `-bios none` starts.
-    Board { name: "virt", code: (0x8000_0000, "16M"), data: (0x8100_0000, "16M") },
+    Board { name: "virt", code: (0x8000_0000, "16M"), data: (0x8100_0000, "16M"), clock_hz: 1_000_000_000 },
 ];
 
 /// The board a target runs on when MLF_BOARD names none (as `.cargo/qemu-runner` picks it too).
@@ -76,6 +82,12 @@ fn main() {
     // with and the one the model is checked against.
     let target = std::env::var("TARGET").expect("set by Cargo");
     let memory_x = out_dir.join("memory.x");
+    let board_name = var("MLF_BOARD").unwrap_or_else(|| default_board(&target).to_string());
+    let Some(board) = BOARDS.iter().find(|board| board.name == board_name) else {
+        let names: Vec<&str> = BOARDS.iter().map(|board| board.name).collect();
+        eprintln!("cortex-m-runner: MLF_BOARD={board_name} is not a board the runner knows; it knows {names:?}");
+        std::process::exit(1);
+    };
     match var("MLF_MEMORY_X") {
         Some(path) => {
             let path = root.join(path);
@@ -83,19 +95,16 @@ fn main() {
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("MLF_MEMORY_X: {}: {e}", path.display()));
             write_if_changed(&memory_x, &text);
         }
-        None => {
-            let board_name = var("MLF_BOARD").unwrap_or_else(|| default_board(&target).to_string());
-            let Some(board) = BOARDS.iter().find(|board| board.name == board_name) else {
-                let names: Vec<&str> = BOARDS.iter().map(|board| board.name).collect();
-                eprintln!("cortex-m-runner: MLF_BOARD={board_name} is not a board the runner knows; it knows {names:?}");
-                std::process::exit(1);
-            };
-            write_if_changed(&memory_x, &memory_x_text(board, target.starts_with("riscv")));
-        }
+        None => write_if_changed(&memory_x, &memory_x_text(board, target.starts_with("riscv"))),
     }
     println!("cargo:rustc-link-search={}", out_dir.display());
 
-    let mut builder = mlf_build::Builder::new(&archive).implement_mlf_rt(true).memory_x(&memory_x);
+    println!("cargo::rustc-check-cfg=cfg(mlf_profile)");
+    let profile = var("MLF_PROFILE").is_some_and(|value| value == "1");
+    if profile {
+        println!("cargo:rustc-cfg=mlf_profile");
+    }
+    let mut builder = mlf_build::Builder::new(&archive).implement_mlf_rt(true).memory_x(&memory_x).profile(profile);
     // `workspace=.sram2,constants=.ext_flash`: sections the memory.x places.
     for placement in var("MLF_LINK_SECTIONS").iter().flat_map(|list| list.split(',')) {
         let (storage, section) = placement.split_once('=').expect("MLF_LINK_SECTIONS: <storage>=<section>, comma-separated");
@@ -136,6 +145,10 @@ fn main() {
         (None, why) => {
             writeln!(firmware, "const STACK_BOUND: Result<usize, &str> = Err({:?});", why.as_deref().unwrap_or_default()).unwrap()
         }
+    }
+    if profile {
+        writeln!(firmware, "/// The rate the profiling clock counts at on {} (build.rs's `BOARDS`).", board.name).unwrap();
+        writeln!(firmware, "const CLOCK_HZ: u64 = {};", board.clock_hz).unwrap();
     }
     writeln!(firmware, "/// The archive the firmware was built from.").unwrap();
     // As given, not joined to the checkout's place: the firmware's size must not depend on it.

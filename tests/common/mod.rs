@@ -386,6 +386,8 @@ impl Firmware<'_> {
             .env("MLF_BOARD", self.board.unwrap_or_default())
             .env("MLF_MEMORY_X", "")
             .env("MLF_LINK_SECTIONS", "")
+            .env("MLF_PROFILE", "")
+            .env("MLF_QEMU_ICOUNT", "")
             .envs(case.library_env().unwrap_or_default())
             .envs(self.env.iter().copied());
         let output = command.output().map_err(|e| format!("cargo: {e}"))?;
@@ -412,7 +414,7 @@ impl Firmware<'_> {
         let (measured, bound) = line.split_once(" bound ").ok_or_else(|| format!("unexpected line `stack: {line}`"))?;
         let measured = measured.parse().map_err(|_| format!("unexpected line `stack: {line}`"))?;
         let bound = bound.parse().map_err(|_| bound.to_string());
-        Ok(FirmwareRun { outputs, stack: Stack { measured, bound } })
+        Ok(FirmwareRun { outputs, stack: Stack { measured, bound }, stdout: stdout.into_owned() })
     }
 }
 
@@ -421,6 +423,8 @@ pub struct FirmwareRun {
     /// The bytes of each `output<i>:` line.
     pub outputs: Vec<Vec<u8>>,
     pub stack: Stack,
+    /// Everything the firmware printed (`profile:` lines of a profiled build).
+    pub stdout: String,
 }
 
 /// The stack a firmware run took (measured by painting) and the module's `STACK_BYTES`.
@@ -606,6 +610,15 @@ impl ReadmeFigures {
     pub fn quoted(&mut self, lines: &[(usize, String)], text: &str, why: &str) {
         if !lines.iter().any(|(_, line)| line.contains(text)) {
             self.wrong.push(format!("README does not show {why}:\n  {text}"));
+        }
+    }
+
+    /// Every README line that differs from what was measured, for a test that reports them with others.
+    pub fn result(self) -> Result<(), String> {
+        if self.wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("README.md states figures the commands do not print:\n{}", self.wrong.join("\n")))
         }
     }
 

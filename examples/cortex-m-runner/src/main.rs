@@ -2,6 +2,7 @@
 //! archive on embedded inputs and prints each output as `output<i>: <hex bytes>`
 //! through semihosting; exits 0 on success, 1 on any error or panic (QEMU
 //! passes it on). Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
+//! Built with MLF_PROFILE=1 it times each operator call instead (see [`profile`]).
 #![no_std]
 #![no_main]
 
@@ -136,10 +137,21 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
         *canary = guard;
         rest = tail;
     }
+    // Outside the painted stretch, so it holds the timed run and no more.
+    #[cfg(mlf_profile)]
+    profile::load(inputs)?;
     let top = stack::pointer();
     stack::paint(top);
+    #[cfg(not(mlf_profile))]
     let result = M::run_raw(inputs, outputs);
+    #[cfg(mlf_profile)]
+    let (result, times) = profile::run();
     let used = stack::used(top);
+    #[cfg(mlf_profile)]
+    {
+        profile::store(outputs)?;
+        times.print(out);
+    }
     let _ = match STACK_BOUND {
         Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
         Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
@@ -161,7 +173,7 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
 /// The stack a run takes: the RAM between the end of the statics and the
 /// stack pointer is painted with a pattern before the run; after it, the
 /// lowest word no longer holding the pattern is as deep as the run went.
-/// Interrupts are off, so only the run writes there.
+/// Interrupts are off (a profiled build takes only SysTick's), so only the run writes there.
 mod stack {
     const PATTERN: u32 = 0x5afe_c0de;
 
@@ -213,6 +225,153 @@ mod stack {
             at += 4;
         }
         top - at
+    }
+}
+
+/// Operator timing (MLF_PROFILE=1): the same `profile:` lines as
+/// examples/host-runner's, in instructions. Under `-icount shift=0`
+/// (MLF_QEMU_ICOUNT=1) every instruction takes one virtual nanosecond, so
+/// QEMU's cycles are instructions; the clock read is SysTick on Arm, which
+/// advances once per `1e9 / CLOCK_HZ` instructions (40 on the mps2 boards),
+/// and `mcycle` on RISC-V, which counts every one.
+#[cfg(mlf_profile)]
+mod profile {
+    use super::{model, Console, CLOCK_HZ};
+    use core::cell::UnsafeCell;
+    use core::fmt::Write as _;
+
+    /// The typed buffers `run_profiled` takes, static as the plain run's are.
+    struct Buffers(UnsafeCell<(model::Inputs, model::Outputs)>);
+
+    // SAFETY: the firmware has one thread, and `load`, `run` and `store`, called once each in turn, are the only users.
+    unsafe impl Sync for Buffers {}
+
+    static BUFFERS: Buffers = Buffers(UnsafeCell::new((model::Inputs::zeroed(), model::Outputs::zeroed())));
+
+    /// The ticks of each operator call and of the whole run.
+    pub struct Times {
+        calls: [u32; model::profile::OPERATORS.len()],
+        total: u32,
+    }
+
+    /// Copies the inputs in and starts the clock.
+    pub fn load(inputs: &[&[u8]]) -> Result<(), mlf_rt::Error> {
+        // SAFETY: see `Buffers`.
+        let (typed, _) = unsafe { &mut *BUFFERS.0.get() };
+        for (index, bytes) in inputs.iter().enumerate() {
+            let buffer = typed.bytes_mut(index).ok_or(mlf_rt::Error::InputCount(inputs.len()))?;
+            if buffer.len() != bytes.len() {
+                return Err(mlf_rt::Error::InputSize { index, len: bytes.len() });
+            }
+            buffer.copy_from_slice(bytes);
+        }
+        clock::start();
+        Ok(())
+    }
+
+    /// Runs the model with every operator call timed, and the whole run.
+    pub fn run() -> (Result<(), mlf_rt::Error>, Times) {
+        // SAFETY: see `Buffers`.
+        let (inputs, outputs) = unsafe { &mut *BUFFERS.0.get() };
+        let mut calls = [0; model::profile::OPERATORS.len()];
+        let start = clock::ticks();
+        let result = model::profile::run_profiled(inputs, outputs, clock::ticks, &mut calls);
+        let total = clock::ticks().wrapping_sub(start);
+        (result.map_err(mlf_rt::Error::from), Times { calls, total })
+    }
+
+    /// Copies the outputs out.
+    pub fn store(outputs: &mut [&mut [u8]]) -> Result<(), mlf_rt::Error> {
+        // SAFETY: see `Buffers`.
+        let (_, typed) = unsafe { &*BUFFERS.0.get() };
+        for (index, buffer) in outputs.iter_mut().enumerate() {
+            let bytes = typed.bytes(index).ok_or(mlf_rt::Error::OutputCount(index + 1))?;
+            if buffer.len() != bytes.len() {
+                return Err(mlf_rt::Error::OutputSize { index, len: buffer.len() });
+            }
+            buffer.copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+
+    /// Clock ticks in instructions (see the module's documentation).
+    fn instructions(ticks: u32) -> u64 {
+        u64::from(ticks) * 1_000_000_000 / CLOCK_HZ
+    }
+
+    impl Times {
+        /// `profile: <operator> <n>` per call, then `glue` (the rest of the run) and `total`.
+        pub fn print(&self, out: &mut Console) {
+            let mut operators = 0;
+            for (name, &ticks) in model::profile::OPERATORS.iter().zip(&self.calls) {
+                let spent = instructions(ticks);
+                operators += spent;
+                let _ = writeln!(out, "profile: {name} {spent}");
+            }
+            let total = instructions(self.total);
+            let _ = writeln!(out, "profile: glue {}", total.saturating_sub(operators));
+            let _ = writeln!(out, "profile: total {total}");
+        }
+    }
+
+    /// SysTick, counting down from 2^24 - 1 on the processor clock; its
+    /// exception counts the wraps, so a reading is 32 bits wide.
+    #[cfg(target_arch = "arm")]
+    mod clock {
+        use core::ptr::{read_volatile, write_volatile};
+        use core::sync::atomic::{AtomicU32, Ordering};
+
+        const SYST_CSR: *mut u32 = 0xe000_e010 as *mut u32;
+        const SYST_RVR: *mut u32 = 0xe000_e014 as *mut u32;
+        const SYST_CVR: *mut u32 = 0xe000_e018 as *mut u32;
+        const TOP: u32 = 0x00ff_ffff;
+
+        /// Times the counter went past 0; only the exception writes it.
+        static WRAPS: AtomicU32 = AtomicU32::new(0);
+
+        #[cortex_m_rt::exception]
+        fn SysTick() {
+            WRAPS.store(WRAPS.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        }
+
+        pub fn start() {
+            // SAFETY: SysTick's registers, which nothing else in the firmware uses.
+            unsafe {
+                write_volatile(SYST_RVR, TOP);
+                write_volatile(SYST_CVR, 0);
+                // Processor clock, exception on wrap, enabled.
+                write_volatile(SYST_CSR, 0b111);
+                // Cleared, it reads 0 until it loads TOP on its first tick, which is no wrap.
+                while read_volatile(SYST_CVR) == 0 {}
+            }
+        }
+
+        /// Ticks since `start`. QEMU takes a pending exception right after
+        /// the device read that ends its block, so a wrap between the two
+        /// loads of `WRAPS` shows as a change and the read is repeated.
+        pub fn ticks() -> u32 {
+            loop {
+                let wraps = WRAPS.load(Ordering::Relaxed);
+                // SAFETY: as in `start`; a read.
+                let count = unsafe { read_volatile(SYST_CVR) };
+                if WRAPS.load(Ordering::Relaxed) == wraps {
+                    return wraps.wrapping_mul(TOP + 1).wrapping_add(TOP - count);
+                }
+            }
+        }
+    }
+
+    /// `mcycle`'s low word: M-mode reads it, and differences wrap correctly.
+    #[cfg(target_arch = "riscv32")]
+    mod clock {
+        pub fn start() {}
+
+        pub fn ticks() -> u32 {
+            let cycles: u32;
+            // SAFETY: reads a counter register.
+            unsafe { core::arch::asm!("csrr {}, mcycle", out(reg) cycles, options(nomem, nostack, preserves_flags)) };
+            cycles
+        }
     }
 }
 
