@@ -90,6 +90,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         sections: SectionNames::default(),
         external_sources: Vec::new(),
         instrumented: Vec::new(),
+        untimed_functions: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -126,11 +127,13 @@ pub(super) fn model_library(
     let mut cxx_sources = Vec::new();
     let mut objects = Vec::new();
     let mut instrumented = Vec::new();
+    let mut untimed_functions = Vec::new();
     for module in &plan.modules {
         c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
-        if module.profile.is_some() && profile::is_instrumented(module) {
+        if let Some(timed) = module.profile.as_ref().filter(|_| profile::is_instrumented(module)) {
             instrumented.extend(module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources).map(|p| tree_dir.join(p)));
+            untimed_functions.extend(timed.untimed.iter().map(ToString::to_string));
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         if let Some((path, write)) = codegen::params_source(module) {
@@ -197,6 +200,7 @@ pub(super) fn model_library(
         sections: sections.clone(),
         external_sources,
         instrumented,
+        untimed_functions,
     };
     Ok((library, generated))
 }

@@ -541,10 +541,10 @@ fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, 
             "  if (profiling == NULL || profiled_timing || profiled_call >= {n}u || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;"
         );
         let _ = writeln!(source, "  profiled_timing = 1;\n  profiled_start = profiling->clock(profiling->context);\n}}\n");
-        let _ = writeln!(source, "/* Exit from one: the clock is read first; the call ends if the operator being timed returns. */");
+        let _ = writeln!(source, "/* Exit from one: when the operator being timed returns, the clock is read first and its call ends. */");
         let _ = writeln!(source, "void __cyg_profile_func_exit(void* function, void* site) {{\n  uint32_t now;\n  (void)site;");
-        let _ = writeln!(source, "  if (!profiled_timing) return;\n  now = profiling->clock(profiling->context);");
-        let _ = writeln!(source, "  if ((uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;");
+        let _ = writeln!(source, "  if (!profiled_timing || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;");
+        let _ = writeln!(source, "  now = profiling->clock(profiling->context);");
         let _ = writeln!(
             source,
             "  profiling->ticks[profiled_call] = now - profiled_start;\n  profiled_call += 1;\n  profiled_timing = 0;\n}}\n"

@@ -49,6 +49,10 @@ pub(crate) struct Profile {
     pub calls: Vec<CIdent>,
     /// Where the order was read, for the generated docs.
     pub source: String,
+    /// Functions the archive's C defines that are no operator and whose names
+    /// no operator's contains (gcc's exclude list matches substrings): left
+    /// uninstrumented, so their calls inside an operator add no hooks to its time.
+    pub untimed: Vec<CIdent>,
 }
 
 /// How the generated code is called, decided from the files (not the version).

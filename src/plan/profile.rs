@@ -60,6 +60,7 @@ fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
             return Ok(Profile {
                 calls: schedule.calls.iter().map(|call| call.func_name.clone()).collect(),
                 source: "the graph's operator nodes, in the order the build planned them".to_string(),
+                untimed: Vec::new(),
             })
         }
         Entry::Operator { function, .. } => {
@@ -115,7 +116,13 @@ fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
     if calls.is_empty() {
         return Err(refuse(format!("{main} calls no function the archive defines"), "build with profile(false)").in_file(file));
     }
-    Ok(Profile { calls, source: format!("the calls `{main}` makes in {file}, in its order") })
+    // A name that is no identifier was misread from the text: left instrumented, its hooks find no operator.
+    let untimed = defined
+        .keys()
+        .filter(|name| calls.iter().all(|call| !call.as_str().contains(name.as_str())))
+        .filter_map(|name| CIdent::new("a function of the archive's C", name).ok())
+        .collect();
+    Ok(Profile { calls, source: format!("the calls `{main}` makes in {file}, in its order"), untimed })
 }
 
 #[cfg(test)]
@@ -163,6 +170,36 @@ mod tests {
         assert_eq!(profile.calls[10], "tvmgen_default_fused_nn_contrib_dense_pack_fixed_point_multiply_clip_cast");
         assert!(profile.source.contains("default_lib1.c"), "{}", profile.source);
         assert!(is_instrumented(&plan.modules[0]));
+    }
+
+    /// The archive's other functions (TVM's micro-kernels, the model function)
+    /// stay uninstrumented; a name inside an operator's would exclude the operator.
+    #[test]
+    fn helpers_are_untimed_and_operators_never() {
+        let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c-cortex_m4") else { return };
+        apply(&tree, &mut plan).unwrap();
+        let profile = plan.modules[0].profile.clone().unwrap();
+        let untimed: Vec<&str> = profile.untimed.iter().map(CIdent::as_str).collect();
+        assert!(untimed.contains(&"tvmgen_default___tvm_main__"), "{untimed:?}");
+        assert!(untimed.iter().any(|name| name.starts_with("gemm")), "{untimed:?}");
+        for call in &profile.calls {
+            assert!(untimed.iter().all(|name| !call.as_str().contains(name)), "{call} excluded by {untimed:?}");
+        }
+        let Some((tree, mut plan)) = edited_kws(
+            |path, text| {
+                if path.ends_with("default_lib1.c") {
+                    text + "\nint32_t fused_cast(void) { return 0; }\n"
+                } else {
+                    text
+                }
+            },
+            None,
+        ) else {
+            return;
+        };
+        apply(&tree, &mut plan).unwrap();
+        let profile = plan.modules[0].profile.clone().unwrap();
+        assert!(profile.untimed.iter().all(|name| name.as_str() != "fused_cast"), "{:?}", profile.untimed);
     }
 
     /// A graph's calls are its schedule's, timed by the glue: nothing is instrumented.

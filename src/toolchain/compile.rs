@@ -120,6 +120,10 @@ pub(crate) struct Library {
     pub external_sources: Vec<PathBuf>,
     /// Sources compiled with `-finstrument-functions` (`Builder::profile`): the archive's own C of an AOT module.
     pub instrumented: Vec<PathBuf>,
+    /// Functions of the instrumented sources that are no operator: gcc leaves
+    /// them uninstrumented, so a kernel's helpers add no hook calls to its time
+    /// (Clang has no such list; its hooks find no operator and return).
+    pub untimed_functions: Vec<String>,
 }
 
 /// One source to compile and where its object goes.
@@ -266,6 +270,9 @@ impl Library {
             }
             if self.instrumented.iter().any(|instrumented| instrumented == source) {
                 args.push(PROFILE_FLAG.into());
+                if !compiler.clang && !self.untimed_functions.is_empty() {
+                    args.push(format!("-finstrument-functions-exclude-function-list={}", self.untimed_functions.join(",")).into());
+                }
             }
         }
         for (name, value) in &self.defines {

@@ -27,6 +27,8 @@ pub(crate) struct CompilerCommand {
     pub env: Vec<(OsString, OsString)>,
     /// MSVC's command-line syntax (`/c`, `/Fo`) rather than gcc's.
     pub msvc: bool,
+    /// Clang, which lacks some of gcc's options (`-finstrument-functions-exclude-function-list`).
+    pub clang: bool,
     /// The compiler runs under a wrapper (sccache, ccache, distcc, ...):
     /// its outputs are the object alone, no `-fstack-usage` file.
     pub under_wrapper: bool,
@@ -41,6 +43,7 @@ impl CompilerCommand {
             args: command.get_args().map(OsString::from).collect(),
             env: tool.get_envs().map(|(name, value)| (name.to_owned(), value.to_owned())).collect(),
             msvc: tool.is_like_msvc(),
+            clang: tool.is_like_clang(),
             under_wrapper: command.get_program() != tool.path().as_os_str() || is_wrapper(tool.path()),
         }
     }

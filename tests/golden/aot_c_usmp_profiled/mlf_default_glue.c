@@ -102,13 +102,12 @@ void __cyg_profile_func_enter(void* function, void* site) {
   profiled_start = profiling->clock(profiling->context);
 }
 
-/* Exit from one: the clock is read first; the call ends if the operator being timed returns. */
+/* Exit from one: when the operator being timed returns, the clock is read first and its call ends. */
 void __cyg_profile_func_exit(void* function, void* site) {
   uint32_t now;
   (void)site;
-  if (!profiled_timing) return;
+  if (!profiled_timing || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;
   now = profiling->clock(profiling->context);
-  if ((uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;
   profiling->ticks[profiled_call] = now - profiled_start;
   profiled_call += 1;
   profiled_timing = 0;
