@@ -19,6 +19,7 @@ use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Ran};
 use crate::toolchain::static_lib;
+use crate::toolchain::symbols::{Private, Renaming};
 
 /// Flags every compile gets for the stack bound (`toolchain::stack`); part of the cache keys.
 pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections"];
@@ -109,6 +110,8 @@ pub(crate) struct Library {
     /// Sources that are not the model's (kernels, the user's, mlf-build's
     /// runtime): their objects keep their sections.
     pub external_sources: Vec<PathBuf>,
+    /// The crate's tag its symbols are renamed with, when they are made its own.
+    pub private: Option<Private>,
 }
 
 /// One source to compile and where its object goes.
@@ -168,10 +171,13 @@ impl Library {
                 objects.push(placed);
             }
         }
+        let all_objects = [cxx_objects.as_slice(), objects.as_slice()].concat();
+        let renaming = self.private.as_ref().map(|private| private.renaming(&all_objects)).transpose()?;
         if !self.cxx_sources.is_empty() {
-            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects)?;
+            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects, renaming.as_ref())?;
         }
-        self.archive(base, &self.name, &objects)?;
+        self.archive(base, &self.name, &objects, renaming.as_ref())?;
+        write_replacing(&self.privacy_record(), Private::record(self.private.as_ref()).as_bytes())?;
         // For the stack bound, which a cached build reads again.
         let mut list: Vec<String> = cxx_objects.iter().chain(&objects).map(|path| path.display().to_string()).collect();
         list.push(String::new());
@@ -346,6 +352,11 @@ impl Library {
         self.out_dir.join(format!("lib{}.objects", self.name))
     }
 
+    /// `lib<name>.private`: the privacy the libraries were archived with.
+    fn privacy_record(&self) -> PathBuf {
+        self.out_dir.join(format!("lib{}.private", self.name))
+    }
+
     /// The static libraries [`Library::compile`] writes.
     pub fn archives(&self) -> Vec<PathBuf> {
         let mut names = vec![self.name.clone()];
@@ -357,10 +368,10 @@ impl Library {
 
     /// `lib<name>.a` of `objects`, written to a temporary and renamed into
     /// place: here when they are ELF, else by the toolchain's archiver through `cc`.
-    fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf]) -> Result<()> {
+    fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf], renaming: Option<&Renaming>) -> Result<()> {
         let library = self.out_dir.join(format!("lib{name}.a"));
         let partial = temporary(&library);
-        let written = static_lib::write_elf_library(&partial, objects);
+        let written = static_lib::write_elf_library(&partial, objects, renaming);
         let written = match written {
             Ok(true) => Ok(()),
             Ok(false) => {
@@ -425,7 +436,8 @@ impl Library {
                 .map(Path::new)
                 .all(|object| object.starts_with(&self.out_dir) || self.objects.iter().any(|own| own == object))
         });
-        listed_here && self.archives().iter().all(|library| library.is_file())
+        let same_privacy = std::fs::read(self.privacy_record()).is_ok_and(|text| text == Private::record(self.private.as_ref()).as_bytes());
+        listed_here && same_privacy && self.archives().iter().all(|library| library.is_file())
     }
 }
 
