@@ -165,7 +165,7 @@ impl Tables {
     pub fn rename(&self, renaming: &Renaming) -> Result<Patch> {
         let too_large = || {
             Error::new(ErrorKind::Compile, "an object's string table would exceed what ELF can address once its symbols are renamed")
-                .help("build the model without Builder's symbol privacy (Builder::share_support_runtime does not help here): report this")
+                .help("the object names more symbols than its ELF class can address: split the model's sources, or report this")
         };
         if self.tables.len() > 1 {
             return Err(Error::new(ErrorKind::Compile, "an object has more than one symbol table")
