@@ -10,7 +10,9 @@ use crate::input::archive::{Limits, Tree};
 use crate::input::c_text;
 use crate::input::sources::{self, InterfaceHeader};
 use crate::plan::schedule::{self, Inputs};
-use crate::{input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::stack, toolchain::static_lib};
+use crate::{
+    input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::stack, toolchain::static_lib, toolchain::symbols,
+};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
 const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
@@ -107,9 +109,13 @@ pub fn object(bytes: &[u8]) -> Result<()> {
     let object = scratch.path.join("default_lib0.o");
     std::fs::write(&object, bytes).map_err(|e| Error::io("write", &object, e))?;
     let library = scratch.path.join("libmlf_default.a");
-    if static_lib::write_elf_library(&library, &[object])? {
-        measure::library_sizes(&[library])?;
+    if static_lib::write_elf_library(&library, std::slice::from_ref(&object), None)? {
+        measure::library_sizes(std::slice::from_ref(&library))?;
     }
+    // Made a crate's own as a build does: its symbols renamed as it is archived.
+    let renaming = symbols::Private { tag: "fuzz_0_1_0_".to_string(), imports: Vec::new() }.renaming(std::slice::from_ref(&object))?;
+    static_lib::write_elf_library(&library, &[object], Some(&renaming))?;
+    measure::library_sizes(&[library])?;
     Ok(())
 }
 

@@ -202,22 +202,40 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
     assert!(attributes.contains("Tag_ABI_VFP_args: VFP registers"), "{attributes}");
 }
 
-/// GCC's slim LTO objects carry their symbols only for its linker plugin:
-/// the library is then made by the toolchain's `ar`, whose index has them.
+/// GCC's slim LTO objects carry their symbols only for its linker plugin, so
+/// they cannot be made the crate's own (README "Models as crates"): the build
+/// says so and names the fix.
 #[test]
-fn lto_objects_are_indexed_by_the_toolchains_archiver() {
+fn slim_lto_objects_are_refused_naming_fat_ones() {
     let cflags = format!("CFLAGS_{}", common::host_triple().replace('-', "_"));
     if !common::in_child_with(&[(cflags.as_str(), "-flto")]) {
         return;
     }
     let out = common::scratch("gcc-lto");
+    let error = build_in(&out, Builder::new(demo_archive())).unwrap_err().to_string();
+    assert!(error.contains("cannot be made the crate's own") && error.contains("-ffat-lto-objects"), "{error}");
+}
+
+/// Fat LTO objects hold machine code and its symbols too: renamed under the
+/// crate's tag and archived like any other.
+#[test]
+fn fat_lto_objects_are_renamed_and_archived() {
+    let cflags = format!("CFLAGS_{}", common::host_triple().replace('-', "_"));
+    if !common::in_child_with(&[(cflags.as_str(), "-flto -ffat-lto-objects")]) {
+        return;
+    }
+    let out = common::scratch("gcc-fat-lto");
     build_in(&out, Builder::new(demo_archive())).unwrap();
     let library = out.join("mlf/build/default/lib/libmlf_default.a");
     let listing = std::process::Command::new("nm").arg("--print-armap").arg(&library).output().unwrap();
     let armap = String::from_utf8_lossy(&listing.stdout);
     let bytes = std::fs::read(&library).unwrap();
     assert!(bytes.windows(9).any(|window| window == b".gnu.lto_"), "not built as LTO objects");
-    assert!(armap.contains("tvmgen_default___tvm_main__ in") && armap.contains("mlf_default_invoke in"), "{armap}");
+    let tag = format!("{}_{}_", env!("CARGO_PKG_NAME").replace('-', "_"), env!("CARGO_PKG_VERSION").replace('.', "_"));
+    assert!(
+        armap.contains(&format!("{tag}tvmgen_default___tvm_main__ in")) && armap.contains(&format!("{tag}mlf_default_invoke in")),
+        "{armap}"
+    );
 }
 
 /// A build script that builds two archives for one target asks the compiler

@@ -177,8 +177,9 @@ fn main() {
     // For examples/footprint: what the model needs, next to what the firmware takes.
     let needs = &module.memory;
     let report = format!(
-        "module {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\ninputs {}\ntvm_graph_plan {}\n",
+        "module {}\nsymbol_prefix {}\nconstants {}\nconstant_pools {}\nworkspace {}\npools {}\nio {}\ninputs {}\ntvm_graph_plan {}\n",
         module.name,
+        output.symbol_prefix,
         needs.constants,
         needs.constant_pools,
         needs.code_workspace + needs.arena + needs.storage,

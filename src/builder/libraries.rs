@@ -19,6 +19,7 @@ use crate::plan::profile;
 use crate::toolchain::bindings;
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::sections::SectionNames;
+use crate::toolchain::symbols::{self, Private};
 use crate::toolchain::target::Target;
 
 use super::kernels::{KernelCode, ScratchSupply};
@@ -30,6 +31,60 @@ pub(super) struct CompileConfig<'a> {
     pub show_warnings: bool,
     pub target: &'a Target,
     pub env: &'a Env,
+    /// How the crate's symbols are made its own; `None`: they keep their names.
+    pub privacy: Option<&'a Privacy>,
+}
+
+/// The names mlf-build's support library defines (`build-support/src`; a test
+/// compares them with the compiled library): the model's library calls them
+/// under the crate's tag unless the support runtime is shared.
+pub(crate) const SUPPORT_EXPORTS: [&str; 11] = [
+    "TVMFuncRegisterGlobal",
+    "TVMLogf",
+    "TVMPlatformAbort",
+    "TVMPlatformMemoryAllocate",
+    "TVMPlatformMemoryFree",
+    "mlf_support_arena_place",
+    "mlf_support_arena_reset",
+    "mlf_support_call",
+    "mlf_support_emit_log",
+    "mlf_support_set_log_hook",
+    "mlf_support_workspace_peak",
+];
+
+/// How a crate's symbols are made its own: its tag, and whether the support
+/// runtime keeps its names, so crates that all share it link one copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Privacy {
+    pub tag: String,
+    pub shared_support: bool,
+}
+
+impl Privacy {
+    /// The privacy of the crate Cargo is building (`CARGO_PKG_NAME`,
+    /// `CARGO_PKG_VERSION`) for `target`. `None` outside Cargo (no crate to
+    /// be private to) and for targets whose objects are not ELF (Apple's,
+    /// Windows', WebAssembly), whose symbol tables mlf-build does not rewrite.
+    pub fn of_crate(target: &Target, shared_support: bool) -> Option<Privacy> {
+        let triple = &target.triple;
+        if ["apple", "windows", "wasm", "uefi"].iter().any(|other| triple.contains(other)) {
+            return None;
+        }
+        let package = env::cargo_provided("CARGO_PKG_NAME")?;
+        let version = env::cargo_provided("CARGO_PKG_VERSION").unwrap_or_default();
+        Some(Privacy { tag: symbols::crate_tag(&package, &version), shared_support })
+    }
+
+    /// The support library's renaming: none when it is shared.
+    fn support(&self) -> Option<Private> {
+        (!self.shared_support).then(|| Private { tag: self.tag.clone(), imports: Vec::new() })
+    }
+
+    /// The model library's renaming: its own names and the support library's when that is private.
+    fn model(&self) -> Private {
+        let imports = if self.shared_support { Vec::new() } else { SUPPORT_EXPORTS.map(String::from).to_vec() };
+        Private { tag: self.tag.clone(), imports }
+    }
 }
 
 /// Environment variables `cc` reads, each also as `<NAME>_<target>` and
@@ -68,6 +123,7 @@ impl CompileConfig<'_> {
             lines.push(format!("{name}={:?}", env::cargo_provided(name)));
         }
         lines.push(self.compilers.identity.clone());
+        lines.push(format!("privacy={:?}", self.privacy));
         lines.join("\n").into_bytes()
     }
 }
@@ -77,20 +133,24 @@ impl CompileConfig<'_> {
 pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
     // Held while building, so a second archive's build waits for the first's.
     static BUILT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let shared = config.privacy.is_some_and(|privacy| privacy.shared_support);
+    // A shared runtime keeps its names: a library of its own, beside a private one of the same crate.
+    let (name, dir) = if shared { ("mlf_support_shared", "support-shared") } else { ("mlf_support", "support") };
     let library = Library {
-        name: "mlf_support".to_string(),
+        name: name.to_string(),
         c_sources: vec![support.join(support::LIBRARY_SOURCE)],
         cxx_sources: Vec::new(),
         objects: Vec::new(),
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
         defines: Vec::new(),
-        out_dir: out_dir.join("mlf").join("support"),
+        out_dir: out_dir.join("mlf").join(dir),
         root: out_dir.join("mlf"),
         directives: config.env.directives,
         sections: SectionNames::default(),
         external_sources: Vec::new(),
         instrumented: Vec::new(),
         untimed_functions: Vec::new(),
+        private: config.privacy.and_then(Privacy::support),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -120,6 +180,7 @@ pub(super) fn model_library(
     package: &str,
     sections: &SectionNames,
     extra: &ExtraCode<'_>,
+    privacy: Option<&Privacy>,
 ) -> Result<(Library, Vec<u8>)> {
     let (tree_dir, gen_dir) = (&work.join("tree"), &work.join("gen"));
     let mut generated = Vec::new();
@@ -201,6 +262,7 @@ pub(super) fn model_library(
         external_sources,
         instrumented,
         untimed_functions,
+        private: privacy.map(Privacy::model),
     };
     Ok((library, generated))
 }
@@ -284,6 +346,7 @@ pub(super) fn bindings_spec(
     gen_dir: &Path,
     extra: &ExtraCode<'_>,
     target_clang_args: &[String],
+    privacy: Option<&Privacy>,
 ) -> bindings::BindingsSpec {
     let m = &module.name;
     bindings::BindingsSpec {
@@ -304,6 +367,11 @@ pub(super) fn bindings_spec(
             // The descriptor and what a generic runner needs to call it.
             "tvm_model_t|TVMValue|DLTensor|DLDevice|DLDataType|DLDeviceType|TVMArgTypeCode".to_string(),
         ],
+        link_prefix: privacy.map(|privacy| privacy.tag.clone()),
+        unprefixed: match privacy {
+            Some(privacy) if privacy.shared_support => SUPPORT_EXPORTS.map(String::from).to_vec(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -349,5 +417,36 @@ impl ExtraCode<'_> {
             }
         }
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::scratch;
+    use crate::toolchain::symbols::Tables;
+
+    /// [`SUPPORT_EXPORTS`] are exactly what the compiled support library defines.
+    #[test]
+    fn support_exports_are_what_the_support_library_defines() {
+        let dir = scratch("support-exports");
+        support::write(&dir).unwrap();
+        let object = dir.join("support.o");
+        let status = std::process::Command::new("cc")
+            .args(["-c", "-I"])
+            .arg(dir.join("include"))
+            .arg("-I")
+            .arg(dir.join("runtime-include"))
+            .arg(dir.join(support::LIBRARY_SOURCE))
+            .arg("-o")
+            .arg(&object)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut defined: Vec<String> =
+            Tables::read(&object).unwrap().unwrap().defined().unwrap().into_iter().map(|name| String::from_utf8(name).unwrap()).collect();
+        defined.sort();
+        assert_eq!(defined, SUPPORT_EXPORTS);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

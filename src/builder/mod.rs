@@ -30,7 +30,7 @@ use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
 use crate::toolchain::{bindings, joined, stack};
 use kernels::KernelCode;
-use libraries::{CompileConfig, ExtraCode};
+use libraries::{CompileConfig, ExtraCode, Privacy};
 
 /// Builds one Model Library Format archive into the crate being compiled.
 ///
@@ -56,6 +56,7 @@ pub struct Builder {
     link_sections: Vec<(Storage, String)>,
     app_places_io_buffers: bool,
     profile: bool,
+    share_support_runtime: bool,
 }
 
 /// What [`Builder::build`] produced.
@@ -70,6 +71,10 @@ pub struct Output {
     /// How the model fits the regions of the `memory.x` it was checked
     /// against ([`Builder::memory_x`]), code measured; `None` without one.
     pub memory_fit: Option<MemoryFit>,
+    /// The prefix every symbol of the crate's libraries carries in the linked
+    /// program (its name and version, `my_model_0_1_0_`), empty when they keep
+    /// their C names (outside Cargo, non-ELF targets). See "Models as crates" in the README.
+    pub symbol_prefix: String,
 }
 
 /// The generated Rust of one module.
@@ -126,6 +131,7 @@ impl Builder {
             link_sections: Vec::new(),
             app_places_io_buffers: false,
             profile: false,
+            share_support_runtime: false,
         }
     }
 
@@ -372,6 +378,16 @@ impl Builder {
         self
     }
 
+    /// Keeps mlf-build's support runtime (`mlf_support_*`, `TVMPlatform*`,
+    /// `TVMLogf`) under its C names, so every crate of a program that asks
+    /// for it links one copy of it instead of its own (default: each crate's
+    /// own, under its tag). Those crates then share its abort guard: one
+    /// model runs at a time across them.
+    pub fn share_support_runtime(mut self, share: bool) -> Builder {
+        self.share_support_runtime = share;
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
@@ -417,7 +433,8 @@ impl Builder {
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
-        Ok(Output { modules, warnings, memory_fit })
+        let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
+        Ok(Output { modules, warnings, memory_fit, symbol_prefix })
     }
 
     /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
@@ -461,7 +478,8 @@ impl Builder {
             }
             None => None,
         };
-        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory })
+        let privacy = Privacy::of_crate(&target, self.share_support_runtime);
+        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy })
     }
 
     /// The archive and the files and directories of the options, taken from
@@ -545,7 +563,15 @@ impl Builder {
         }
         support::write(&settings.support_dir)?;
         let extra = self.extra_code(settings, kernels.as_ref());
-        let (model, generated_c) = libraries::model_library(&plan, &stem, &work, &settings.package, &settings.placing.sections, &extra)?;
+        let (model, generated_c) = libraries::model_library(
+            &plan,
+            &stem,
+            &work,
+            &settings.package,
+            &settings.placing.sections,
+            &extra,
+            settings.privacy.as_ref(),
+        )?;
         Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c, kernels })
     }
 
@@ -562,7 +588,14 @@ impl Builder {
         )?;
         crate::plan::profile::check_compiler(plan, compilers.c.msvc)?;
         let compilers = &compilers;
-        let config = CompileConfig { base, compilers, show_warnings: settings.show_warnings, target: &settings.target, env: &settings.env };
+        let config = CompileConfig {
+            base,
+            compilers,
+            show_warnings: settings.show_warnings,
+            target: &settings.target,
+            env: &settings.env,
+            privacy: settings.privacy.as_ref(),
+        };
         let extra = self.extra_code(settings, kernels.as_ref());
         let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
         let extra_fingerprint = extra.fingerprint()?;
@@ -597,7 +630,15 @@ impl Builder {
                     plan.modules
                         .iter()
                         .map(|module| {
-                            let spec = libraries::bindings_spec(module, plan, &tree_dir, &gen_dir, &extra, &toolchain.clang_args);
+                            let spec = libraries::bindings_spec(
+                                module,
+                                plan,
+                                &tree_dir,
+                                &gen_dir,
+                                &extra,
+                                &toolchain.clang_args,
+                                settings.privacy.as_ref(),
+                            );
                             Ok((bindings_file(work, module), bindings::generate(&spec)?))
                         })
                         .collect::<Result<Vec<_>>>()
@@ -755,6 +796,8 @@ struct Settings {
     placing: Placing,
     /// The `memory.x` the model must fit, read.
     memory: Option<(PathBuf, MemoryLayout)>,
+    /// How the crate's symbols are made its own.
+    privacy: Option<Privacy>,
 }
 
 /// The paths of [`Builder::new`], [`Builder::include_dir`], [`Builder::source`]

@@ -15,6 +15,25 @@ pub(crate) struct BindingsSpec {
     pub clang_args: Vec<String>,
     /// Regexes of the functions, types and constants to keep.
     pub allow: Vec<String>,
+    /// The prefix the crate's symbols carry in its libraries
+    /// (`toolchain::symbols`): functions and variables are declared under
+    /// their C names and linked under the prefixed ones, but for `unprefixed`.
+    pub link_prefix: Option<String>,
+    pub unprefixed: Vec<String>,
+}
+
+/// Links each function and variable bindgen declares to its prefixed symbol.
+#[derive(Debug)]
+struct PrefixedLinkNames {
+    prefix: String,
+    unprefixed: Vec<String>,
+}
+
+impl bindgen::callbacks::ParseCallbacks for PrefixedLinkNames {
+    fn generated_link_name_override(&self, item: bindgen::callbacks::ItemInfo<'_>) -> Option<String> {
+        let name = item.name;
+        (!self.unprefixed.iter().any(|kept| kept == name)).then(|| format!("{}{name}", self.prefix))
+    }
 }
 
 pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
@@ -36,13 +55,40 @@ pub(crate) fn generate(spec: &BindingsSpec) -> Result<String> {
         builder = builder.clang_arg(format!("-I{}", dir.display()));
     }
     builder = builder.clang_args(&spec.clang_args);
+    if let Some(prefix) = &spec.link_prefix {
+        builder = builder.parse_callbacks(Box::new(PrefixedLinkNames { prefix: prefix.clone(), unprefixed: spec.unprefixed.clone() }));
+    }
     let header = spec.header.display().to_string();
     let bindings = generate_catching_panics(builder).map_err(|message| libclang_error(&header, &message))?.map_err(|error| {
         Error::new(ErrorKind::Bindings, format!("bindgen could not parse the header: {error}"))
             .in_file(&header)
             .help("the interface header must be valid C; run with Builder::show_warnings(true) to see clang's diagnostics")
     })?;
-    Ok(bindings.to_string())
+    let text = bindings.to_string();
+    match &spec.link_prefix {
+        Some(prefix) => link_statics(&text, prefix, &spec.unprefixed)
+            .map_err(|error| Error::new(ErrorKind::Bindings, format!("bindgen's output does not parse: {error}")).in_file(&header)),
+        None => Ok(text),
+    }
+}
+
+/// Gives each foreign `static` its prefixed link name: bindgen 0.72 asks
+/// [`PrefixedLinkNames`] for variables too, but writes the answer only for functions.
+fn link_statics(bindings: &str, prefix: &str, unprefixed: &[String]) -> syn::Result<String> {
+    let mut file = syn::parse_file(bindings)?;
+    for item in &mut file.items {
+        let syn::Item::ForeignMod(block) = item else { continue };
+        for foreign in &mut block.items {
+            let syn::ForeignItem::Static(item) = foreign else { continue };
+            let name = item.ident.to_string();
+            let linked = item.attrs.iter().any(|attr| attr.path().is_ident("link_name"));
+            if !linked && !unprefixed.contains(&name) {
+                let symbol = format!("\u{1}{prefix}{name}");
+                item.attrs.push(syn::parse_quote!(#[link_name = #symbol]));
+            }
+        }
+    }
+    Ok(prettyplease::unparse(&file))
 }
 
 /// bindgen panics when libclang cannot be loaded; turn that into an error.

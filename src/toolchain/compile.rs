@@ -19,6 +19,7 @@ use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Ran};
 use crate::toolchain::static_lib;
+use crate::toolchain::symbols::{Private, Renaming};
 
 /// Flags a compile gets for the stack bound (`toolchain::stack`), the first
 /// only when no wrapper runs the compiler; part of the cache keys.
@@ -124,6 +125,8 @@ pub(crate) struct Library {
     /// them uninstrumented, so a kernel's helpers add no hook calls to its time
     /// (Clang has no such list; its hooks find no operator and return).
     pub untimed_functions: Vec<String>,
+    /// The crate's tag its symbols are renamed with, when they are made its own.
+    pub private: Option<Private>,
 }
 
 /// One source to compile and where its object goes.
@@ -183,10 +186,13 @@ impl Library {
                 objects.push(placed);
             }
         }
+        let all_objects = [cxx_objects.as_slice(), objects.as_slice()].concat();
+        let renaming = self.private.as_ref().map(|private| private.renaming(&all_objects)).transpose()?;
         if !self.cxx_sources.is_empty() {
-            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects)?;
+            self.archive(base, &format!("{}_cxx", self.name), &cxx_objects, renaming.as_ref())?;
         }
-        self.archive(base, &self.name, &objects)?;
+        self.archive(base, &self.name, &objects, renaming.as_ref())?;
+        write_replacing(&self.privacy_record(), Private::record(self.private.as_ref()).as_bytes())?;
         // For the stack bound, which a cached build reads again.
         let mut list: Vec<String> = cxx_objects.iter().chain(&objects).map(|path| path.display().to_string()).collect();
         list.push(String::new());
@@ -401,6 +407,11 @@ impl Library {
         self.out_dir.join(format!("lib{}.objects", self.name))
     }
 
+    /// `lib<name>.private`: the privacy the libraries were archived with.
+    fn privacy_record(&self) -> PathBuf {
+        self.out_dir.join(format!("lib{}.private", self.name))
+    }
+
     /// The static libraries [`Library::compile`] writes.
     pub fn archives(&self) -> Vec<PathBuf> {
         let mut names = vec![self.name.clone()];
@@ -412,10 +423,10 @@ impl Library {
 
     /// `lib<name>.a` of `objects`, written to a temporary and renamed into
     /// place: here when they are ELF, else by the toolchain's archiver through `cc`.
-    fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf]) -> Result<()> {
+    fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf], renaming: Option<&Renaming>) -> Result<()> {
         let library = self.out_dir.join(format!("lib{name}.a"));
         let partial = temporary(&library);
-        let written = static_lib::write_elf_library(&partial, objects);
+        let written = static_lib::write_elf_library(&partial, objects, renaming);
         let written = match written {
             Ok(true) => Ok(()),
             Ok(false) => {
@@ -480,7 +491,8 @@ impl Library {
                 .map(Path::new)
                 .all(|object| object.starts_with(&self.out_dir) || self.objects.iter().any(|own| own == object))
         });
-        listed_here && self.archives().iter().all(|library| library.is_file())
+        let same_privacy = std::fs::read(self.privacy_record()).is_ok_and(|text| text == Private::record(self.private.as_ref()).as_bytes());
+        listed_here && same_privacy && self.archives().iter().all(|library| library.is_file())
     }
 }
 

@@ -124,6 +124,11 @@ impl Header {
         Some(header)
     }
 
+    /// Whether the file is 64-bit ELF (else 32-bit).
+    pub fn is_64(&self) -> bool {
+        self.is_64
+    }
+
     /// Bytes of an address-sized field.
     fn word(&self) -> usize {
         if self.is_64 {

@@ -58,7 +58,12 @@ impl Footprint {
     /// When a library cannot be read or holds no ELF object.
     pub fn measure(out_dir: &Path) -> Result<Footprint> {
         let mlf = out_dir.join("mlf");
-        let support = library_sizes(&libraries(&mlf.join("support"))?)?;
+        // A build script's support library, private or shared (`Builder::share_support_runtime`), or both.
+        let mut support_libraries = Vec::new();
+        for dir in ["support", "support-shared"].map(|dir| mlf.join(dir)).iter().filter(|dir| dir.is_dir()) {
+            support_libraries.extend(libraries(dir)?);
+        }
+        let support = library_sizes(&support_libraries)?;
         let mut model_libraries = Vec::new();
         let builds = mlf.join("build");
         for entry in std::fs::read_dir(&builds).map_err(|e| Error::io("read", &builds, e))? {

@@ -1,6 +1,6 @@
 //! The C toolchain: the target and its compiler (`target`), compiling
 //! (`compile`, `static_lib`), placing the model's memory in named sections
-//! (`sections`), bindgen (`bindings`) and reading what was built
+//! (`sections`), making a crate's symbols its own (`symbols`), bindgen (`bindings`) and reading what was built
 //! (`elf`, `measure`).
 
 pub(crate) mod answers;
@@ -14,6 +14,7 @@ pub(crate) mod sections;
 pub(crate) mod spawn;
 pub(crate) mod stack;
 pub(crate) mod static_lib;
+pub(crate) mod symbols;
 pub(crate) mod system_lib;
 pub(crate) mod target;
 

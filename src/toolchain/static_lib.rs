@@ -7,22 +7,29 @@
 //! LTO objects go through `cc` and the toolchain's archiver.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::toolchain::elf::{self, Header};
-
-/// `STB_GLOBAL`, `STB_WEAK` and `STB_GNU_UNIQUE`: the bindings `ar` indexes.
-const INDEXED_BINDINGS: [u8; 3] = [1, 2, 10];
+use crate::toolchain::symbols::{self, Patch, Renaming, Tables};
 
 /// One object to archive.
 struct Member {
     path: PathBuf,
     name: String,
+    /// Its size on disk.
     size: u64,
     /// Names of the global symbols it defines, for the index.
     symbols: Vec<Vec<u8>>,
+    /// The renaming of its symbols, applied as it is copied.
+    patch: Patch,
+}
+
+impl Member {
+    /// The member's size in the library.
+    fn archived_size(&self) -> Option<u64> {
+        self.size.checked_add(self.patch.appended.len() as u64)
+    }
 }
 
 /// The symbol GCC puts in an object that holds only LTO bytecode (`-flto`
@@ -30,63 +37,30 @@ struct Member {
 /// through GCC's linker plugin.
 const GCC_SLIM_LTO: &[u8] = b"__gnu_lto_slim";
 
-/// Writes `objects` into the library at `path`. `Ok(false)`, writing nothing,
-/// when one of them is not ELF, or is ELF whose symbols only a linker plugin knows.
-pub(crate) fn write_elf_library(path: &Path, objects: &[PathBuf]) -> Result<bool> {
+/// Writes `objects` into the library at `path`, their symbols renamed by
+/// `renaming`. `Ok(false)`, writing nothing, when one of them is not ELF, or
+/// is ELF whose symbols only a linker plugin knows; with a renaming, that is
+/// an error instead (the archiver could not rename them).
+pub(crate) fn write_elf_library(path: &Path, objects: &[PathBuf], renaming: Option<&Renaming>) -> Result<bool> {
     let mut members = Vec::with_capacity(objects.len());
     for object in objects {
-        let Some(member) = read_member(object)? else { return Ok(false) };
-        if member.symbols.iter().any(|symbol| symbol == GCC_SLIM_LTO) {
-            return Ok(false);
-        }
-        members.push(member);
+        let tables = Tables::read(object)?;
+        let slim = match &tables {
+            Some(tables) => tables.defined()?.iter().any(|symbol| symbol == GCC_SLIM_LTO),
+            None => true,
+        };
+        let Some(tables) = tables.filter(|_| !slim) else {
+            return match renaming {
+                Some(_) => Err(symbols::not_elf(object)),
+                None => Ok(false),
+            };
+        };
+        let patch = renaming.map(|renaming| tables.rename(renaming)).transpose()?.unwrap_or_default();
+        let name = object.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+        members.push(Member { path: object.clone(), name, size: tables.size, symbols: tables.defined_after(renaming)?, patch });
     }
     write_library(path, &members)?;
     Ok(true)
-}
-
-fn read_member(path: &Path) -> Result<Option<Member>> {
-    let io = |e| Error::io("read", path, e);
-    let mut file = File::open(path).map_err(io)?;
-    let size = file.metadata().map_err(io)?.len();
-    let mut start = Vec::new();
-    Read::by_ref(&mut file).take(Header::LEN as u64).read_to_end(&mut start).map_err(io)?;
-    let Some(header) = Header::parse(&start) else { return Ok(None) };
-    let malformed = || {
-        Error::new(ErrorKind::Compile, "the object's section or symbol table lies outside the file")
-            .in_file(path.display().to_string())
-            .help("a prebuilt object (codegen/host/lib) is damaged or truncated, and its machine code cannot be rebuilt from the archive: pass the archive's original objects")
-    };
-    let mut read_at = |offset: u64, len: u64| -> Result<Vec<u8>> {
-        if offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(malformed());
-        }
-        let mut bytes = vec![0; usize::try_from(len).map_err(|_| malformed())?];
-        file.seek(SeekFrom::Start(offset)).map_err(io)?;
-        file.read_exact(&mut bytes).map_err(io)?;
-        Ok(bytes)
-    };
-    let first_entry = read_at(header.section_table, header.section_table_len(1).ok_or_else(malformed)?)?;
-    let count = header.section_count_in(&first_entry).ok_or_else(malformed)?;
-    let table = read_at(header.section_table, header.section_table_len(count).ok_or_else(malformed)?)?;
-    let sections: Vec<elf::Section> = (0..count).map(|index| header.section(&table, index)).collect::<Option<_>>().ok_or_else(malformed)?;
-    let mut symbols = Vec::new();
-    for symtab in sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB) {
-        let strtab = sections.get(symtab.link as usize).ok_or_else(malformed)?;
-        let entries = read_at(symtab.offset, symtab.size)?;
-        let names = read_at(strtab.offset, strtab.size)?;
-        for symbol in header.symbols(&entries) {
-            if symbol.section == 0 || !INDEXED_BINDINGS.contains(&symbol.binding) {
-                continue;
-            }
-            let name = elf::string(&names, symbol.name).ok_or_else(malformed)?;
-            if !name.is_empty() {
-                symbols.push(name.to_vec());
-            }
-        }
-    }
-    let name = path.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-    Ok(Some(Member { path: path.to_path_buf(), name, size, symbols }))
 }
 
 /// A 60-byte member header, deterministic as `ar D` writes it: zero date,
@@ -134,7 +108,7 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
     let mut offsets = Vec::with_capacity(members.len());
     for member in members {
         offsets.push(u32::try_from(offset).map_err(|_| too_large())?);
-        offset = padded(member.size).and_then(|len| offset.checked_add(60 + len)).ok_or_else(too_large)?;
+        offset = member.archived_size().and_then(padded).and_then(|len| offset.checked_add(60 + len)).ok_or_else(too_large)?;
     }
     // The last member ends within reach of the index too: every size fits the header's 10 digits.
     u32::try_from(offset).map_err(|_| too_large())?;
@@ -164,19 +138,44 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
         out.write_all(&long_names).map_err(io)?;
     }
     for (member, name) in members.iter().zip(&header_names) {
-        out.write_all(header(name, Some("644"), member.size).as_bytes()).map_err(io)?;
-        let copied =
-            std::io::copy(&mut File::open(&member.path).map_err(|e| Error::io("read", &member.path, e))?.take(member.size), &mut out)
-                .map_err(io)?;
-        if copied != member.size {
-            return Err(Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display()))
-                .help("something else writes this build's OUT_DIR at the same time: build again"));
-        }
-        if member.size % 2 == 1 {
+        let size = member.archived_size().ok_or_else(too_large)?;
+        out.write_all(header(name, Some("644"), size).as_bytes()).map_err(io)?;
+        copy_patched(member, &mut out).map_err(|error| match error.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display()))
+                    .help("something else writes this build's OUT_DIR at the same time: build again")
+            }
+            _ => io(error),
+        })?;
+        if size % 2 == 1 {
             out.write_all(b"\n").map_err(io)?;
         }
     }
     out.flush().map_err(io)
+}
+
+/// Copies the member's object with its patch applied: its bytes up to each
+/// edit, the edit instead of the bytes it replaces, the rest, the appended
+/// bytes. Streamed, so large weights are never in memory. An object shorter
+/// than it was is `UnexpectedEof`.
+fn copy_patched(member: &Member, out: &mut impl Write) -> std::io::Result<()> {
+    let mut object = File::open(&member.path)?.take(member.size);
+    let mut at = 0u64;
+    let exactly = |object: &mut std::io::Take<File>, out: &mut dyn Write, len: u64| -> std::io::Result<()> {
+        if std::io::copy(&mut Read::by_ref(object).take(len), out)? != len {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    };
+    for (offset, bytes) in &member.patch.edits {
+        let before = offset.checked_sub(at).ok_or(std::io::ErrorKind::InvalidData)?;
+        exactly(&mut object, out, before)?;
+        out.write_all(bytes)?;
+        exactly(&mut object, &mut std::io::sink(), bytes.len() as u64)?;
+        at = offset.checked_add(bytes.len() as u64).ok_or(std::io::ErrorKind::InvalidData)?;
+    }
+    exactly(&mut object, out, member.size.checked_sub(at).ok_or(std::io::ErrorKind::UnexpectedEof)?)?;
+    out.write_all(&member.patch.appended)
 }
 
 #[cfg(test)]
@@ -212,7 +211,7 @@ mod tests {
         }
         let ours = dir.join("libours.a");
         let theirs = dir.join("libtheirs.a");
-        assert!(write_elf_library(&ours, &objects).unwrap());
+        assert!(write_elf_library(&ours, &objects, None).unwrap());
         run(Command::new("ar").arg("crsD").arg(&theirs).args(&objects));
         assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(), "not the bytes `ar crsD` writes");
         let listing = |library: &Path| run(Command::new("nm").arg("--print-armap").arg(library));
@@ -239,13 +238,13 @@ mod tests {
         let macho = dir.join("macho.o");
         std::fs::write(&macho, [0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]).unwrap();
         let library = dir.join("libx.a");
-        assert!(!write_elf_library(&library, &[macho]).unwrap());
+        assert!(!write_elf_library(&library, &[macho], None).unwrap());
         assert!(!library.exists());
         let source = dir.join("lto.c");
         std::fs::write(&source, "int visible_only_to_the_plugin(int x) { return x + 1; }\n").unwrap();
         let slim = dir.join("lto.o");
         run(Command::new("cc").arg("-flto").arg("-c").arg(&source).arg("-o").arg(&slim));
-        assert!(!write_elf_library(&library, &[slim]).unwrap());
+        assert!(!write_elf_library(&library, &[slim], None).unwrap());
         assert!(!library.exists());
         let truncated = dir.join("truncated.o");
         let mut header = vec![0u8; 64];
@@ -254,7 +253,7 @@ mod tests {
         header[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
         header[0x3c..0x3e].copy_from_slice(&3u16.to_le_bytes());
         std::fs::write(&truncated, &header).unwrap();
-        let error = write_elf_library(&library, &[truncated]).unwrap_err();
+        let error = write_elf_library(&library, &[truncated], None).unwrap_err();
         assert!(error.to_string().contains("outside the file"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

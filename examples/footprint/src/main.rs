@@ -97,8 +97,8 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
 /// call of it, callees included (start-up, input copying and output left out).
 /// `.cargo/qemu-runner` starts the target's board with the counting plugin
 /// of examples/buildbench/cmsis-nn, compiled next to the firmware.
-fn count_instructions(target: &str, elf: &Path, module: &str) -> Result<u64, String> {
-    let invoke = format!("mlf_{module}_invoke");
+fn count_instructions(target: &str, elf: &Path, module: &str, symbol_prefix: &str) -> Result<u64, String> {
+    let invoke = format!("{symbol_prefix}mlf_{module}_invoke");
     let symbols = tool(target, "nm", &[elf])?;
     let start = symbols
         .lines()
@@ -196,15 +196,17 @@ fn sections(target: &str, elf: &Path) -> Result<BTreeMap<String, u64>, String> {
         .collect())
 }
 
-/// Sizes of the code symbols whose names `select` picks, from `nm -S`.
-fn code_bytes(target: &str, elf: &Path, select: impl Fn(&str) -> bool) -> Result<u64, String> {
+/// Sizes of the code symbols whose names, less the crate's `symbol_prefix`, `select` picks, from `nm -S`.
+fn code_bytes(target: &str, elf: &Path, symbol_prefix: &str, select: impl Fn(&str) -> bool) -> Result<u64, String> {
     let text = tool(target, "nm", &[Path::new("-S"), Path::new("--defined-only"), elf])?;
     Ok(text
         .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let [_, size, kind, name] = fields[..] else { return None };
-            (matches!(kind, "T" | "t") && select(name)).then(|| u64::from_str_radix(size, 16).ok()).flatten()
+            (matches!(kind, "T" | "t") && select(name.strip_prefix(symbol_prefix).unwrap_or(name)))
+                .then(|| u64::from_str_radix(size, 16).ok())
+                .flatten()
         })
         .sum())
 }
@@ -226,6 +228,8 @@ fn footprint() -> Result<(), String> {
     let needs: BTreeMap<&str, &str> = needs_text.lines().filter_map(|line| line.split_once(' ')).collect();
     let need = |key: &str| needs.get(key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let module = needs.get("module").copied().unwrap_or("default");
+    // The runner crate's tag on every symbol of its model (mlf-build's symbol privacy).
+    let symbol_prefix = needs.get("symbol_prefix").copied().unwrap_or_default();
 
     let sections = sections(&args.target, &firmware.elf)?;
     let section = |name: &str| sections.get(name).copied().unwrap_or(0);
@@ -234,8 +238,8 @@ fn footprint() -> Result<(), String> {
     let ram = section(".data") + section(".bss") + section(".uninit");
 
     let prefix = format!("tvmgen_{module}_");
-    let model_code = code_bytes(&args.target, &firmware.elf, |name| name.starts_with(&prefix))?;
-    let support_code = code_bytes(&args.target, &firmware.elf, |name| {
+    let model_code = code_bytes(&args.target, &firmware.elf, symbol_prefix, |name| name.starts_with(&prefix))?;
+    let support_code = code_bytes(&args.target, &firmware.elf, symbol_prefix, |name| {
         name.starts_with("mlf_") || name.starts_with("TVM") || name.contains("setjmp") || name.contains("longjmp")
     })?;
     let model_flash = model_code + need("constants") + need("constant_pools");
@@ -268,7 +272,7 @@ fn footprint() -> Result<(), String> {
     if args.instructions {
         println!(
             "instructions: {} (one inference under QEMU, from `mlf_{module}_invoke`'s entry to its return)",
-            count_instructions(&args.target, &firmware.elf, module)?
+            count_instructions(&args.target, &firmware.elf, module, symbol_prefix)?
         );
     }
     println!("toolchain: {}; {}", first_line("rustc", &["-V"])?, first_line(&tool_name(&args.target, "gcc").0, &["--version"])?);

@@ -1,0 +1,324 @@
+//! Makes a crate's symbols its own: every global symbol its libraries define,
+//! and every reference to one, is renamed `<tag><name>` in the ELF objects as
+//! they are archived, so two crates building modules of the same name (or
+//! both carrying mlf-build's support runtime) link into one program. The
+//! object on disk is untouched; the library gets it with its symbol table
+//! rewritten and a longer string table appended (`Patch`).
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::toolchain::elf::{self, Header, Section};
+
+/// `STB_GLOBAL`, `STB_WEAK` and `STB_GNU_UNIQUE`: the bindings another object can link to.
+pub(crate) const LINKED_BINDINGS: [u8; 3] = [1, 2, 10];
+
+/// A library's privacy: the crate's tag, and the names other libraries of the
+/// same crate define that this library's objects may call (renamed too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Private {
+    pub tag: String,
+    pub imports: Vec<String>,
+}
+
+/// What one library's objects rename: `names` become `<tag><name>`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Renaming {
+    pub tag: String,
+    pub names: BTreeSet<Vec<u8>>,
+}
+
+/// Changes to an object's bytes: replacements at file offsets (sorted, not
+/// overlapping), then bytes appended after its end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Patch {
+    pub edits: Vec<(u64, Vec<u8>)>,
+    pub appended: Vec<u8>,
+}
+
+/// The symbol prefix of the crate `package` at `version`: both with every
+/// byte that is not a letter or digit as `_`, then `_` (`my-model` 0.2.1:
+/// `my_model_0_2_1_`). Independent of where the crate is built; a crate's
+/// name starts with a letter, so the prefixed names are C identifiers.
+pub(crate) fn crate_tag(package: &str, version: &str) -> String {
+    let clean = |text: &str| -> String { text.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect() };
+    format!("{}_{}_", clean(package), clean(version))
+}
+
+impl Private {
+    /// Everything the library's `objects` define, with the imports, as one
+    /// renaming. An object that is not ELF cannot be renamed: an error.
+    pub fn renaming(&self, objects: &[impl AsRef<Path>]) -> Result<Renaming> {
+        let mut names: BTreeSet<Vec<u8>> = self.imports.iter().map(|name| name.as_bytes().to_vec()).collect();
+        for object in objects {
+            let object = object.as_ref();
+            let tables = Tables::read(object)?.ok_or_else(|| not_elf(object))?;
+            names.extend(tables.defined()?);
+        }
+        Ok(Renaming { tag: self.tag.clone(), names })
+    }
+
+    /// The text a library records, so one archived under another privacy is rebuilt.
+    pub fn record(private: Option<&Private>) -> String {
+        private.map_or_else(|| "public\n".to_string(), |private| format!("tag {}\nimports {:?}\n", private.tag, private.imports))
+    }
+}
+
+/// The error for an object whose symbols cannot be renamed.
+pub(crate) fn not_elf(object: &Path) -> Error {
+    Error::new(ErrorKind::Compile, "the object is not ELF, or carries its symbols only for a linker plugin (GCC's slim LTO), so its symbols cannot be made the crate's own")
+        .in_file(object.display().to_string())
+        .help("compile with -ffat-lto-objects when using -flto (CFLAGS), or pass the archive's objects as ELF")
+}
+
+/// One symbol table of an object and its string table, as read from the file.
+struct Table {
+    entries: Vec<u8>,
+    entries_offset: u64,
+    names: Vec<u8>,
+    /// The index of the string table's section.
+    names_section: u64,
+}
+
+/// An ELF object's header, size and symbol tables, read from its file
+/// without reading the rest (its code and weights).
+pub(crate) struct Tables {
+    header: Header,
+    pub size: u64,
+    tables: Vec<Table>,
+}
+
+impl Tables {
+    /// The tables of the object at `path`; `None` when it is not ELF.
+    pub fn read(path: &Path) -> Result<Option<Tables>> {
+        let io = |e| Error::io("read", path, e);
+        let mut file = File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        let mut start = Vec::new();
+        Read::by_ref(&mut file).take(Header::LEN as u64).read_to_end(&mut start).map_err(io)?;
+        let Some(header) = Header::parse(&start) else { return Ok(None) };
+        let malformed = || {
+            Error::new(ErrorKind::Compile, "the object's section or symbol table lies outside the file")
+                .in_file(path.display().to_string())
+                .help("a prebuilt object (codegen/host/lib) is damaged or truncated, and its machine code cannot be rebuilt from the archive: pass the archive's original objects")
+        };
+        let mut read_at = |offset: u64, len: u64| -> Result<Vec<u8>> {
+            if offset.checked_add(len).is_none_or(|end| end > size) {
+                return Err(malformed());
+            }
+            let mut bytes = vec![0; usize::try_from(len).map_err(|_| malformed())?];
+            file.seek(SeekFrom::Start(offset)).map_err(io)?;
+            file.read_exact(&mut bytes).map_err(io)?;
+            Ok(bytes)
+        };
+        let first_entry = read_at(header.section_table, header.section_table_len(1).ok_or_else(malformed)?)?;
+        let count = header.section_count_in(&first_entry).ok_or_else(malformed)?;
+        let table = read_at(header.section_table, header.section_table_len(count).ok_or_else(malformed)?)?;
+        let sections: Vec<Section> = (0..count).map(|index| header.section(&table, index)).collect::<Option<_>>().ok_or_else(malformed)?;
+        let mut tables = Vec::new();
+        for symtab in sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB) {
+            let strtab = sections.get(symtab.link as usize).ok_or_else(malformed)?;
+            tables.push(Table {
+                entries: read_at(symtab.offset, symtab.size)?,
+                entries_offset: symtab.offset,
+                names: read_at(strtab.offset, strtab.size)?,
+                names_section: u64::from(symtab.link),
+            });
+        }
+        Ok(Some(Tables { header, size, tables }))
+    }
+
+    /// The names of the linkable symbols the object defines, each once per definition.
+    pub fn defined(&self) -> Result<Vec<Vec<u8>>> {
+        let mut names = Vec::new();
+        for table in &self.tables {
+            for symbol in self.header.symbols(&table.entries) {
+                if symbol.section == 0 || !LINKED_BINDINGS.contains(&symbol.binding) {
+                    continue;
+                }
+                let name = elf::string(&table.names, symbol.name).ok_or_else(bad_name)?;
+                if !name.is_empty() {
+                    names.push(name.to_vec());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// The defined names as they are after `renaming`.
+    pub fn defined_after(&self, renaming: Option<&Renaming>) -> Result<Vec<Vec<u8>>> {
+        let mut names = self.defined()?;
+        if let Some(renaming) = renaming {
+            for name in names.iter_mut().filter(|name| renaming.names.contains(*name)) {
+                name.splice(0..0, renaming.tag.bytes());
+            }
+        }
+        Ok(names)
+    }
+
+    /// The patch renaming, in every symbol table, each linkable symbol (defined
+    /// or not) named in `renaming`: the old string table is kept whole (section
+    /// names may share it) with the new names after it, moved to the file's end.
+    pub fn rename(&self, renaming: &Renaming) -> Result<Patch> {
+        let too_large = || {
+            Error::new(ErrorKind::Compile, "an object's string table would exceed what ELF can address once its symbols are renamed")
+                .help("the object names more symbols than its ELF class can address: split the model's sources, or report this")
+        };
+        if self.tables.len() > 1 {
+            return Err(Error::new(ErrorKind::Compile, "an object has more than one symbol table")
+                .help("pass the archive's objects as the compiler wrote them"));
+        }
+        let mut patch = Patch::default();
+        let Some(table) = self.tables.first() else { return Ok(patch) };
+        let entry = if self.header.is_64() { 24 } else { 16 };
+        let mut entries = table.entries.clone();
+        let mut names = table.names.clone();
+        let mut renamed = false;
+        for (index, symbol) in self.header.symbols(&table.entries).enumerate() {
+            if !LINKED_BINDINGS.contains(&symbol.binding) {
+                continue;
+            }
+            let name = elf::string(&table.names, symbol.name).ok_or_else(bad_name)?;
+            if name.is_empty() || !renaming.names.contains(name) {
+                continue;
+            }
+            let offset = u64::try_from(names.len()).map_err(|_| too_large())?;
+            names.extend_from_slice(renaming.tag.as_bytes());
+            names.extend_from_slice(name);
+            names.push(0);
+            let at = index.checked_mul(entry).ok_or_else(too_large)?;
+            self.header.write(&mut entries, at, 4, offset).ok_or_else(too_large)?;
+            renamed = true;
+        }
+        if !renamed {
+            return Ok(patch);
+        }
+        let (_, offset_field, size_field, width) = self.header.section_fields(table.names_section).ok_or_else(too_large)?;
+        let field = |value: u64| -> Result<Vec<u8>> {
+            let mut bytes = vec![0; width];
+            self.header.write(&mut bytes, 0, width, value).ok_or_else(too_large)?;
+            Ok(bytes)
+        };
+        patch.edits.push((table.entries_offset, entries));
+        patch.edits.push((u64::try_from(offset_field).map_err(|_| too_large())?, field(self.size)?));
+        patch
+            .edits
+            .push((u64::try_from(size_field).map_err(|_| too_large())?, field(u64::try_from(names.len()).map_err(|_| too_large())?)?));
+        patch.edits.sort_by_key(|(offset, _)| *offset);
+        let overlapping =
+            patch.edits.windows(2).any(|pair| pair[0].0.checked_add(pair[0].1.len() as u64).is_none_or(|end| end > pair[1].0));
+        if overlapping {
+            return Err(Error::new(ErrorKind::Compile, "an object's symbol table overlaps its section table")
+                .help("pass the archive's objects as the compiler wrote them"));
+        }
+        patch.appended = names;
+        Ok(patch)
+    }
+}
+
+fn bad_name() -> Error {
+    Error::new(ErrorKind::Compile, "a symbol's name lies outside its string table")
+        .help("pass the archive's objects as the compiler wrote them")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::scratch;
+    use std::process::Command;
+
+    fn run(command: &mut Command) -> String {
+        let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// The tag is a C identifier prefix made from the name and version alone.
+    #[test]
+    fn tags_are_identifiers_from_name_and_version() {
+        assert_eq!(crate_tag("my-model", "0.2.1"), "my_model_0_2_1_");
+        assert_eq!(crate_tag("kws", "1.0.0-rc.1+build"), "kws_1_0_0_rc_1_build_");
+    }
+
+    /// Renamed by the patch, an object's definitions and the references to
+    /// them carry the tag; undefined outside names, locals and section names
+    /// stay; the linker links the renamed objects and the program runs.
+    #[test]
+    fn renamed_objects_link_and_run() {
+        let dir = scratch("rename-symbols");
+        let sources = [
+            ("lib.c", "static int hidden = 2; int counter; int scale(int x) { counter++; return x * hidden; }\nint weak_hook(void) __attribute__((weak)); int weak_hook(void) { return 1; }\n"),
+            ("use.c", "#include <stdio.h>\nint scale(int); extern int counter; int weak_hook(void);\nint run(void) { int scaled = scale(21); printf(\"%d\\n\", scaled + weak_hook() + counter); return 0; }\n"),
+        ];
+        let mut objects = Vec::new();
+        for (name, text) in sources {
+            let source = dir.join(name);
+            std::fs::write(&source, text).unwrap();
+            let object = source.with_extension("o");
+            run(Command::new("cc").args(["-c", "-ffunction-sections", "-fno-common"]).arg(&source).arg("-o").arg(&object));
+            objects.push(object);
+        }
+        let private = Private { tag: "crate_1_0_".to_string(), imports: Vec::new() };
+        let renaming = private.renaming(&objects).unwrap();
+        let names: Vec<&[u8]> = renaming.names.iter().map(Vec::as_slice).collect();
+        assert_eq!(names, [&b"counter"[..], b"run", b"scale", b"weak_hook"]);
+        let mut patched = Vec::new();
+        for object in &objects {
+            let tables = Tables::read(object).unwrap().unwrap();
+            let patch = tables.rename(&renaming).unwrap();
+            let mut bytes = std::fs::read(object).unwrap();
+            for (offset, replacement) in &patch.edits {
+                let at = *offset as usize;
+                bytes[at..at + replacement.len()].copy_from_slice(replacement);
+            }
+            bytes.extend(&patch.appended);
+            let renamed = object.with_extension("renamed.o");
+            std::fs::write(&renamed, bytes).unwrap();
+            patched.push(renamed);
+        }
+        let listing = run(Command::new("nm").args(&patched));
+        for name in ["T crate_1_0_scale", "B crate_1_0_counter", "W crate_1_0_weak_hook", "U crate_1_0_scale", "U printf", "d hidden"] {
+            assert!(listing.contains(name), "{name}: {listing}");
+        }
+        assert!(!listing.lines().any(|line| line.ends_with(" scale") || line.ends_with(" run")), "{listing}");
+        let sections = run(Command::new("readelf").arg("-S").arg(&patched[0]));
+        assert!(sections.contains(".text.scale"), "section names changed: {sections}");
+        let main = dir.join("main.c");
+        std::fs::write(&main, "int crate_1_0_run(void); int main(void) { return crate_1_0_run(); }\n").unwrap();
+        let program = dir.join("program");
+        run(Command::new("cc").arg(&main).args(&patched).arg("-o").arg(&program));
+        assert_eq!(run(&mut Command::new(&program)), "44\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A 32-bit object (Arm) is renamed as well as the host's 64-bit ones.
+    #[test]
+    fn renames_32_bit_objects() {
+        if which::which("arm-none-eabi-gcc").is_err() {
+            eprintln!("SKIP renames_32_bit_objects: arm-none-eabi-gcc is not installed");
+            return;
+        }
+        let dir = scratch("rename-symbols-32");
+        let source = dir.join("a.c");
+        std::fs::write(&source, "extern int outside(int); int inside(int x) { return outside(x) + 1; }\n").unwrap();
+        let object = dir.join("a.o");
+        run(Command::new("arm-none-eabi-gcc").args(["-mcpu=cortex-m4", "-mthumb", "-c"]).arg(&source).arg("-o").arg(&object));
+        let renaming = Private { tag: "t_".to_string(), imports: vec!["missing".to_string()] }.renaming(&[&object]).unwrap();
+        let tables = Tables::read(&object).unwrap().unwrap();
+        let patch = tables.rename(&renaming).unwrap();
+        let mut bytes = std::fs::read(&object).unwrap();
+        for (offset, replacement) in &patch.edits {
+            let at = *offset as usize;
+            bytes[at..at + replacement.len()].copy_from_slice(replacement);
+        }
+        bytes.extend(&patch.appended);
+        std::fs::write(&object, bytes).unwrap();
+        let listing = run(Command::new("arm-none-eabi-nm").arg(&object));
+        assert!(listing.contains("T t_inside") && listing.contains("U outside"), "{listing}");
+        run(Command::new("arm-none-eabi-objdump").arg("-dr").arg(&object));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
