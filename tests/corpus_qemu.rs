@@ -476,7 +476,20 @@ fn call_windows_plugin() -> Result<std::path::PathBuf, String> {
 }
 
 /// The ELF's functions: name and entry (the Thumb bit cleared).
+/// The firmware's functions, named as in C and Rust: the tag the runner
+/// crate's build gives the symbols it compiled (README, "Models as crates":
+/// its name and version, each byte not a letter or digit as `_`, each followed
+/// by `_`) is taken off.
 fn function_symbols(elf: &std::path::Path, triple: &str) -> Result<Vec<(String, u64)>, String> {
+    let manifest = std::fs::read_to_string(common::repo_root().join("examples/cortex-m-runner/Cargo.toml")).map_err(|e| e.to_string())?;
+    let field = |key: &str| {
+        manifest.lines().find_map(|line| line.strip_prefix(key)?.trim().strip_prefix('=')?.trim().strip_prefix('"')?.strip_suffix('"'))
+    };
+    let tag: String = [field("name"), field("version")]
+        .iter()
+        .map(|part| part.map(|part| part.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>() + "_"))
+        .collect::<Option<String>>()
+        .ok_or("examples/cortex-m-runner/Cargo.toml names no name and version")?;
     let nm = if triple.starts_with("riscv") { "riscv64-unknown-elf-nm" } else { "arm-none-eabi-nm" };
     let output = std::process::Command::new(nm).arg(elf).output().map_err(|e| format!("{nm}: {e}"))?;
     if !output.status.success() {
@@ -485,7 +498,9 @@ fn function_symbols(elf: &std::path::Path, triple: &str) -> Result<Vec<(String, 
     Ok(String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-            [address, "T" | "t", name] => Some((name.to_string(), u64::from_str_radix(address, 16).ok()? & !1)),
+            [address, "T" | "t", name] => {
+                Some((name.strip_prefix(tag.as_str()).unwrap_or(name).to_string(), u64::from_str_radix(address, 16).ok()? & !1))
+            }
             _ => None,
         })
         .collect())
