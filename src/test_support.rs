@@ -64,3 +64,10 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
 }
+
+/// Runs `command`, fails the test unless it succeeds, and returns its stdout.
+pub(crate) fn run_ok(command: &mut std::process::Command) -> String {
+    let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap_or_else(|e| panic!("{command:?}: {e}"))
+}

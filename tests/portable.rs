@@ -145,6 +145,15 @@ fn available(program: &str, arg: &str) -> bool {
     Command::new(program).arg(arg).output().is_ok_and(|output| output.status.success())
 }
 
+/// The programs of `needed` (each with an argument it answers) that do not
+/// run, if any: in CI, where `.ci/run` installs them all, that fails the test.
+fn missing_programs(needed: &[(&str, &str)]) -> Option<Vec<String>> {
+    let missing: Vec<String> =
+        needed.iter().filter(|(program, arg)| !available(program, arg)).map(|(program, _)| program.to_string()).collect();
+    assert!(missing.is_empty() || std::env::var_os("CI").is_none(), "{missing:?} not installed (.ci/run installs them)");
+    Some(missing).filter(|missing| !missing.is_empty())
+}
+
 /// A Redis server: the one on 127.0.0.1:6379 (`.ci/run` starts it), else
 /// one of this test's own on a port of its own, stopped when dropped.
 struct Redis {
@@ -233,13 +242,7 @@ fn count(stats: &Value, counter: &str, language: &str) -> u64 {
 #[test]
 fn sccache_over_redis_serves_every_c_compile_of_a_second_checkout() {
     let Some(case) = common::corpus_case(CASE) else { return };
-    let missing: Vec<&str> = [("sccache", "--version"), ("redis-server", "--version")]
-        .into_iter()
-        .filter(|(program, arg)| !available(program, arg))
-        .map(|(program, _)| program)
-        .collect();
-    if !missing.is_empty() {
-        assert!(std::env::var_os("CI").is_none(), "{missing:?} not installed (.ci/run installs them)");
+    if let Some(missing) = missing_programs(&[("sccache", "--version"), ("redis-server", "--version")]) {
         common::skip(&format!("{missing:?} not installed (apt-get install --no-install-recommends sccache redis-server)"));
         return;
     }
@@ -337,13 +340,7 @@ const OUT_DIR_WITHOUT_WRAPPER: &str = "MLF_BUILD_TEST_OUT_DIR_WITHOUT_WRAPPER";
 #[test]
 fn a_firmware_stack_bound_under_a_compiler_wrapper_is_the_one_without() {
     let Some(_) = common::corpus_case(CASE) else { return };
-    let missing: Vec<&str> = [("sccache", "--version"), ("arm-none-eabi-gcc", "--version")]
-        .into_iter()
-        .filter(|(program, arg)| !available(program, arg))
-        .map(|(program, _)| program)
-        .collect();
-    if !missing.is_empty() {
-        assert!(std::env::var_os("CI").is_none(), "{missing:?} not installed (.ci/run installs them)");
+    if let Some(missing) = missing_programs(&[("sccache", "--version"), ("arm-none-eabi-gcc", "--version")]) {
         common::skip(&format!("{missing:?} not installed"));
         return;
     }

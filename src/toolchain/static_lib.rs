@@ -181,14 +181,8 @@ fn copy_patched(member: &Member, out: &mut impl Write) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::scratch;
+    use crate::test_support::{run_ok as run, scratch};
     use std::process::Command;
-
-    fn run(command: &mut Command) -> String {
-        let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
-        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
 
     /// The library is byte for byte what binutils' `ar crsD` writes from the
     /// same objects (global, weak and common symbols, long and short member

@@ -227,14 +227,8 @@ fn bad_name() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::scratch;
+    use crate::test_support::{run_ok as run, scratch};
     use std::process::Command;
-
-    fn run(command: &mut Command) -> String {
-        let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
-        assert!(output.status.success(), "{command:?}: {}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8(output.stdout).unwrap()
-    }
 
     /// The tag is a C identifier prefix made from the name and version alone.
     #[test]
