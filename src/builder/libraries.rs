@@ -66,8 +66,7 @@ impl Privacy {
     /// be private to) and for targets whose objects are not ELF (Apple's,
     /// Windows', WebAssembly), whose symbol tables mlf-build does not rewrite.
     pub fn of_crate(target: &Target, shared_support: bool) -> Option<Privacy> {
-        let triple = &target.triple;
-        if ["apple", "windows", "wasm", "uefi"].iter().any(|other| triple.contains(other)) {
+        if !target.writes_elf_objects() {
             return None;
         }
         let package = env::cargo_provided("CARGO_PKG_NAME")?;
@@ -423,7 +422,7 @@ impl ExtraCode<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::scratch;
+    use crate::test_support::{run_ok, scratch};
     use crate::toolchain::symbols::Tables;
 
     /// [`SUPPORT_EXPORTS`] are exactly what the compiled support library defines.
@@ -432,17 +431,16 @@ mod tests {
         let dir = scratch("support-exports");
         support::write(&dir).unwrap();
         let object = dir.join("support.o");
-        let status = std::process::Command::new("cc")
-            .args(["-c", "-I"])
-            .arg(dir.join("include"))
-            .arg("-I")
-            .arg(dir.join("runtime-include"))
-            .arg(dir.join(support::LIBRARY_SOURCE))
-            .arg("-o")
-            .arg(&object)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        run_ok(
+            std::process::Command::new("cc")
+                .args(["-c", "-I"])
+                .arg(dir.join("include"))
+                .arg("-I")
+                .arg(dir.join("runtime-include"))
+                .arg(dir.join(support::LIBRARY_SOURCE))
+                .arg("-o")
+                .arg(&object),
+        );
         let mut defined: Vec<String> =
             Tables::read(&object).unwrap().unwrap().defined().unwrap().into_iter().map(|name| String::from_utf8(name).unwrap()).collect();
         defined.sort();

@@ -124,9 +124,13 @@ impl Header {
         Some(header)
     }
 
-    /// Whether the file is 64-bit ELF (else 32-bit).
-    pub fn is_64(&self) -> bool {
-        self.is_64
+    /// Bytes of one symbol table entry (`Elf32_Sym` or `Elf64_Sym`).
+    pub fn symbol_len(&self) -> usize {
+        if self.is_64 {
+            24
+        } else {
+            16
+        }
     }
 
     /// Bytes of an address-sized field.
@@ -201,7 +205,7 @@ impl Header {
 
     /// The symbols of a symbol table section's bytes (entry 0, the null symbol, included).
     pub fn symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = Symbol> + 'a {
-        let entry = if self.is_64 { 24 } else { 16 };
+        let entry = self.symbol_len();
         let (value, info, section) = if self.is_64 { (8, 4, 6) } else { (4, 12, 14) };
         table.chunks_exact(entry).filter_map(move |bytes| {
             Some(Symbol {

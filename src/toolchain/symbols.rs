@@ -173,7 +173,7 @@ impl Tables {
         }
         let mut patch = Patch::default();
         let Some(table) = self.tables.first() else { return Ok(patch) };
-        let entry = if self.header.is_64() { 24 } else { 16 };
+        let entry = self.header.symbol_len();
         let mut entries = table.entries.clone();
         let mut names = table.names.clone();
         let mut renamed = false;

@@ -117,6 +117,12 @@ impl Target {
         }
     }
 
+    /// Whether this target's compilers write ELF objects: not Apple's (Mach-O),
+    /// Windows' and UEFI's (COFF) or WebAssembly's.
+    pub fn writes_elf_objects(&self) -> bool {
+        !["apple", "windows", "wasm", "uefi"].iter().any(|other| self.triple.contains(other))
+    }
+
     /// The Debian packages that provide this target's C cross toolchain.
     fn toolchain_packages(&self) -> &'static str {
         if self.is_arm32() {
