@@ -133,6 +133,68 @@ fn a_scratch_buffer_smaller_than_the_library_needs_is_refused_with_both_numbers(
     }
 }
 
+/// Replaces the first `from` in the VWW archive's CMSIS-NN source with `to`.
+fn edit_kernels(archive: &Path, from: &str, to: &str) {
+    let source = archive.join("codegen/host/src/default_lib2.c");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text, "`{from}` is no longer in the archive");
+    std::fs::write(&source, edited).unwrap();
+}
+
+#[test]
+fn nothing_an_archive_writes_in_a_kernel_call_runs_on_the_build_machine() {
+    let (Some(archive), Some(library)) = (unpack("probe-hostile"), cmsis_nn("v4.1.0")) else { return };
+    // The first convolution's dimensions call stdio on strings spelled as the
+    // integers of other structures; locals named like stdio's functions, declared
+    // further down, make every name in the initializer look like a structure.
+    let strings = "cmsis_nn_dims kept = {0x7470656b,0,0,0};\n  cmsis_nn_dims made = {0x6564616d,0,0,0};\n  \
+        cmsis_nn_dims cmd = {0x63756f74,0x61722068,0x6e,0};\n  cmsis_nn_dims w = {0x77,0,0,0};\n  cmsis_nn_dims r = {0x72,0,0,0};\n  ";
+    let calls = "cmsis_nn_dims input_dims = {1,remove(&kept),fopen(&made,&w),popen(&cmd,&r)};";
+    edit_kernels(&archive, "cmsis_nn_dims input_dims = {1,96,96,3};", &format!("{strings}{calls}"));
+    let shadows = "cmsis_nn_dims remove = {1};\n  cmsis_nn_dims fopen = {1};\n  cmsis_nn_dims popen = {1};\n  arm_cmsis_nn_status status";
+    edit_kernels(&archive, "arm_cmsis_nn_status status", shadows);
+    // The probe runs in its own directory: what it would remove, and where it would create.
+    let probe_dir = archive.with_file_name("out").join("mlf/build/default/kernel-probe");
+    std::fs::create_dir_all(&probe_dir).unwrap();
+    std::fs::write(probe_dir.join("kept"), "the archive must not remove this").unwrap();
+    let error = build(&archive, Some(&library)).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("cannot be checked") && text.contains("tvmgen_default_cmsis_nn_main_0") && text.contains("remove"), "{text}");
+    assert!(probe_dir.join("kept").is_file(), "the archive's call to remove ran on the build machine");
+    assert!(!probe_dir.join("made").exists() && !probe_dir.join("ran").exists(), "the archive's calls ran on the build machine");
+}
+
+#[test]
+fn a_size_query_the_library_answers_negatively_is_refused_and_disables_no_other_check() {
+    let (Some(archive), Some(library)) = (unpack("probe-negative"), cmsis_nn("v4.1.0")) else { return };
+    // The third call made a 3x3 convolution over -8 channels (2 * c * 3 * 3 int16: -288 bytes); the first one gets 8 bytes of the 108 it needs.
+    let third = "cmsis_nn_dims input_dims = {1,48,48,8};\n  cmsis_nn_dims filter_dims = {16,1,1,8};";
+    edit_kernels(&archive, third, "cmsis_nn_dims input_dims = {1,48,48,-8};\n  cmsis_nn_dims filter_dims = {16,3,3,8};");
+    edit_kernels(&archive, "{context_buffer_0_let,128}", "{context_buffer_0_let,8}");
+    let text = build(&archive, Some(&library)).unwrap_err().to_string();
+    assert!(text.contains("tvmgen_default_cmsis_nn_main_2") && text.contains("-288"), "{text}");
+    // Without the negative answer, the short buffer is refused as before.
+    edit_kernels(
+        &archive,
+        "{1,48,48,-8};\n  cmsis_nn_dims filter_dims = {16,3,3,8};",
+        "{1,48,48,8};\n  cmsis_nn_dims filter_dims = {16,1,1,8};",
+    );
+    let text = build(&archive, Some(&library)).unwrap_err().to_string();
+    assert!(text.contains("tvmgen_default_cmsis_nn_main_0") && text.contains("8 bytes where") && text.contains("says 108"), "{text}");
+}
+
+#[test]
+fn the_scratch_mlf_build_supplies_is_capped() {
+    let (Some(archive), Some(library)) = (unpack("probe-cap"), cmsis_nn("v4.1.0")) else { return };
+    // The third call gets no buffer: with a 2000x2000 filter over 100 channels it would need 1,600,000,000 bytes.
+    let from = "cmsis_nn_dims input_dims = {1,48,48,8};\n  cmsis_nn_dims filter_dims = {16,1,1,8};";
+    edit_kernels(&archive, from, "cmsis_nn_dims input_dims = {1,48,48,100};\n  cmsis_nn_dims filter_dims = {16,2000,2000,100};");
+    let error = build(&archive, Some(&library)).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("tvmgen_default_cmsis_nn_main_2") && text.contains("1600000000") && text.contains("MAX_BYTES"), "{text}");
+}
+
 #[test]
 fn a_kernel_the_release_does_not_define_is_refused_naming_it_and_the_release() {
     let (Some(archive), Some(library)) = (unpack("undefined"), cmsis_nn("v4.1.0")) else { return };

@@ -9,8 +9,9 @@ use crate::cargo::env::Env;
 use crate::cargo::write::write_if_changed;
 use crate::codegen::kernel_probe::{self, KernelPath, ScratchProbe};
 use crate::codegen::{self, GeneratedFile};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{printable, Error, ErrorKind, Result};
 use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall};
+use crate::plan::limits;
 use crate::plan::model::Plan;
 use crate::toolchain::target::{CoreIsa, Target};
 
@@ -191,33 +192,74 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
     let call_refs: Vec<&ScratchCall> = calls.iter().map(|(_, call)| *call).collect();
     let probe = kernel_probe::scratch_probe(&call_refs, &code.library.declarations, path);
     let version = code.library.version.as_deref().unwrap_or("revision unknown");
+    let describe = |index: usize| {
+        let call = call_refs[index];
+        format!("{}'s call to {} ({} bytes)", call.function, call.kernel, call.reserved)
+    };
+    if let Some((first, _)) = probe.unreadable.first() {
+        let listed: Vec<String> =
+            probe.unreadable.iter().map(|(index, why)| format!("{} in {}: {why}", describe(*index), call_refs[*index].file)).collect();
+        return Err(Error::new(
+            ErrorKind::Metadata,
+            format!("the scratch of the archive's CMSIS-NN calls cannot be checked against CMSIS-NN {version}: {}", listed.join("; ")),
+        )
+        .in_file(call_refs[*first].file.clone())
+        .help(
+            "TVM writes every CMSIS-NN structure as integer constants; mlf-build evaluates them itself and passes only the numbers to \
+             the library's size functions (it never compiles the archive's expressions into a program it runs): this archive's \
+             code was not written that way",
+        ));
+    }
     let warnings = probe
         .unasked
         .iter()
-        .map(|(index, why)| {
-            let call = call_refs[*index];
-            format!(
-                "{}: the scratch of {}'s call to {} ({} bytes) is not checked: {why}",
-                call.file, call.function, call.kernel, call.reserved
-            )
-        })
+        .map(|(index, why)| format!("{}: the scratch of {} is not checked: {why}", call_refs[*index].file, describe(*index)))
         .collect();
     let mut check = ScratchCheck { warnings, supplies: Vec::new() };
     let Some(source) = &probe.source else { return Ok(check) };
     let needed = match run_probe(code, &probe, source, host, dir) {
-        Ok(needed) => needed,
-        Err(why) => {
+        Ok(ProbeRun::Sizes(needed)) => needed,
+        Ok(ProbeRun::NoHostCompiler(why)) => {
             check.warnings.push(format!("the scratch sizes of the archive's CMSIS-NN calls are not checked: {why}"));
             return Ok(check);
         }
+        // Only the library's code and the calls' integers reach the probe, so
+        // this is the archive's doing: refused, never a check switched off.
+        Err(why) => {
+            let first = call_refs[probe.asked[0].0];
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "CMSIS-NN {version} could not say how much scratch the archive's kernel calls need in its {} code: {why}",
+                    path.describe()
+                ),
+            )
+            .in_file(first.file.clone())
+            .help("the calls' structures hold dimensions the library's size functions do not accept: check that this archive was generated for CMSIS-NN"));
+        }
     };
-    let short: Vec<(usize, &ScratchCall, &str, u64)> = probe
-        .asked
-        .iter()
-        .zip(needed)
-        .map(|((index, function), needed)| (calls[*index].0, calls[*index].1, function.as_str(), needed))
-        .filter(|(_, call, _, needed)| *needed > call.reserved)
-        .collect();
+    let mut short: Vec<(usize, &ScratchCall, &str, u64)> = Vec::new();
+    for ((index, function), needed) in probe.asked.iter().zip(needed) {
+        let (module, call) = calls[*index];
+        let refuse = |what: String| {
+            Error::new(
+                ErrorKind::Config,
+                format!("{}'s call to {} {what} ({function} of CMSIS-NN {version}, {} code)", call.function, call.kernel, path.describe()),
+            )
+            .in_file(call.file.clone())
+            .help("the call's structures hold dimensions the kernel cannot run with: check that this archive was generated for CMSIS-NN")
+        };
+        let needed = u64::try_from(needed).map_err(|_| refuse(format!("is invalid: the library answers {needed} bytes of scratch")))?;
+        if needed > limits::MAX_BYTES {
+            return Err(refuse(format!(
+                "needs {needed} bytes of scratch, over mlf-build's limit of {} bytes (MAX_BYTES)",
+                limits::MAX_BYTES
+            )));
+        }
+        if needed > call.reserved {
+            short.push((module, call, function.as_str(), needed));
+        }
+    }
     let (unbuffered, buffered): (Vec<_>, Vec<_>) = short.into_iter().partition(|(_, call, _, _)| !call.buffered);
     if let Some((_, first, _, _)) = buffered.first() {
         let listed: Vec<String> = buffered
@@ -254,19 +296,23 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
     Ok(check)
 }
 
-/// Compiles and runs the probe on the host (cached by its inputs); the bytes each asked call needs.
-fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> std::result::Result<Vec<u64>, String> {
+/// What running the probe gave.
+enum ProbeRun {
+    /// The bytes each asked call needs (the library's signed answers).
+    Sizes(Vec<i64>),
+    /// The build machine has no C compiler to run it with.
+    NoHostCompiler(String),
+}
+
+/// Compiles and runs the probe on the host (cached by its inputs).
+fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> std::result::Result<ProbeRun, String> {
     let selection = code.library.select(&probe.size_functions());
     let root = &code.library.root;
-    let compiler = cc::Build::new()
-        .cargo_metadata(false)
-        .target(host)
-        .host(host)
-        .opt_level(0)
-        .debug(false)
-        .warnings(false)
-        .try_get_compiler()
-        .map_err(|e| format!("no C compiler for the host {host}: {e}"))?;
+    let compiler =
+        match cc::Build::new().cargo_metadata(false).target(host).host(host).opt_level(0).debug(false).warnings(false).try_get_compiler() {
+            Ok(compiler) => compiler,
+            Err(e) => return Ok(ProbeRun::NoHostCompiler(format!("no C compiler for the host {host}: {e}"))),
+        };
     let mut key_parts: Vec<Vec<u8>> = vec![source.as_bytes().to_vec(), format!("{:?} {:?}", compiler.path(), compiler.args()).into_bytes()];
     for original in &selection.sources {
         let path = root.join(original);
@@ -283,15 +329,15 @@ fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, 
         stamp.record().map_err(|e| e.to_string())?;
         output
     };
-    let sizes: Vec<u64> = output
+    let sizes: Vec<i64> = output
         .lines()
-        .map(|line| line.trim().parse::<u64>())
+        .map(|line| line.trim().parse::<i64>())
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| format!("the probe printed `{}`: {e}", output.trim()))?;
+        .map_err(|e| format!("the probe printed `{}`: {e}", printable(output.trim())))?;
     if sizes.len() != probe.asked.len() {
         return Err(format!("the probe printed {} sizes for {} calls", sizes.len(), probe.asked.len()));
     }
-    Ok(sizes)
+    Ok(ProbeRun::Sizes(sizes))
 }
 
 fn compile_and_run(
@@ -326,7 +372,8 @@ fn compile_and_run(
             String::from_utf8_lossy(&built.stderr).lines().take(5).collect::<Vec<_>>().join(" | ")
         ));
     }
-    let ran = std::process::Command::new(&executable).output().map_err(|e| format!("{}: {e}", executable.display()))?;
+    // In its own directory, so that nothing it does lands outside OUT_DIR.
+    let ran = std::process::Command::new(&executable).current_dir(dir).output().map_err(|e| format!("{}: {e}", executable.display()))?;
     if !ran.status.success() {
         return Err(format!("{} failed: {}", executable.display(), ran.status));
     }

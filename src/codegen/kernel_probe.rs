@@ -5,9 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ident::c_comment;
+use crate::ident::{c_comment, is_c_identifier};
 use crate::input::kernel_library::{KernelLocal, ScratchCall};
-use crate::input::sources;
+use crate::input::{c_text, sources};
 
 /// Which of the kernels' code paths the core's compile selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +39,19 @@ pub(crate) struct ScratchProbe {
     pub source: Option<String>,
     /// `(index into the calls, size function)`, in the order the program prints.
     pub asked: Vec<(usize, String)>,
-    /// `(index into the calls, why it cannot be asked)`.
+    /// `(index into the calls, why the library cannot be asked about it)`.
     pub unasked: Vec<(usize, String)>,
+    /// `(index into the calls, why)`: calls whose structures are not constants
+    /// the crate can evaluate (TVM writes integers), so their scratch cannot be checked.
+    pub unreadable: Vec<(usize, String)>,
+}
+
+/// Why a call is not in the probe.
+enum Unasked {
+    /// The library has no size function that fits the call.
+    Library(String),
+    /// The call's arguments are not numbers or constant structures.
+    Archive(String),
 }
 
 impl ScratchProbe {
@@ -52,15 +63,16 @@ impl ScratchProbe {
 
 /// The program for `calls`, given the library's declarations (`name → parameters`).
 pub(crate) fn scratch_probe(calls: &[&ScratchCall], declarations: &BTreeMap<String, String>, path: KernelPath) -> ScratchProbe {
-    let mut probe = ScratchProbe { source: None, asked: Vec::new(), unasked: Vec::new() };
+    let mut probe = ScratchProbe { source: None, asked: Vec::new(), unasked: Vec::new(), unreadable: Vec::new() };
     let mut blocks = String::new();
     for (index, call) in calls.iter().enumerate() {
         match size_call(call, declarations, path) {
             Ok((function, block)) => {
-                blocks.push_str(&block);
+                blocks.push_str(&format!("    {{ /* call {index} */\n{block}    }}\n"));
                 probe.asked.push((index, function));
             }
-            Err(why) => probe.unasked.push((index, why)),
+            Err(Unasked::Library(why)) => probe.unasked.push((index, why)),
+            Err(Unasked::Archive(why)) => probe.unreadable.push((index, why)),
         }
     }
     if !probe.asked.is_empty() {
@@ -73,79 +85,206 @@ pub(crate) fn scratch_probe(calls: &[&ScratchCall], declarations: &BTreeMap<Stri
     probe
 }
 
-/// The size function for `call` and a block printing its result.
-fn size_call(call: &ScratchCall, declarations: &BTreeMap<String, String>, path: KernelPath) -> Result<(String, String), String> {
+/// The size function for `call` and the statements printing its result.
+/// The program runs on the build machine, so nothing of the archive's text
+/// reaches it: the structures are evaluated here into integers and written
+/// under names of the probe's own; only the library's function names and
+/// `cmsis_nn_*` type names (checked identifiers) are taken over.
+fn size_call(call: &ScratchCall, declarations: &BTreeMap<String, String>, path: KernelPath) -> Result<(String, String), Unasked> {
     let base = format!("{}_get_buffer_size", call.kernel);
     let function = match path {
         KernelPath::Portable => base,
         KernelPath::Dsp => format!("{base}_dsp"),
         KernelPath::Mve => format!("{base}_mve"),
     };
-    let size_params = declarations.get(&function).ok_or_else(|| format!("the library declares no `{function}`"))?;
+    let library = |why: String| Unasked::Library(why);
+    let size_params = declarations.get(&function).ok_or_else(|| library(format!("the library declares no `{function}`")))?;
+    if !is_c_identifier(&function) {
+        return Err(library(format!("`{}` is not a C identifier", c_comment(&function))));
+    }
     let kernel_params =
-        parameter_names(declarations.get(&call.kernel).ok_or_else(|| format!("the library declares no `{}`", call.kernel))?);
+        parameter_names(declarations.get(&call.kernel).ok_or_else(|| library(format!("the library declares no `{}`", call.kernel)))?);
     let argument = |name: &str| kernel_params.iter().position(|param| param == name).and_then(|at| call.args.get(at));
-    let (mut args, mut used) = (Vec::new(), Vec::new());
+    let values = evaluate_locals(&call.locals);
+    // The call's structures the arguments use, by position in `call.locals`; the probe names them `s0`, `s1`, ...
+    let mut structures: Vec<usize> = Vec::new();
+    let mut args = Vec::new();
     for name in parameter_names(size_params) {
-        let (arg, field) = match (argument(&name), SIZE_PARAMETERS.iter().find(|(alias, _, _)| *alias == name)) {
+        let (text, field) = match (argument(&name), SIZE_PARAMETERS.iter().find(|(alias, _, _)| *alias == name)) {
             (Some(arg), _) => (arg, None),
-            (None, Some((_, param, field))) => (argument(param).ok_or_else(|| format!("`{}` has no `{param}`", call.kernel))?, Some(field)),
-            (None, None) => return Err(format!("`{function}` takes `{name}`, which `{}` has no parameter for", call.kernel)),
+            (None, Some((_, param, field))) => {
+                (argument(param).ok_or_else(|| library(format!("`{}` has no `{param}`", call.kernel)))?, Some(*field))
+            }
+            (None, None) => return Err(library(format!("`{function}` takes `{name}`, which `{}` has no parameter for", call.kernel))),
         };
-        args.push(field.map_or_else(|| arg.clone(), |field| format!("({arg})->{field}")));
-        used.push(arg.clone());
+        let arg = match (probe_argument(text, &call.locals).map_err(Unasked::Archive)?, field) {
+            (Argument::Number(number), None) => number.to_string(),
+            (Argument::Structure(local), field) => {
+                let at = structures.iter().position(|index| *index == local).unwrap_or_else(|| {
+                    structures.push(local);
+                    structures.len() - 1
+                });
+                field.map_or_else(|| format!("&s{at}"), |field| format!("s{at}.{field}"))
+            }
+            (Argument::Number(_), Some(field)) => {
+                return Err(Unasked::Archive(format!("its argument for `{name}` is a number, not a structure with `{field}`")));
+            }
+        };
+        args.push(arg);
     }
-    let locals = needed_locals(&call.locals, &used)?;
-    let mut block = format!("    {{ /* {}: {} */\n", c_comment(&call.file), call.function);
-    for local in locals {
-        block.push_str(&format!("        {} {} = {{{}}};\n", local.type_name, local.name, local.init));
+    let mut block = String::new();
+    for (at, local) in structures.iter().enumerate() {
+        let value = values[*local].as_ref().map_err(|why| Unasked::Archive(why.clone()))?;
+        let local = &call.locals[*local];
+        block.push_str(&format!("        {} s{at} = {};\n", local.type_name, value.render()));
     }
-    block.push_str(&format!("        printf(\"%ld\\n\", (long){function}({}));\n    }}\n", args.join(", ")));
+    block.push_str(&format!("        printf(\"%ld\\n\", (long){function}({}));\n", args.join(", ")));
     Ok((function, block))
 }
 
-/// The locals the arguments use, and the ones those use, in declaration
-/// order; each initializer must be integers and such locals only. The program
-/// runs on the build machine: archive text reaches it only when it is that.
-fn needed_locals<'l>(locals: &'l [KernelLocal], expressions: &[String]) -> Result<Vec<&'l KernelLocal>, String> {
-    let mut needed: BTreeSet<&str> = BTreeSet::new();
-    if let Some(expression) = expressions.iter().find(|expression| !is_plain(expression)) {
-        return Err(format!("its argument `{}` is not a plain reference", c_comment(expression)));
+/// An argument of a kernel call the probe can pass on.
+enum Argument {
+    /// An integer constant.
+    Number(i64),
+    /// `&local`: the address of one of the call's structures (its index).
+    Structure(usize),
+}
+
+fn probe_argument(text: &str, locals: &[KernelLocal]) -> Result<Argument, String> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if let Ok(number) = integer_literal(&compact) {
+        return Ok(Argument::Number(number));
     }
-    let mut pending: Vec<String> = expressions.iter().flat_map(|e| identifiers(e)).collect();
-    while let Some(name) = pending.pop() {
-        if needed.contains(name.as_str()) {
-            continue;
-        }
-        let local = locals
-            .iter()
-            .find(|local| local.name == name)
-            .ok_or_else(|| format!("its arguments use `{name}`, not a constant structure"))?;
-        if !is_plain(&local.init) || !is_identifier(&local.type_name) {
-            return Err(format!("`{name}` is not initialized with numbers and structures only"));
-        }
-        needed.insert(&local.name);
-        pending.extend(identifiers(&local.init));
+    let named =
+        |name: &str| -> Vec<usize> { locals.iter().enumerate().filter(|(_, local)| local.name == name).map(|(at, _)| at).collect() };
+    match compact.strip_prefix('&').map(named).as_deref() {
+        Some([at]) => Ok(Argument::Structure(*at)),
+        _ => Err(format!("its argument `{}` is neither a number nor the address of one constant structure", c_comment(text))),
     }
-    Ok(locals.iter().filter(|local| needed.contains(local.name.as_str())).collect())
 }
 
-/// Only names, numbers, signs, commas, `&` and brackets: no string, comment,
-/// directive or statement can hide in it.
-fn is_plain(text: &str) -> bool {
-    text.chars().all(|c| c.is_ascii_alphanumeric() || " _,-+&(){}\t".contains(c))
+/// A constant structure as the probe writes it: integers in braces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Value {
+    Number(i64),
+    List(Vec<Value>),
 }
 
-fn is_identifier(text: &str) -> bool {
-    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+impl Value {
+    fn render(&self) -> String {
+        match self {
+            Value::Number(number) => number.to_string(),
+            Value::List(items) => format!("{{{}}}", items.iter().map(Value::render).collect::<Vec<_>>().join(", ")),
+        }
+    }
 }
 
-/// Identifiers in a C expression or initializer (numbers and punctuation dropped).
-fn identifiers(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|word| word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
-        .map(str::to_string)
-        .collect()
+/// Deepest nesting of braces in a structure's initializer (CMSIS-NN's go two deep).
+const MAX_INIT_DEPTH: usize = 8;
+/// Most integers in one structure, copies of other structures included (CMSIS-NN's hold at most a dozen).
+const MAX_INIT_NUMBERS: usize = 256;
+
+/// Each local's value (by position), where its initializer is integers,
+/// `NULL` and copies of locals declared before it; else why not.
+fn evaluate_locals(locals: &[KernelLocal]) -> Vec<Result<Value, String>> {
+    let mut values: Vec<Result<Value, String>> = Vec::with_capacity(locals.len());
+    for local in locals {
+        let value = if is_c_identifier(&local.type_name) && local.type_name.starts_with("cmsis_nn_") {
+            let earlier = |name: &str| locals[..values.len()].iter().rposition(|local| local.name == name).map(|at| &values[at]);
+            evaluate(&local.init, earlier)
+                .map_err(|why| format!("`{}` is not initialized with numbers and structures only: {why}", local.name))
+        } else {
+            Err(format!("`{}` has the type `{}`, not a CMSIS-NN structure", local.name, c_comment(&local.type_name)))
+        };
+        values.push(value);
+    }
+    values
+}
+
+/// The value of an initializer (the text between its outer braces).
+fn evaluate<'v>(init: &str, earlier: impl Fn(&str) -> Option<&'v Result<Value, String>>) -> Result<Value, String> {
+    let mut open: Vec<Vec<Value>> = vec![Vec::new()];
+    let mut numbers = 0usize;
+    let mut rest = init.trim_start();
+    while let Some(first) = rest.chars().next() {
+        let token_len = match first {
+            '{' => {
+                if open.len() > MAX_INIT_DEPTH {
+                    return Err(format!("braces nest deeper than {MAX_INIT_DEPTH} (MAX_INIT_DEPTH)"));
+                }
+                open.push(Vec::new());
+                1
+            }
+            '}' => {
+                let list = open.pop().filter(|_| !open.is_empty()).ok_or("a `}` closes nothing")?;
+                open.last_mut().ok_or("a `}` closes nothing")?.push(Value::List(list));
+                1
+            }
+            ',' => 1,
+            _ => {
+                let len = rest.find(|c: char| c.is_whitespace() || "{},".contains(c)).unwrap_or(rest.len());
+                let word = &rest[..len];
+                let value = if let Ok(number) = integer_literal(word) {
+                    Value::Number(number)
+                } else if word == "NULL" {
+                    Value::Number(0)
+                } else if let Some(value) = earlier(word) {
+                    let value = value.clone().map_err(|_| format!("it copies `{word}`, which is not constant"))?;
+                    if open.len() + depth(&value) > MAX_INIT_DEPTH + 1 {
+                        return Err(format!("braces nest deeper than {MAX_INIT_DEPTH} (MAX_INIT_DEPTH)"));
+                    }
+                    value
+                } else {
+                    return Err(format!("`{}` is not an integer constant or a structure declared before it", c_comment(word)));
+                };
+                numbers = numbers
+                    .checked_add(count(&value))
+                    .filter(|n| *n <= MAX_INIT_NUMBERS)
+                    .ok_or_else(|| format!("it holds more than {MAX_INIT_NUMBERS} integers (MAX_INIT_NUMBERS)"))?;
+                open.last_mut().ok_or("unbalanced braces")?.push(value);
+                len
+            }
+        };
+        rest = rest[token_len..].trim_start();
+    }
+    match <[Vec<Value>; 1]>::try_from(open) {
+        Ok([items]) => Ok(Value::List(items)),
+        Err(_) => Err("a `{` is not closed".to_string()),
+    }
+}
+
+// Both recurse at most MAX_INIT_DEPTH deep: `evaluate` makes no deeper value.
+fn count(value: &Value) -> usize {
+    match value {
+        Value::Number(_) => 1,
+        Value::List(items) => items.iter().map(count).sum(),
+    }
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Number(_) => 0,
+        Value::List(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+    }
+}
+
+/// A C integer constant with an optional sign, within `int32_t` (what every
+/// field of CMSIS-NN's structures is).
+fn integer_literal(text: &str) -> Result<i64, ()> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(());
+    }
+    let magnitude = i64::try_from(c_text::integer(digits).ok_or(())?).map_err(|_| ())?;
+    let value = if negative { -magnitude } else { magnitude };
+    if i32::try_from(value).is_ok() {
+        Ok(value)
+    } else {
+        Err(())
+    }
 }
 
 /// The names of a C parameter list (`const cmsis_nn_dims *input_dims, const int ch`); `void` has none.
@@ -175,39 +314,81 @@ mod tests {
         .collect()
     }
 
-    #[test]
-    fn asks_the_core_s_size_function_with_the_call_s_own_structures() {
-        let calls = scratch_calls("lib2.c", CALLS);
-        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
-        assert_eq!(probe.asked, [(0, "arm_avgpool_s8_get_buffer_size_dsp".to_string())]);
-        let source = probe.source.expect("a program");
-        assert!(source.contains("cmsis_nn_dims output_dims = {1,1,1,256};"), "{source}");
-        assert!(source.contains("arm_avgpool_s8_get_buffer_size_dsp((&output_dims)->w, (&input_dims)->c)"), "{source}");
-        assert!(!source.contains("pool_params"), "only what the size function reads: {source}");
+    fn probe_of(code: &str, path: KernelPath) -> ScratchProbe {
+        let calls = scratch_calls("lib2.c", code);
+        scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), path)
     }
 
     #[test]
-    fn archive_text_other_than_numbers_and_structures_never_reaches_the_program() {
+    fn asks_the_core_s_size_function_with_the_call_s_own_structures_as_numbers() {
+        let probe = probe_of(CALLS, KernelPath::Dsp);
+        assert_eq!(probe.asked, [(0, "arm_avgpool_s8_get_buffer_size_dsp".to_string())]);
+        let source = probe.source.expect("a program");
+        assert!(source.contains("cmsis_nn_dims s0 = {1, 1, 1, 256};"), "{source}");
+        assert!(source.contains("cmsis_nn_dims s1 = {1, 3, 3, 256};"), "{source}");
+        assert!(source.contains("arm_avgpool_s8_get_buffer_size_dsp(s0.w, s1.c)"), "{source}");
+        assert!(!source.contains("pool_params") && !source.contains("output_dims"), "only numbers under the probe's names: {source}");
+    }
+
+    #[test]
+    fn copies_of_structures_are_written_as_their_numbers() {
+        let code = CALLS.replace(
+            "cmsis_nn_dims output_dims = {1,1,1,256};",
+            "cmsis_nn_tile t = {1, -0x10};\n  cmsis_nn_dims output_dims = {t, 3, NULL};",
+        );
+        let source = probe_of(&code, KernelPath::Dsp).source.expect("a program");
+        assert!(source.contains("cmsis_nn_dims s0 = {{1, -16}, 3, 0};"), "{source}");
+    }
+
+    #[test]
+    fn archive_text_other_than_numbers_never_reaches_the_program() {
         let hostile = [
             CALLS.replace("{1,1,1,256}", "{1,1,1,system(\"x\")}"),
             CALLS.replace("{1,1,1,256}", "{1,1,1,\n#include \"/etc/passwd\"\n}"),
             CALLS.replace("{1,1,1,256}", "{1,1,1,\"*/\"}"),
             CALLS.replace("&output_dims, out", "&output_dims[0], out"),
+            // Calls inside an initializer, with locals of the same names shadowing stdio's further down.
+            CALLS.replace("{1,1,1,256}", "{remove(in),fopen(out,in),popen(in,out),1}")
+                + "\nint32_t g(void) { cmsis_nn_dims remove = {1}; cmsis_nn_dims fopen = {2}; cmsis_nn_dims popen = {3}; return 0; }",
+            CALLS.replace("{1,1,1,256}", "{remove,fopen,popen,1}").replace(
+                "cmsis_nn_context context",
+                "cmsis_nn_dims remove = {1};\n  cmsis_nn_dims fopen = {1};\n  cmsis_nn_dims popen = {1};\n  cmsis_nn_context context",
+            ),
+            CALLS.replace("cmsis_nn_dims output_dims", "cmsis_nn_dims/**/output_dims"),
+            CALLS.replace("{1,1,1,256}", "{1,1,1,2147483648}"),
+            CALLS.replace("{1,1,1,256}", "{1,1,1,1+1}"),
         ];
-        for code in hostile {
-            let calls = scratch_calls("lib2.c", &code);
-            let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
+        for (at, code) in hostile.iter().enumerate() {
+            let probe = probe_of(code, KernelPath::Dsp);
+            if at == 5 {
+                // Structures of numbers only, whatever their names: asked, under the probe's names.
+                let source = probe.source.unwrap_or_else(|| panic!("a program: {:?}", probe.unasked));
+                assert!(source.contains("s0 = {{1}, {1}, {1}, 1}") && !source.contains("remove"), "{source}");
+                continue;
+            }
             assert!(probe.source.is_none(), "{code}\n{:?}", probe.source);
+            assert_eq!(probe.unreadable.len(), 1, "{code}");
         }
-        let calls = scratch_calls("a*/b.c", CALLS);
-        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Dsp);
-        assert!(probe.source.expect("a program").contains("/* a* /b.c: f */"));
+    }
+
+    #[test]
+    fn copies_cannot_grow_a_structure_without_bound() {
+        let mut chain = String::from("cmsis_nn_dims c0 = {1,1};\n");
+        for level in 1..40 {
+            chain.push_str(&format!("  cmsis_nn_dims c{level} = {{c{0},c{0}}};\n", level - 1));
+        }
+        let code = CALLS.replace("cmsis_nn_dims output_dims = {1,1,1,256};", &format!("{chain}  cmsis_nn_dims output_dims = {{c39}};"));
+        assert!(probe_of(&code, KernelPath::Dsp).source.is_none());
+        let calls = scratch_calls("lib2.c", &code);
+        let refused: Vec<String> = evaluate_locals(&calls[0].locals).into_iter().filter_map(Result::err).collect();
+        assert!(refused.iter().any(|why| why.contains("MAX_INIT_NUMBERS")), "{refused:?}");
+        let deep = CALLS.replace("{1,1,1,256}", &format!("{}1{}", "{".repeat(100), "}".repeat(100)));
+        assert!(probe_of(&deep, KernelPath::Dsp).unreadable[0].1.contains("MAX_INIT_DEPTH"));
     }
 
     #[test]
     fn a_call_the_library_cannot_size_is_listed_with_why() {
-        let calls = scratch_calls("lib2.c", CALLS);
-        let probe = scratch_probe(&calls.iter().collect::<Vec<_>>(), &declarations(), KernelPath::Mve);
+        let probe = probe_of(CALLS, KernelPath::Mve);
         assert!(probe.source.is_none());
         assert_eq!(probe.unasked, [(0, "the library declares no `arm_avgpool_s8_get_buffer_size_mve`".to_string())]);
     }
