@@ -6,22 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::cargo::cache;
+use crate::cargo::record::Record;
 use crate::cargo::write::write_replacing;
 use crate::error::Result;
 use crate::toolchain::inputs;
-
-#[derive(Serialize, Deserialize)]
-struct Stored<T> {
-    /// The full text the answers are keyed by (its hash names the file).
-    key: String,
-    /// Each program the answers came from, with [`stamp`] of it then.
-    programs: Vec<(PathBuf, Option<String>)>,
-    value: T,
-}
 
 fn file(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{}.json", &cache::key(&[key.as_bytes()])[..32]))
@@ -35,21 +26,21 @@ pub(crate) fn stamp(program: &Path) -> Option<String> {
 }
 
 /// The answers stored for `key`, if their programs are unchanged.
-pub(crate) fn load<T: DeserializeOwned>(dir: &Path, key: &str) -> Option<T> {
-    let bytes = std::fs::read(file(dir, key)).ok()?;
-    let stored: Stored<T> = serde_json::from_slice(&bytes).ok()?;
-    let unchanged = stored.key == key && stored.programs.iter().all(|(program, then)| then.is_some() && stamp(program) == *then);
-    unchanged.then_some(stored.value)
+pub(crate) fn load<T: Record>(dir: &Path, key: &str) -> Option<T> {
+    let stored: Value = serde_json::from_slice(&std::fs::read(file(dir, key)).ok()?).ok()?;
+    let programs = Vec::<(PathBuf, Option<String>)>::from_json(stored.get("programs")?)?;
+    let unchanged =
+        stored.get("key")?.as_str() == Some(key) && programs.iter().all(|(program, then)| then.is_some() && stamp(program) == *then);
+    unchanged.then(|| T::from_json(stored.get("value")?)).flatten()
 }
 
 /// Stores `value` for `key`, valid while `programs` are unchanged.
-pub(crate) fn store<T: Serialize>(dir: &Path, key: &str, programs: &[PathBuf], value: &T) -> Result<()> {
-    let programs = programs.iter().map(|program| (program.clone(), stamp(program))).collect();
-    let stored = Stored { key: key.to_string(), programs, value };
+pub(crate) fn store<T: Record>(dir: &Path, key: &str, programs: &[PathBuf], value: &T) -> Result<()> {
+    let programs: Vec<(PathBuf, Option<String>)> = programs.iter().map(|program| (program.clone(), stamp(program))).collect();
+    // The full key (its hash names the file), and each program the answers came from with its stamp then.
+    let stored = json!({ "key": key, "programs": programs.to_json(), "value": value.to_json() });
     std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io("create", dir, e))?;
-    let path = file(dir, key);
-    let bytes = serde_json::to_vec(&stored).map_err(|e| crate::error::Error::io("write", &path, std::io::Error::other(e)))?;
-    write_replacing(&path, &bytes)
+    write_replacing(&file(dir, key), stored.to_string().as_bytes())
 }
 
 #[cfg(test)]

@@ -9,9 +9,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde::{Deserialize, Serialize};
-
 use crate::cargo::directive::Directives;
+use crate::cargo::record::record_struct;
 use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
 use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
 use crate::toolchain::answers;
@@ -27,7 +26,7 @@ pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections
 
 /// The compilers a build's libraries use, as `cc` resolved them, and what
 /// identifies them (the keys of the compiled objects).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub(crate) struct Compilers {
     pub c: CompilerCommand,
     /// Only when a library has C++ to compile: resolving it runs probes.
@@ -36,6 +35,7 @@ pub(crate) struct Compilers {
     /// archiver (used for objects that are not ELF).
     pub identity: String,
 }
+record_struct!(Compilers { c, cxx, identity });
 
 impl Compilers {
     /// [`Compilers::resolve`], or the answers kept under `answers` (a

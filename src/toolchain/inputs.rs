@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::cargo::record::{self, record_struct};
 use crate::cargo::write::write_replacing;
 use crate::error::{Error, Result};
 
@@ -21,7 +21,6 @@ use crate::error::{Error, Result};
 /// within a file system's time granularity (2 s on FAT) keeps its time.
 const UNTRUSTED_WITHIN: Duration = Duration::from_secs(2);
 
-#[derive(Serialize, Deserialize)]
 struct Record {
     key: String,
     /// When the record was written, in nanoseconds since the Unix epoch.
@@ -29,13 +28,16 @@ struct Record {
     inputs: Vec<Input>,
 }
 
-#[derive(Serialize, Deserialize, Clone)]
+record_struct!(Record { key, written, inputs });
+
+#[derive(Clone)]
 struct Input {
     path: String,
     len: u64,
     modified: u64,
     digest: String,
 }
+record_struct!(Input { path, len, modified, digest });
 
 /// A file's size and modification time, in nanoseconds since the Unix epoch.
 pub(crate) fn stat(path: &Path) -> Option<(u64, u64)> {
@@ -82,7 +84,7 @@ fn hash_file(path: &Path) -> Option<String> {
 /// Whether the record at `path` was written for `key` and every input it
 /// names still has the bytes it had.
 pub(crate) fn holds(path: &Path, key: &str, digests: &Digests) -> bool {
-    let Some(record) = std::fs::read(path).ok().and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok()) else {
+    let Some(record) = std::fs::read(path).ok().and_then(|bytes| record::from_bytes::<Record>(&bytes)) else {
         return false;
     };
     if record.key != key || record.inputs.is_empty() {
@@ -108,8 +110,7 @@ pub(crate) fn record(path: &Path, key: &str, inputs: &[PathBuf], digests: &Diges
         recorded.push(Input { path: text.to_string(), len, modified, digest });
     }
     let record = Record { key: key.to_string(), written: now(), inputs: recorded };
-    let text = serde_json::to_vec(&record).map_err(|e| Error::io("write", path, std::io::Error::other(e)))?;
-    write_replacing(path, &text)
+    write_replacing(path, &record::to_bytes(&record))
 }
 
 /// Removes the record at `path`: its object is about to change.

@@ -13,14 +13,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use serde::{Deserialize, Serialize};
-
 use crate::cargo::env;
+use crate::cargo::record::record_struct;
 use crate::toolchain::joined;
 
 /// A compiler as a command line: the program (a wrapper such as sccache
 /// when there is one), its arguments and the variables it is run with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CompilerCommand {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -33,6 +32,7 @@ pub(crate) struct CompilerCommand {
     /// its outputs are the object alone, no `-fstack-usage` file.
     pub under_wrapper: bool,
 }
+record_struct!(CompilerCommand { program, args, env, msvc, clang, under_wrapper });
 
 impl CompilerCommand {
     pub fn from_tool(tool: &cc::Tool) -> CompilerCommand {

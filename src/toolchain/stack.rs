@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cargo::cache;
+use crate::cargo::record::{self, record_struct};
 use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};
 use crate::plan::model::{StackBound, StackFrame};
@@ -971,30 +972,28 @@ pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[
                 })
                 .collect(),
         };
-        if let Ok(json) = serde_json::to_vec(&stored) {
-            write_if_changed(cache, &json)?;
-        }
+        write_if_changed(cache, &record::to_bytes(&stored))?;
     }
     Ok(bounds)
 }
 
 /// What [`analyse`] keeps of its bounds, and the key they were computed for.
-#[derive(serde::Serialize, serde::Deserialize)]
 struct CachedBounds {
     key: String,
     bounds: Vec<CachedBound>,
 }
+record_struct!(CachedBounds { key, bounds });
 
-#[derive(serde::Serialize, serde::Deserialize)]
 struct CachedBound {
     bytes: Option<u64>,
     unknown: Option<String>,
     path: Vec<(String, u64)>,
 }
+record_struct!(CachedBound { bytes, unknown, path });
 
 /// The bounds kept in `cache` when their key is `key`.
 fn read_cache(cache: &Path, key: &str) -> Option<Vec<StackBound>> {
-    let stored: CachedBounds = serde_json::from_slice(&std::fs::read(cache).ok()?).ok()?;
+    let stored: CachedBounds = record::from_bytes(&std::fs::read(cache).ok()?)?;
     (stored.key == key).then(|| {
         stored
             .bounds

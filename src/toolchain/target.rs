@@ -8,9 +8,9 @@ use std::sync::Mutex;
 
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
+use crate::cargo::record::record_struct;
 use crate::error::{Error, ErrorKind, Result};
 use crate::toolchain::{answers, joined};
-use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
@@ -228,12 +228,13 @@ pub(crate) struct ArmCore {
 }
 
 /// What C code compiled for a core may use: Thumb-2, the DSP extension, Helium.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct CoreIsa {
     pub thumb2: bool,
     pub dsp: bool,
     pub mve: bool,
 }
+record_struct!(CoreIsa { thumb2, dsp, mve });
 
 impl CoreIsa {
     /// Whether a core with `self` runs all code written for a core with `needed`.
@@ -531,7 +532,6 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answ
 }
 
 /// What [`probe_toolchain`] learnt, as data ([`crate::toolchain::answers`]).
-#[derive(Serialize, Deserialize)]
 struct Answers {
     /// The compiler's path, whose changes make the answers stale.
     compiler: PathBuf,
@@ -541,13 +541,15 @@ struct Answers {
     compiled_isa: Option<CoreIsa>,
     stack_libraries: Vec<PathBuf>,
 }
+record_struct!(Answers { compiler, added, clang_args, system_libs, compiled_isa, stack_libraries });
 
 /// What `probe_toolchain` adds to the user's `cc::Build`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 struct Additions {
     flags: Vec<String>,
     defines: Vec<(String, String)>,
 }
+record_struct!(Additions { flags, defines });
 
 impl Additions {
     fn apply(&self, build: &mut cc::Build) {
