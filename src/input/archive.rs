@@ -17,6 +17,10 @@ const UNSAFE_ENTRY_HELP: &str = "TVM writes no such entry: remove it from the ar
 const SIZE_HELP: &str = "check that this is the right archive: Model Library Format members are far smaller than this";
 /// Links may point at links; a longer chain is treated as a cycle.
 const MAX_LINK_HOPS: usize = 8;
+/// The longest GNU long name or long link name read (Linux paths are at most 4096 bytes).
+const MAX_LONG_NAME_BYTES: u64 = 8 << 10;
+/// The largest PAX extended header read (its records: path, link, size, times).
+const MAX_PAX_HEADER_BYTES: u64 = 64 << 10;
 /// Version-control metadata in a committed tree is not part of the model.
 const VCS_DIRS: [&str; 3] = [".git", ".hg", ".svn"];
 
@@ -431,76 +435,196 @@ impl Loader {
     }
 }
 
+/// What GNU long name (`L`, `K`) and PAX (`x`) headers say about the entry after them.
+#[derive(Default)]
+struct Extensions {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Option<Vec<u8>>,
+}
+
+impl Extensions {
+    fn is_empty(&self) -> bool {
+        self.long_name.is_none() && self.long_link.is_none() && self.pax.is_none()
+    }
+}
+
+/// The `key` record of a PAX header, if it has one.
+fn pax_record<'a>(pax: Option<&'a [u8]>, key: &str) -> Option<&'a [u8]> {
+    // Records were checked to parse when the header was read.
+    tar::PaxExtensions::new(pax?).flatten().filter(|record| record.key_bytes() == key.as_bytes()).last().map(|record| record.value_bytes())
+}
+
+/// A name from a GNU long name header: NUL-terminated.
+fn long_name(bytes: Vec<u8>) -> Vec<u8> {
+    let end = bytes.iter().rposition(|&byte| byte != 0).map_or(0, |last| last + 1);
+    bytes[..end].to_vec()
+}
+
+/// Reads tar headers one by one (the `tar` crate's raw entries) so that the
+/// limits hold before anything is read: every header counts as an entry, a
+/// size must fit in the rest of the file, and GNU long names and PAX headers
+/// (which `tar` would read whole, whatever their size) are capped.
 fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
     let read_error = |e| Error::io("read", path, e);
     let mut file = fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let file_len = file.metadata().map_err(read_error)?.len();
     let mut head = Vec::with_capacity(512);
     (&mut file).take(512).read_to_end(&mut head).map_err(read_error)?;
     check_tar_head(&head)?;
 
     let mut archive = tar::Archive::new(io::BufReader::new(head.as_slice().chain(file)));
     let mut loader = Loader::new(limits);
-    for entry in archive.entries().map_err(read_error)? {
+    let mut extensions = Extensions::default();
+    for entry in archive.entries().map_err(read_error)?.raw(true) {
         let mut entry = entry.map_err(read_error)?;
         let kind = entry.header().entry_type();
-        // `git archive` writes a global pax header; it describes no file.
-        if kind == EntryType::XGlobalHeader {
-            continue;
+        let header_name = String::from_utf8_lossy(&entry.header().path_bytes()).into_owned();
+        loader.count(&header_name)?;
+        let size = entry.size();
+        // Before anything is read: a size the file cannot hold is a lie or a truncation.
+        let remaining = file_len.saturating_sub(entry.raw_file_position());
+        if size > remaining {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("the archive ends inside this entry: it declares {size} bytes, {remaining} follow"),
+            )
+            .in_file(header_name)
+            .help("the file is truncated or corrupt: copy or download it again"));
         }
-        // `path_bytes` includes GNU long names and pax paths.
-        let path_bytes = entry.path_bytes().into_owned();
-        let raw = String::from_utf8_lossy(&path_bytes).into_owned();
-        loader.count(&raw)?;
-        let key = match std::str::from_utf8(&path_bytes) {
-            Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
-            Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
+        let mut read_extension = |what: &str, limit: u64, entry: &mut tar::Entry<'_, _>| -> Result<Vec<u8>> {
+            if size > limit {
+                return Err(
+                    unsafe_entry(&header_name, format!("is {what} of {size} bytes, over the limit of {limit} bytes")).help(SIZE_HELP)
+                );
+            }
+            loader.reserve(&header_name, size)?;
+            let mut bytes = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut bytes).map_err(read_error)?;
+            Ok(bytes)
         };
-        match kind {
-            EntryType::Directory => {}
-            // Pre-POSIX tars mark directories only by the trailing slash.
-            EntryType::Regular | EntryType::Continuous if raw.ends_with('/') => {}
-            _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
-            EntryType::Regular | EntryType::Continuous => {
-                let size = entry.size();
-                loader.reserve(&raw, size)?;
-                let mut bytes = Vec::new();
-                entry.read_to_end(&mut bytes).map_err(read_error)?;
-                if bytes.len() as u64 != size {
-                    return Err(Error::new(ErrorKind::Io, "the archive ends inside this entry")
-                        .in_file(raw)
-                        .help("the file is truncated: copy or download it again"));
+        let (slot, bytes) = match kind {
+            EntryType::GNULongName => {
+                (&mut extensions.long_name, long_name(read_extension("a GNU long name", MAX_LONG_NAME_BYTES, &mut entry)?))
+            }
+            EntryType::GNULongLink => {
+                (&mut extensions.long_link, long_name(read_extension("a GNU long link name", MAX_LONG_NAME_BYTES, &mut entry)?))
+            }
+            EntryType::XHeader => {
+                let pax = read_extension("a PAX header", MAX_PAX_HEADER_BYTES, &mut entry)?;
+                for record in tar::PaxExtensions::new(&pax) {
+                    let record = record.map_err(|_| unsafe_entry(&header_name, "is a PAX header with a malformed record"))?;
+                    if record.key_bytes().starts_with(b"GNU.sparse") {
+                        return Err(unsafe_entry(
+                            &header_name,
+                            "describes a sparse file; only regular files, directories and links are allowed",
+                        ));
+                    }
                 }
-                loader.add_file(key, bytes);
+                (&mut extensions.pax, pax)
             }
-            EntryType::Symlink | EntryType::Link => {
-                let what = if kind == EntryType::Symlink { "symlink" } else { "hardlink" };
-                let raw_target = entry.link_name_bytes().map(|t| String::from_utf8_lossy(&t).into_owned());
-                let Some(raw_target) = raw_target.filter(|t| !t.is_empty()) else {
-                    return Err(unsafe_entry(&raw, format!("is a {what} without a target")));
-                };
-                // A symlink is relative to its own directory, a hardlink to the archive root.
-                let base = match key.rsplit_once('/') {
-                    Some((dir, _)) if kind == EntryType::Symlink => dir,
-                    _ => "",
-                };
-                let Some(target) = resolve_target(base, &raw_target) else {
-                    return Err(unsafe_entry(&raw, format!("is a {what} to `{raw_target}`, which points outside the archive")));
-                };
-                loader.add_link(key, Link { entry: raw, raw_target, target });
+            // `git archive` writes a global PAX header; it describes no file and is not read.
+            EntryType::XGlobalHeader => {
+                read_extension("a global PAX header", MAX_PAX_HEADER_BYTES, &mut entry)?;
+                continue;
             }
-            other => {
-                let what = match other {
-                    EntryType::Char => "a character device".to_owned(),
-                    EntryType::Block => "a block device".to_owned(),
-                    EntryType::Fifo => "a FIFO".to_owned(),
-                    EntryType::GNUSparse => "a sparse file".to_owned(),
-                    other => format!("an entry of type `{}`", other.as_byte().escape_ascii()),
-                };
-                return Err(unsafe_entry(&raw, format!("is {what}; only regular files, directories and links are allowed")));
+            _ => {
+                let extensions = std::mem::take(&mut extensions);
+                load_tar_entry(&mut loader, &mut entry, extensions, &header_name).map_err(|e| e.in_archive(path))?;
+                continue;
             }
+        };
+        if slot.replace(bytes).is_some() {
+            return Err(unsafe_entry(&header_name, "is the second header of its kind before one entry: which one names it is ambiguous"));
         }
     }
+    if !extensions.is_empty() {
+        return Err(Error::new(ErrorKind::Io, "the archive ends after a long name or PAX header, before the entry it describes")
+            .help("the file is truncated: copy or download it again"));
+    }
     loader.finish()
+}
+
+/// Adds one file, directory or link, named by its `extensions` if it has them.
+fn load_tar_entry<R: Read>(loader: &mut Loader, entry: &mut tar::Entry<'_, R>, extensions: Extensions, header_name: &str) -> Result<()> {
+    let kind = entry.header().entry_type();
+    let pax = extensions.pax.as_deref();
+    let pax_path = pax_record(pax, "path");
+    if let (Some(pax_path), Some(long_name)) = (pax_path, &extensions.long_name) {
+        if pax_path != long_name.as_slice() {
+            return Err(unsafe_entry(header_name, "has a GNU long name and a PAX path that differ: tar readers disagree on which applies"));
+        }
+    }
+    let path_bytes = match (pax_path, &extensions.long_name) {
+        (Some(path), _) => path.to_vec(),
+        (None, Some(path)) => path.clone(),
+        (None, None) => entry.header().path_bytes().into_owned(),
+    };
+    let raw = String::from_utf8_lossy(&path_bytes).into_owned();
+    let size = entry.size();
+    if let Some(declared) = pax_record(pax, "size") {
+        let declared = std::str::from_utf8(declared).ok().and_then(|text| text.parse::<u64>().ok());
+        let Some(declared) = declared.filter(|&declared| declared <= loader.limits.max_entry_bytes) else {
+            let max = loader.limits.max_entry_bytes;
+            return Err(unsafe_entry(&raw, format!("has a PAX size that is not a number of at most {max} bytes (the limit per entry)"))
+                .help(SIZE_HELP));
+        };
+        // The tar header's size places the next header; a reader obeying the PAX size would see other entries.
+        if declared != size {
+            return Err(unsafe_entry(
+                &raw,
+                format!("has a PAX size of {declared} bytes but a tar header size of {size}: tar readers disagree on where it ends"),
+            ));
+        }
+    }
+    let key = match std::str::from_utf8(&path_bytes) {
+        Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
+        Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
+    };
+    match kind {
+        EntryType::Directory => {}
+        // Pre-POSIX tars mark directories only by the trailing slash.
+        EntryType::Regular | EntryType::Continuous if raw.ends_with('/') => {}
+        _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
+        EntryType::Regular | EntryType::Continuous => {
+            loader.reserve(&raw, size)?;
+            let mut bytes = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut bytes).map_err(|e| Error::io("read", Path::new(&raw), e).in_file(&raw))?;
+            loader.add_file(key, bytes);
+        }
+        EntryType::Symlink | EntryType::Link => {
+            let what = if kind == EntryType::Symlink { "symlink" } else { "hardlink" };
+            let target_bytes = match (pax_record(pax, "linkpath"), extensions.long_link) {
+                (Some(target), _) => Some(target.to_vec()),
+                (None, Some(target)) => Some(target),
+                (None, None) => entry.header().link_name_bytes().map(|target| target.into_owned()),
+            };
+            let raw_target = target_bytes.map(|target| String::from_utf8_lossy(&target).into_owned());
+            let Some(raw_target) = raw_target.filter(|t| !t.is_empty()) else {
+                return Err(unsafe_entry(&raw, format!("is a {what} without a target")));
+            };
+            // A symlink is relative to its own directory, a hardlink to the archive root.
+            let base = match key.rsplit_once('/') {
+                Some((dir, _)) if kind == EntryType::Symlink => dir,
+                _ => "",
+            };
+            let Some(target) = resolve_target(base, &raw_target) else {
+                return Err(unsafe_entry(&raw, format!("is a {what} to `{raw_target}`, which points outside the archive")));
+            };
+            loader.add_link(key, Link { entry: raw, raw_target, target });
+        }
+        other => {
+            let what = match other {
+                EntryType::Char => "a character device".to_owned(),
+                EntryType::Block => "a block device".to_owned(),
+                EntryType::Fifo => "a FIFO".to_owned(),
+                EntryType::GNUSparse => "a sparse file".to_owned(),
+                other => format!("an entry of type `{}`", other.as_byte().escape_ascii()),
+            };
+            return Err(unsafe_entry(&raw, format!("is {what}; only regular files, directories and links are allowed")));
+        }
+    }
+    Ok(())
 }
 
 /// Rejects compressed or non-tar input up front, with a message better than a checksum error.

@@ -3,7 +3,9 @@
 //! root for the Builder, the current directory for `inspect`. A path that
 //! leads nowhere is reported normalised, with the base it was taken from.
 
-use std::io;
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
 use crate::cargo::env;
@@ -67,8 +69,11 @@ impl Base {
 
     fn find(&self, given: &Path, expect: Expect, what: &str) -> Result<PathBuf> {
         let path = self.resolve(given);
-        let problem = match std::fs::metadata(&path) {
+        let problem = match fs::metadata(&path) {
             Ok(found) if expect == Expect::File && found.is_dir() => "is a directory, not a file".to_string(),
+            Ok(found) if expect == Expect::File && !found.is_file() => {
+                format!("is {}, not a regular file: mlf-build reads only regular files", kind_of(&found.file_type()))
+            }
             Ok(found) if expect == Expect::Dir && !found.is_dir() => "is not a directory".to_string(),
             Ok(_) => return Ok(path),
             Err(e) if e.kind() == io::ErrorKind::NotFound => "does not exist".to_string(),
@@ -86,6 +91,133 @@ impl Base {
         let error = Error::new(ErrorKind::Io, format!("{problem}{taken_from}")).help(help);
         Err(if expect == Expect::Archive { error.in_archive(&path) } else { error.in_file(path.display().to_string()) })
     }
+}
+
+/// The most entries a walk through a user's folder reads (CMSIS-NN has a few hundred files).
+pub(crate) const MAX_FOLDER_ENTRIES: usize = 100_000;
+
+/// What a file type is, for messages: `a FIFO`, `a character device`, ….
+fn kind_of(file_type: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        } else if file_type.is_char_device() {
+            return "a character device";
+        } else if file_type.is_block_device() {
+            return "a block device";
+        } else if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_file() {
+        "a regular file"
+    } else {
+        "neither a regular file nor a directory"
+    }
+}
+
+fn not_regular(path: &Path, file_type: &fs::FileType) -> Error {
+    Error::new(ErrorKind::Io, format!("is {}, not a regular file: mlf-build reads only regular files", kind_of(file_type)))
+        .in_file(path.display().to_string())
+        .help("replace it with a regular file (a FIFO or a device would block the build or never end)")
+}
+
+/// Opens `path` (a symlink is followed) only if it is a regular file, asking
+/// the file system before opening: opening a FIFO blocks. Returns the file
+/// and its length.
+pub(crate) fn open_regular(path: &Path) -> Result<(fs::File, u64)> {
+    let found = fs::metadata(path).map_err(|e| Error::io("inspect", path, e))?;
+    if !found.is_file() {
+        return Err(not_regular(path, &found.file_type()));
+    }
+    let file = fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    // What was opened, in case the path changed since it was asked about.
+    let opened = file.metadata().map_err(|e| Error::io("inspect", path, e))?;
+    if !opened.is_file() {
+        return Err(not_regular(path, &opened.file_type()));
+    }
+    Ok((file, opened.len()))
+}
+
+/// The bytes of the regular file `path`, at most `limit` of them: a larger
+/// file (or one growing while read) is refused naming the limit and `what`
+/// the file is for (`memory.x`).
+pub(crate) fn read_regular(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let too_large = |size: u64| {
+        Error::new(ErrorKind::Io, format!("is {size} bytes, over the limit of {limit} bytes for {what}"))
+            .in_file(path.display().to_string())
+            .help(format!("check that this is the right file: {what} is far smaller than this"))
+    };
+    let (file, length) = open_regular(path)?;
+    if length > limit {
+        return Err(too_large(length));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| Error::io("read", path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Every file below `root` that `wanted` accepts, sorted: symlinks are
+/// followed, but each file or directory they lead to is taken once (by its
+/// canonical path), so links cannot loop or fan out; at most
+/// [`MAX_FOLDER_ENTRIES`] entries are read, and a wanted name that is not a
+/// regular file (a FIFO, a device, a socket) is refused by name, never opened.
+/// `what` names the folder in errors (`the CMSIS-NN folder`).
+pub(crate) fn files_below(root: &Path, what: &str, wanted: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>> {
+    let canonical = |path: &Path| fs::canonicalize(path).map_err(|e| Error::io("resolve", path, e));
+    let mut visited = BTreeSet::from([canonical(root)?]);
+    let mut files = Vec::new();
+    let mut entries = 0usize;
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let mut children = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))? {
+            entries += 1;
+            if entries > MAX_FOLDER_ENTRIES {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what} has more than {MAX_FOLDER_ENTRIES} entries (counting every directory symlinks lead to)"),
+                )
+                .in_file(root.display().to_string())
+                .help(format!("give {what} itself, not a folder above it")));
+            }
+            children.push(entry.map_err(|e| Error::io("read", &dir, e))?.path());
+        }
+        // Sorted, so which of two paths to one file is taken does not depend on the file system.
+        children.sort_unstable();
+        let mut subdirs = Vec::new();
+        for path in children {
+            // Follows a symlink: it is the target that is read.
+            let found = match fs::metadata(&path) {
+                Ok(found) => found,
+                Err(_) if !wanted(&path) => continue,
+                Err(e) => return Err(Error::io("inspect", &path, e)),
+            };
+            if !found.is_dir() && !wanted(&path) {
+                continue;
+            }
+            if !visited.insert(canonical(&path)?) {
+                continue;
+            }
+            if found.is_dir() {
+                subdirs.push(path);
+            } else if found.is_file() {
+                files.push(path);
+            } else {
+                return Err(not_regular(&path, &found.file_type()));
+            }
+        }
+        pending.extend(subdirs.into_iter().rev());
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// `path` without `.` components and with each `..` taking away the
