@@ -482,22 +482,14 @@ fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
         let header_name = String::from_utf8_lossy(&entry.header().path_bytes()).into_owned();
         loader.count(&header_name)?;
         let size = entry.size();
-        // Before anything is read: a size the file cannot hold is a lie or a truncation.
         let remaining = file_len.saturating_sub(entry.raw_file_position());
-        if size > remaining {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!("the archive ends inside this entry: it declares {size} bytes, {remaining} follow"),
-            )
-            .in_file(header_name)
-            .help("the file is truncated or corrupt: copy or download it again"));
-        }
         let mut read_extension = |what: &str, limit: u64, entry: &mut tar::Entry<'_, _>| -> Result<Vec<u8>> {
             if size > limit {
                 return Err(
                     unsafe_entry(&header_name, format!("is {what} of {size} bytes, over the limit of {limit} bytes")).help(SIZE_HELP)
                 );
             }
+            fits(&header_name, size, remaining)?;
             loader.reserve(&header_name, size)?;
             let mut bytes = Vec::with_capacity(size as usize);
             entry.read_to_end(&mut bytes).map_err(read_error)?;
@@ -530,7 +522,7 @@ fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
             }
             _ => {
                 let extensions = std::mem::take(&mut extensions);
-                load_tar_entry(&mut loader, &mut entry, extensions, &header_name).map_err(|e| e.in_archive(path))?;
+                load_tar_entry(&mut loader, &mut entry, extensions, &header_name, remaining).map_err(|e| e.in_archive(path))?;
                 continue;
             }
         };
@@ -545,8 +537,26 @@ fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
     loader.finish()
 }
 
-/// Adds one file, directory or link, named by its `extensions` if it has them.
-fn load_tar_entry<R: Read>(loader: &mut Loader, entry: &mut tar::Entry<'_, R>, extensions: Extensions, header_name: &str) -> Result<()> {
+/// Refuses an entry of `size` bytes when only `remaining` follow its header:
+/// checked before anything is read, as the size may be a lie.
+fn fits(entry: &str, size: u64, remaining: u64) -> Result<()> {
+    if size > remaining {
+        return Err(Error::new(ErrorKind::Io, format!("the archive ends inside this entry: it declares {size} bytes, {remaining} follow"))
+            .in_file(entry)
+            .help("the file is truncated or corrupt: copy or download it again"));
+    }
+    Ok(())
+}
+
+/// Adds one file, directory or link (whose data, `remaining` bytes of the
+/// file at most, is next), named by its `extensions` if it has them.
+fn load_tar_entry<R: Read>(
+    loader: &mut Loader,
+    entry: &mut tar::Entry<'_, R>,
+    extensions: Extensions,
+    header_name: &str,
+    remaining: u64,
+) -> Result<()> {
     let kind = entry.header().entry_type();
     let pax = extensions.pax.as_deref();
     let pax_path = pax_record(pax, "path");
@@ -581,6 +591,11 @@ fn load_tar_entry<R: Read>(loader: &mut Loader, entry: &mut tar::Entry<'_, R>, e
         Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
         Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
     };
+    let is_file = matches!(kind, EntryType::Regular | EntryType::Continuous) && !raw.ends_with('/');
+    if !is_file {
+        // Data nobody reads is skipped, but must be there for the next header to be.
+        fits(&raw, size, remaining)?;
+    }
     match kind {
         EntryType::Directory => {}
         // Pre-POSIX tars mark directories only by the trailing slash.
@@ -588,6 +603,7 @@ fn load_tar_entry<R: Read>(loader: &mut Loader, entry: &mut tar::Entry<'_, R>, e
         _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
         EntryType::Regular | EntryType::Continuous => {
             loader.reserve(&raw, size)?;
+            fits(&raw, size, remaining)?;
             let mut bytes = Vec::with_capacity(size as usize);
             entry.read_to_end(&mut bytes).map_err(|e| Error::io("read", Path::new(&raw), e).in_file(&raw))?;
             loader.add_file(key, bytes);
@@ -890,6 +906,135 @@ mod tests {
         builder.append_data(&mut header, &long, &b"abc"[..]).unwrap();
         let tree = load_bytes(&builder.into_inner().unwrap(), Limits::default()).unwrap();
         assert_eq!(tree.get(&long), Some(&b"abc"[..]));
+    }
+
+    /// A raw tar header of `kind` named `name` that declares `size` bytes.
+    fn raw_header(name: &str, kind: EntryType, size: u64) -> Vec<u8> {
+        let mut header = tar::Header::new_gnu();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_entry_type(kind);
+        header.set_mode(0o644);
+        header.set_size(size);
+        header.set_cksum();
+        header.as_bytes().to_vec()
+    }
+
+    /// `data` padded to whole tar blocks.
+    fn blocks(data: &[u8]) -> Vec<u8> {
+        let mut padded = data.to_vec();
+        padded.resize(data.len().div_ceil(512) * 512, 0);
+        padded
+    }
+
+    /// A PAX header's records (`<length> <key>=<value>\n`, the length counting itself).
+    fn pax_records(records: &[(&str, &str)]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for (key, value) in records {
+            let rest = key.len() + value.len() + 3;
+            let mut length = rest + 1;
+            while length != rest + length.to_string().len() {
+                length = rest + length.to_string().len();
+            }
+            bytes.extend(format!("{length} {key}={value}\n").into_bytes());
+        }
+        bytes
+    }
+
+    /// A tar of raw `parts` (headers and data), ended as tar ends.
+    fn tar_from(parts: &[Vec<u8>]) -> Vec<u8> {
+        let mut bytes = parts.concat();
+        bytes.extend([0; 1024]);
+        bytes
+    }
+
+    /// An extension header of `kind` with `payload`, then a 3-byte file named `name`.
+    fn extended(kind: EntryType, payload: &[u8], name: &str) -> Vec<u8> {
+        tar_from(&[
+            raw_header("././@LongLink", kind, payload.len() as u64),
+            blocks(payload),
+            raw_header(name, EntryType::Regular, 3),
+            blocks(b"abc"),
+        ])
+    }
+
+    #[test]
+    fn gnu_long_names_and_pax_headers_name_entries() {
+        let long = format!("codegen/host/src/{}.c", "x".repeat(300));
+        let from_long_name = load_bytes(&extended(EntryType::GNULongName, format!("{long}\0").as_bytes(), "short"), Limits::default());
+        assert_eq!(from_long_name.unwrap().paths().collect::<Vec<_>>(), [long.as_str()]);
+        let pax = pax_records(&[("mtime", "1700000000.5"), ("path", &long), ("size", "3")]);
+        let from_pax = load_bytes(&extended(EntryType::XHeader, &pax, "short"), Limits::default()).unwrap();
+        assert_eq!(from_pax.get(&long), Some(&b"abc"[..]));
+        let link = tar_from(&[
+            raw_header("real.c", EntryType::Regular, 3),
+            blocks(b"abc"),
+            raw_header("././@LongLink", EntryType::GNULongLink, 7),
+            blocks(b"real.c\0"),
+            raw_header("link.c", EntryType::Symlink, 0),
+        ]);
+        assert_eq!(load_bytes(&link, Limits::default()).unwrap().get("link.c"), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn gnu_long_names_and_pax_headers_are_limited_before_they_are_read() {
+        let started = std::time::Instant::now();
+        let huge = 3 << 29;
+        let limits = Limits::default();
+        for (kind, what) in [
+            (EntryType::GNULongName, "a GNU long name of 1610612736 bytes, over the limit of 8192 bytes"),
+            (EntryType::GNULongLink, "a GNU long link name of 1610612736 bytes, over the limit of 8192 bytes"),
+            (EntryType::XHeader, "a PAX header of 1610612736 bytes, over the limit of 65536 bytes"),
+            (EntryType::XGlobalHeader, "a global PAX header of 1610612736 bytes, over the limit of 65536 bytes"),
+        ] {
+            let bytes = tar_from(&[raw_header("././@LongLink", kind, huge), blocks(b"x")]);
+            expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["././@LongLink", what]);
+        }
+        // Under the cap, but more than the file holds.
+        let bytes = tar_from(&[raw_header("././@LongLink", EntryType::GNULongName, 4000), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::Io, &["ends inside this entry: it declares 4000 bytes, 1536 follow"]);
+        let bytes = tar_from(&[raw_header("big.c", EntryType::Regular, 100 << 20), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::Io, &["big.c", "declares 104857600 bytes"]);
+        let bytes = tar_from(&[raw_header("big.c", EntryType::Regular, huge), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["big.c", "over the limit of 536870912 bytes per entry"]);
+        let long_name = format!("{}\0", "a/".repeat(5000));
+        let bytes = extended(EntryType::GNULongName, long_name.as_bytes(), "x");
+        expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["GNU long name of 10001 bytes"]);
+
+        let pax = |records: &[(&str, &str)]| extended(EntryType::XHeader, &pax_records(records), "file.c");
+        let cases: [(Vec<u8>, &str); 7] = [
+            (pax(&[("size", "1610612736")]), "has a PAX size that is not a number of at most 536870912 bytes"),
+            (pax(&[("size", "lots")]), "has a PAX size that is not a number"),
+            (pax(&[("size", "5")]), "a PAX size of 5 bytes but a tar header size of 3"),
+            (pax(&[("path", "../outside.c")]), "has a `..` component"),
+            (pax(&[("GNU.sparse.map", "0,3")]), "sparse file"),
+            (extended(EntryType::XHeader, b"99999 path=x\n", "file.c"), "malformed record"),
+            (tar_from(&[raw_header("././@LongLink", EntryType::GNULongName, 2), blocks(b"a\0")]), "ends after a long name or PAX header"),
+        ];
+        for (bytes, needle) in cases {
+            let error = load_bytes(&bytes, limits).err().expect(needle);
+            assert!(error.to_string().contains(needle), "`{needle}` not in: {error}");
+        }
+        let twice = tar_from(&[
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"a\0"),
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"b\0"),
+            raw_header("c", EntryType::Regular, 0),
+        ]);
+        expect_error(load_bytes(&twice, limits), ErrorKind::UnsafeEntry, &["second header of its kind"]);
+        let both = tar_from(&[
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"a\0"),
+            raw_header("././@PaxHeader", EntryType::XHeader, pax_records(&[("path", "b")]).len() as u64),
+            blocks(&pax_records(&[("path", "b")])),
+            raw_header("c", EntryType::Regular, 0),
+        ]);
+        expect_error(load_bytes(&both, limits), ErrorKind::UnsafeEntry, &["a GNU long name and a PAX path that differ"]);
+        // Extension headers count as entries.
+        let small = Limits { max_entries: 10, ..limits };
+        let many: Vec<Vec<u8>> = (0..20).flat_map(|_| [raw_header("g", EntryType::XGlobalHeader, 0)]).collect();
+        expect_error(load_bytes(&tar_from(&many), small), ErrorKind::UnsafeEntry, &["limit of 10 entries"]);
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
     }
 
     #[test]

@@ -741,6 +741,56 @@ REGION_ALIAS(\"REGION_BSS\", RAM);
         }
     }
 
+    #[test]
+    fn nesting_patterns_and_include_are_bounded() {
+        let started = std::time::Instant::now();
+        let region = |expression: &str| format!("MEMORY {{\n RAM : ORIGIN = 0,\n LENGTH = {expression}\n}}");
+        let deep = 100_000;
+        let parens = region(&format!("{}4K{}", "(".repeat(deep), ")".repeat(deep)));
+        let minus = region(&format!("{}0", "-".repeat(deep)));
+        let mixed = region(&"-(".repeat(deep));
+        for text in [parens, minus, mixed] {
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "line 3: the expression nests parentheses and unary minus deeper than {MAX_EXPRESSION_DEPTH} levels"
+                )),
+                "{error}"
+            );
+        }
+        let nested = region(&format!("{}4K{}", "(".repeat(MAX_EXPRESSION_DEPTH), ")".repeat(MAX_EXPRESSION_DEPTH)));
+        assert_eq!(parse(&nested).unwrap().regions[0].length, 4096);
+        assert_eq!(parse(&region(&format!("{}0 + 8", "-".repeat(MAX_EXPRESSION_DEPTH)))).unwrap().regions[0].length, 8);
+
+        // A pattern of many stars that almost matches: no backtracking blow-up.
+        let stars = format!("SECTIONS {{\n .x : {{ *({}) }} > RAM\n}}", format!(".{}b", "*a".repeat(120)));
+        let layout = parse(&format!("{}\n{stars}", region("4K"))).unwrap();
+        assert_eq!(layout.placement(&format!(".{}", "a".repeat(10_000))), Placement::NotTaken);
+        assert!(matches!(layout.placement(&format!(".{}b", "a".repeat(10_000))), Placement::Region(_)));
+        let long = format!("SECTIONS {{\n .x : {{ *(.{}) }}\n}}", "*".repeat(MAX_PATTERN_CHARS));
+        let error = parse(&long).unwrap_err().to_string();
+        assert!(
+            error.contains(&format!(
+                "line 2: an input section pattern of {} characters is longer than the limit of {MAX_PATTERN_CHARS}",
+                MAX_PATTERN_CHARS + 1
+            )),
+            "{error}"
+        );
+        let many = format!("SECTIONS {{\n .x : {{ *({}) }}\n}}", ".a ".repeat(MAX_PATTERNS + 1));
+        let error = parse(&many).unwrap_err().to_string();
+        assert!(error.contains(&format!("line 2: SECTIONS has more than {MAX_PATTERNS} input section patterns")), "{error}");
+
+        for (text, line) in [
+            ("SECTIONS {\n .x : { *(.x) }\n INCLUDE more.x\n}", 3),
+            ("MEMORY {\n INCLUDE regions.x\n}", 2),
+            ("SECTIONS {\n .x : {\n  INCLUDE inputs.x\n }\n}", 3),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(&format!("line {line}: `INCLUDE` is not followed")), "{text:?}: {error}");
+        }
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    }
+
     fn glob_matches(pattern: &str, name: &str) -> bool {
         Glob::new(pattern).unwrap().matches(&name.chars().collect::<Vec<_>>())
     }

@@ -276,6 +276,74 @@ mod tests {
         );
     }
 
+    /// A FIFO at `path`, or `None` after a SKIP line when `mkfifo` fails.
+    #[cfg(unix)]
+    fn fifo(path: &Path, test: &str) -> Option<()> {
+        let made = std::process::Command::new("mkfifo").arg(path).status().is_ok_and(|status| status.success());
+        if !made {
+            println!("SKIP {test}: mkfifo failed");
+        }
+        made.then_some(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_read_and_only_up_to_the_limit() {
+        let dir = crate::test_support::scratch("regular-only");
+        let started = std::time::Instant::now();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero.x")).unwrap();
+        let error = read_regular(&dir.join("zero.x"), 1 << 20, "a memory.x").unwrap_err().to_string();
+        assert!(error.contains("zero.x") && error.contains("is a character device, not a regular file"), "{error}");
+        let error = Base::current_dir().file(&dir.join("zero.x"), "the source").unwrap_err().to_string();
+        assert!(error.contains("is a character device"), "{error}");
+        if fifo(&dir.join("fifo.x"), "only_regular_files_are_read_and_only_up_to_the_limit").is_some() {
+            let error = read_regular(&dir.join("fifo.x"), 1 << 20, "a memory.x").unwrap_err().to_string();
+            assert!(error.contains("fifo.x") && error.contains("is a FIFO"), "{error}");
+            let error = open_regular(&dir.join("fifo.x")).unwrap_err().to_string();
+            assert!(error.contains("is a FIFO"), "{error}");
+        }
+        std::fs::write(dir.join("big.x"), vec![b' '; 4097]).unwrap();
+        let error = read_regular(&dir.join("big.x"), 4096, "a memory.x").unwrap_err().to_string();
+        assert!(error.contains("big.x") && error.contains("4097 bytes, over the limit of 4096 bytes for a memory.x"), "{error}");
+        assert_eq!(read_regular(&dir.join("big.x"), 4097, "a memory.x").unwrap().len(), 4097);
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_walk_takes_each_target_once_through_cycles_and_fan_outs() {
+        use std::os::unix::fs::symlink;
+        let dir = crate::test_support::scratch("fan-out");
+        // Ten levels of ten links each to the next level: 10^10 paths, 11 directories.
+        for level in 0..10 {
+            let here = dir.join(format!("d{level}"));
+            std::fs::create_dir_all(&here).unwrap();
+            std::fs::write(here.join(format!("f{level}.h")), "int x;").unwrap();
+            for link in 0..10 {
+                symlink(format!("../d{}", level + 1), here.join(format!("l{link}"))).unwrap();
+            }
+            // A cycle back to the top, and a second name for a file.
+            symlink("..", here.join("up")).unwrap();
+            symlink(format!("f{level}.h"), here.join(format!("again{level}.h"))).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("d10")).unwrap();
+        let started = std::time::Instant::now();
+        let files = files_below(&dir, "the test folder", |path| path.extension().is_some_and(|ext| ext == "h")).unwrap();
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+        assert_eq!(files.len(), 10, "{files:?}");
+        assert!(files.iter().all(|file| file.file_name().unwrap().to_string_lossy().starts_with("again")), "{files:?}");
+
+        if fifo(&dir.join("d3/blocking.h"), "a_folder_walk_takes_each_target_once_through_cycles_and_fan_outs").is_some() {
+            fifo(&dir.join("d3/ignored.txt"), "").unwrap();
+            let error = files_below(&dir, "the test folder", |path| path.extension().is_some_and(|ext| ext == "h")).unwrap_err();
+            assert!(error.to_string().contains("blocking.h") && error.to_string().contains("is a FIFO"), "{error}");
+            std::fs::remove_file(dir.join("d3/blocking.h")).unwrap();
+            assert_eq!(files_below(&dir, "the test folder", |path| path.extension().is_some_and(|ext| ext == "h")).unwrap().len(), 10);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_path_of_the_wrong_kind_says_which_it_is() {
         let dir = std::env::temp_dir();
