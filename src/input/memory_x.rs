@@ -14,7 +14,7 @@ const MAX_EXPRESSION_DEPTH: usize = 64;
 /// The longest input section pattern (real ones are a few dozen characters).
 const MAX_PATTERN_CHARS: usize = 256;
 /// How many input section patterns all of `SECTIONS` may have.
-const MAX_PATTERNS: usize = 4096;
+const MAX_PATTERNS: usize = 1024;
 
 /// One `MEMORY` region.
 #[derive(Debug, Clone, PartialEq, Eq)]
