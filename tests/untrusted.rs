@@ -131,7 +131,7 @@ fn builder_in(archive: &Path, out: &Path) -> mlf_build::Builder {
 /// The build's error, which must come within `seconds`.
 fn fails_within(seconds: u64, builder: mlf_build::Builder) -> String {
     let started = std::time::Instant::now();
-    let error = builder.build().err().expect("the build must fail");
+    let error = builder.build().expect_err("the build must fail");
     assert!(started.elapsed().as_secs() < seconds, "took {:?}: {error}", started.elapsed());
     error.to_string()
 }
@@ -323,7 +323,7 @@ fn tar_long_names_and_pax_headers_are_read_within_their_limits() {
         let path = dir.join(name);
         std::fs::write(&path, tar_named_by_extensions(&files, false, &extra)).unwrap();
         let started = std::time::Instant::now();
-        let error = mlf_build::inspect(&path).err().expect(name).to_string();
+        let error = mlf_build::inspect(&path).expect_err(name).to_string();
         assert!(error.contains(name) && error.contains(expected), "{name}: {error}");
         assert!(started.elapsed().as_secs() < 10, "{name}: {:?}", started.elapsed());
     }

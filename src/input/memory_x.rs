@@ -763,7 +763,7 @@ REGION_ALIAS(\"REGION_BSS\", RAM);
         assert_eq!(parse(&region(&format!("{}0 + 8", "-".repeat(MAX_EXPRESSION_DEPTH)))).unwrap().regions[0].length, 8);
 
         // A pattern of many stars that almost matches: no backtracking blow-up.
-        let stars = format!("SECTIONS {{\n .x : {{ *({}) }} > RAM\n}}", format!(".{}b", "*a".repeat(120)));
+        let stars = format!("SECTIONS {{\n .x : {{ *(.{}b) }} > RAM\n}}", "*a".repeat(120));
         let layout = parse(&format!("{}\n{stars}", region("4K"))).unwrap();
         assert_eq!(layout.placement(&format!(".{}", "a".repeat(10_000))), Placement::NotTaken);
         assert!(matches!(layout.placement(&format!(".{}b", "a".repeat(10_000))), Placement::Region(_)));
