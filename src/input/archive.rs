@@ -677,20 +677,16 @@ fn check_tar_head(head: &[u8]) -> Result<()> {
 fn load_dir(root: &Path, limits: Limits) -> Result<Tree> {
     let root = fs::canonicalize(root).map_err(|e| Error::io("resolve", root, e))?;
     let mut loader = Loader::new(limits);
-    walk(&mut loader, &root, &root, "", &mut vec![root.clone()])?;
-    loader.finish()
-}
-
-/// Adds the files below `dir` (canonical, with key `prefix`); `ancestors` are
-/// the canonical directories being walked, to catch symlink loops.
-fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &mut Vec<PathBuf>) -> Result<()> {
-    let mut names = fs::read_dir(dir)
-        .and_then(|entries| entries.map(|entry| entry.map(|entry| entry.file_name())).collect::<io::Result<Vec<_>>>())
-        .map_err(|e| Error::io("read", dir, e))?;
-    names.sort();
-    for name in names {
-        let path = dir.join(&name);
-        let raw = join_key(prefix, &name.to_string_lossy());
+    // The directories being walked, innermost last: a loop instead of
+    // recursion, so the tree's depth cannot exhaust the stack.
+    let mut open = vec![Walking::open(root.clone(), String::new())?];
+    while let Some(walking) = open.last_mut() {
+        let Some(name) = walking.names.next() else {
+            open.pop();
+            continue;
+        };
+        let path = walking.dir.join(&name);
+        let raw = join_key(&walking.prefix, &name.to_string_lossy());
         let Some(name) = name.to_str() else {
             return Err(unsafe_entry(&raw, "has a name that is not UTF-8"));
         };
@@ -702,7 +698,7 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
         let link_metadata = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
         let real = if link_metadata.file_type().is_symlink() {
             let real = fs::canonicalize(&path).map_err(|e| Error::io("follow the symlink", &path, e).in_file(&raw))?;
-            if !real.starts_with(root) {
+            if !real.starts_with(&root) {
                 return Err(unsafe_entry(&raw, format!("is a symlink to `{}`, which is outside the directory", real.display())));
             }
             real
@@ -711,21 +707,42 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
         };
         let metadata = fs::metadata(&real).map_err(|e| Error::io("inspect", &real, e))?;
         if metadata.is_dir() {
-            if ancestors.contains(&real) {
+            if open.iter().any(|walking| walking.dir == real) {
                 return Err(unsafe_entry(&raw, "is a symlink to a directory that contains it"));
             }
-            ancestors.push(real.clone());
-            walk(loader, root, &real, &key, ancestors)?;
-            ancestors.pop();
+            open.push(Walking::open(real, key)?);
         } else if metadata.is_file() {
             loader.reserve(&raw, metadata.len())?;
-            let bytes = fs::read(&real).map_err(|e| Error::io("read", &real, e))?;
+            // No more than was counted, should the file grow.
+            let mut bytes = Vec::with_capacity(metadata.len() as usize);
+            let file = fs::File::open(&real).map_err(|e| Error::io("read", &real, e))?;
+            file.take(metadata.len()).read_to_end(&mut bytes).map_err(|e| Error::io("read", &real, e))?;
             loader.add_file(key, bytes);
         } else {
             return Err(unsafe_entry(&raw, "is not a regular file, directory or symlink"));
         }
     }
-    Ok(())
+    loader.finish()
+}
+
+/// A directory of a directory archive being walked.
+struct Walking {
+    /// Canonical.
+    dir: PathBuf,
+    /// Its key in the tree.
+    prefix: String,
+    /// The names in it not taken yet, sorted.
+    names: std::vec::IntoIter<std::ffi::OsString>,
+}
+
+impl Walking {
+    fn open(dir: PathBuf, prefix: String) -> Result<Walking> {
+        let mut names = fs::read_dir(&dir)
+            .and_then(|entries| entries.map(|entry| entry.map(|entry| entry.file_name())).collect::<io::Result<Vec<_>>>())
+            .map_err(|e| Error::io("read", &dir, e))?;
+        names.sort();
+        Ok(Walking { dir, prefix, names: names.into_iter() })
+    }
 }
 
 #[cfg(test)]
