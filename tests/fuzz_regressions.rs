@@ -375,7 +375,7 @@ fn hostile_memory_x_is_an_error_at_once() {
             text("nested parentheses", region(format!("{}4K{}", "(".repeat(1_000_000), ")".repeat(1_000_000)))),
             text("unary minus", region(format!("{}0", "-".repeat(1_000_000)))),
             text("never closed", region("-(".repeat(500_000))),
-            text("pattern of stars", format!("SECTIONS {{ .x : {{ *(.{}) }} }}", "*".repeat(1000))),
+            text("pattern of stars", format!("SECTIONS {{ .x : {{ *(.{}) }} }}", "*".repeat(2000))),
             text("many patterns", format!("SECTIONS {{ .x : {{ *({}) }} }}", ".a ".repeat(100_000))),
             text("INCLUDE in SECTIONS", "SECTIONS {\n .x : { *(.x) }\n INCLUDE more.x\n}"),
             text("INCLUDE in MEMORY", "MEMORY {\n INCLUDE regions.x\n}"),

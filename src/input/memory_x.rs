@@ -11,8 +11,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub(crate) const MAX_BYTES: u64 = 4 << 20;
 /// How deeply parentheses and unary minus may nest in one expression.
 const MAX_EXPRESSION_DEPTH: usize = 64;
-/// The longest input section pattern (real ones are a few dozen characters).
-const MAX_PATTERN_CHARS: usize = 256;
+/// The longest input section pattern (a Rust function's section name can be a few hundred characters).
+const MAX_PATTERN_CHARS: usize = 1024;
 /// How many input section patterns all of `SECTIONS` may have.
 const MAX_PATTERNS: usize = 1024;
 
