@@ -96,7 +96,7 @@ impl Base {
 /// The most entries a walk through a user's folder reads (CMSIS-NN has a few hundred files).
 pub(crate) const MAX_FOLDER_ENTRIES: usize = 100_000;
 
-/// What a file type is, for messages: `a FIFO`, `a character device`, ….
+/// What a file that is not a regular file is, for messages: `a FIFO`, `a character device`, ….
 fn kind_of(file_type: &fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
@@ -113,8 +113,6 @@ fn kind_of(file_type: &fs::FileType) -> &'static str {
     }
     if file_type.is_dir() {
         "a directory"
-    } else if file_type.is_file() {
-        "a regular file"
     } else {
         "neither a regular file nor a directory"
     }
