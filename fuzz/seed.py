@@ -66,6 +66,31 @@ def small_tar(files):
     return buffer.getvalue()
 
 
+def memory_x_seeds():
+    """memory.x files: a board's, and ones built to break a parser (nesting, stars, INCLUDE)."""
+    board = (
+        "MEMORY\n{\n  FLASH : ORIGIN = 0x08000000, LENGTH = 256K\n  RAM (rwx) : org = 0x20000000, len = 40K\n"
+        "  SRAM2 : ORIGIN = ORIGIN(RAM) + LENGTH(RAM), LENGTH = 0x2000 - 4 * (2 + 2)\n}\n"
+        "REGION_ALIAS(\"REGION_BSS\", RAM);\n_stack_start = ORIGIN(RAM) + LENGTH(RAM);\n"
+        "SECTIONS\n{\n  .sram2 (NOLOAD) : ALIGN(4) { KEEP(*(.sram2 .sram2.*)) } > SRAM2 AT> FLASH\n"
+        "  .ccm : { *(.ccm[a-c]?) } > RAM\n} INSERT AFTER .bss;\n"
+    )
+    region = "MEMORY {{\n RAM : ORIGIN = 0, LENGTH = {} \n}}\n"
+    return [
+        board,
+        region.format("(" * 500 + "4K" + ")" * 500),
+        region.format("-" * 1000 + "0"),
+        region.format("-(" * 300),
+        region.format("1 << 63 << 1"),
+        board + "SECTIONS { .x : { *(." + "*a" * 120 + "b) } > RAM }\n",
+        board + "SECTIONS { .x : { *(." + "*" * 300 + ") } }\n",
+        board + "SECTIONS { .x : { *(.a[!b-" + "[" * 50 + ") } }\n",
+        "INCLUDE other.x\n",
+        "MEMORY {\n INCLUDE regions.x\n}\n",
+        "SECTIONS {\n .x : { INCLUDE inputs.x }\n}\n",
+    ]
+
+
 def main():
     cases = sorted(p.parent for p in CORPUS.glob("*/*/case.json"))
     if not cases:
@@ -81,6 +106,8 @@ def main():
         whole = small_tar(kept)
         write("archive", whole)
         write("front_end", whole)
+    for seed in memory_x_seeds():
+        write("memory_x", seed.encode())
     for target in sorted(p.name for p in OUT.iterdir()):
         print(f"{target}: {len(list((OUT / target).iterdir()))} seeds")
 

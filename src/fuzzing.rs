@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::input::archive::{Limits, Tree};
-use crate::input::c_text;
 use crate::input::sources::{self, InterfaceHeader};
+use crate::input::{c_text, memory_x};
 use crate::plan::schedule::{self, Inputs};
 use crate::{
     input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::stack, toolchain::static_lib, toolchain::symbols,
@@ -116,6 +116,21 @@ pub fn object(bytes: &[u8]) -> Result<()> {
     let renaming = symbols::Private { tag: "fuzz_0_1_0_".to_string(), imports: Vec::new() }.renaming(std::slice::from_ref(&object))?;
     static_lib::write_elf_library(&library, &[object], Some(&renaming))?;
     measure::library_sizes(&[library])?;
+    Ok(())
+}
+
+/// `bytes` as a `memory.x`: parsed, then the sections a build places (and
+/// the section names the text itself mentions) looked up in its `SECTIONS`.
+pub fn memory_x(bytes: &[u8]) -> Result<()> {
+    let text = String::from_utf8_lossy(bytes);
+    let layout = memory_x::parse(&text)?;
+    // As long as `Builder::link_section` allows.
+    let mentioned =
+        text.split(|c: char| c.is_whitespace() || "(){};,".contains(c)).filter(|word| word.starts_with('.') && word.len() <= 128).take(16);
+    for name in [".bss", ".data", ".rodata", ".text", ".sram2", ".sram2.workspace", ""].into_iter().chain(mentioned) {
+        let _ = layout.placement(name);
+        let _ = layout.region(name.trim_start_matches('.'));
+    }
     Ok(())
 }
 

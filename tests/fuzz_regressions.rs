@@ -24,6 +24,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("sources", fuzzing::sources),
     ("relay", fuzzing::relay),
     ("object", fuzzing::object),
+    ("memory_x", fuzzing::memory_x),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -362,4 +363,32 @@ fn damaged_objects_are_an_error() {
     );
     // Not ELF: left to the toolchain's archiver, nothing to refuse here.
     assert_no_panic(fuzzing::object, &[("empty", Vec::new()), ("ar", b"!<arch>\n".to_vec()), ("ELF magic only", b"\x7fELF".to_vec())]);
+}
+
+#[test]
+fn hostile_memory_x_is_an_error_at_once() {
+    let region = |length: String| format!("MEMORY {{\n RAM : ORIGIN = 0, LENGTH = {length}\n}}\n");
+    let started = std::time::Instant::now();
+    assert_refused(
+        fuzzing::memory_x,
+        &[
+            text("nested parentheses", region(format!("{}4K{}", "(".repeat(1_000_000), ")".repeat(1_000_000)))),
+            text("unary minus", region(format!("{}0", "-".repeat(1_000_000)))),
+            text("never closed", region("-(".repeat(500_000))),
+            text("pattern of stars", format!("SECTIONS {{ .x : {{ *(.{}) }} }}", "*".repeat(2000))),
+            text("many patterns", format!("SECTIONS {{ .x : {{ *({}) }} }}", ".a ".repeat(100_000))),
+            text("INCLUDE in SECTIONS", "SECTIONS {\n .x : { *(.x) }\n INCLUDE more.x\n}"),
+            text("INCLUDE in MEMORY", "MEMORY {\n INCLUDE regions.x\n}"),
+        ],
+    );
+    // Stars that almost match a long name: accepted, matched without backtracking.
+    let stars = format!(
+        "{}SECTIONS {{ .x : {{ *(.{}b) }} > RAM }}\n.{} .{}b",
+        region("4K".into()),
+        "*a".repeat(120),
+        "a".repeat(126),
+        "a".repeat(125)
+    );
+    assert!(fuzzing::memory_x(stars.as_bytes()).is_ok());
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }

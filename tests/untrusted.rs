@@ -122,6 +122,214 @@ fn fifos_are_refused_without_blocking() {
     assert!(stderr.contains("codegen/host/src/default_lib9.c: is not a regular file"), "{stderr}");
 }
 
+/// The Builder in-process for the host, printing nothing, writing below `out`.
+fn builder_in(archive: &Path, out: &Path) -> mlf_build::Builder {
+    let host = common::host_triple();
+    mlf_build::Builder::new(archive).out_dir(out).target(&host).host(host).cargo_metadata(false)
+}
+
+/// The build's error, which must come within `seconds`.
+fn fails_within(seconds: u64, builder: mlf_build::Builder) -> String {
+    let started = std::time::Instant::now();
+    let error = builder.build().expect_err("the build must fail");
+    assert!(started.elapsed().as_secs() < seconds, "took {:?}: {error}", started.elapsed());
+    error.to_string()
+}
+
+fn mkfifo(path: &Path) {
+    assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// A memory.x that is a FIFO or leads to a device is refused by name, never
+/// opened; one that nests, globs or includes without bound is refused naming the limit and the line.
+#[test]
+fn a_memory_x_that_is_no_regular_file_or_nests_without_bound_is_refused_at_once() {
+    let demo = common::repo_root().join("examples/demo-model");
+    let dir = common::scratch("memory-x-hostile");
+    let fifo = dir.join("fifo.x");
+    mkfifo(&fifo);
+    let error = fails_within(10, builder_in(&demo, &dir.join("out")).memory_x(&fifo));
+    assert!(error.contains("fifo.x: is a FIFO, not a regular file"), "{error}");
+    let zero = dir.join("zero.x");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let error = fails_within(10, builder_in(&demo, &dir.join("out")).memory_x(&zero));
+    assert!(error.contains("zero.x: is a character device, not a regular file"), "{error}");
+    let huge = dir.join("huge.x");
+    std::fs::File::create(&huge).unwrap().set_len(1 << 30).unwrap();
+    let error = fails_within(10, builder_in(&demo, &dir.join("out")).memory_x(&huge));
+    assert!(error.contains("huge.x: is 1073741824 bytes, over the limit of 4194304 bytes for a memory.x"), "{error}");
+    let region = |length: String| format!("MEMORY\n{{\n  RAM : ORIGIN = 0x20000000,\n  LENGTH = {length}\n}}\n");
+    for (name, text, expected) in [
+        (
+            "parens.x",
+            region(format!("{}64K{}", "(".repeat(200_000), ")".repeat(200_000))),
+            "line 4: the expression nests parentheses and unary minus deeper than 64 levels",
+        ),
+        ("minus.x", region(format!("{}0", "-".repeat(200_000))), "line 4: the expression nests"),
+        ("include.x", format!("{}SECTIONS\n{{\n  INCLUDE more.x\n}}\n", region("64K".into())), "line 8: `INCLUDE` is not followed"),
+        (
+            "stars.x",
+            format!("{}SECTIONS\n{{\n  .x : {{ *(.{}) }}\n}}\n", region("64K".into()), "*".repeat(1500)),
+            "line 8: an input section pattern of 1501 characters",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let error = fails_within(10, builder_in(&demo, &dir.join("out")).memory_x(&path));
+        assert!(error.contains(name) && error.contains(expected), "{name}: {error}");
+    }
+}
+
+/// A CMSIS-NN folder whose symlinks fan out and loop is walked once per
+/// target; a header that is a FIFO is refused by name, never opened.
+#[test]
+fn a_cmsis_nn_folder_with_fanning_symlinks_or_a_fifo_header_is_read_once_or_refused() {
+    let Some(case) = common::corpus_case("etiss-vww-muriscvnn-rvv-tvm017") else { return };
+    let dir = common::scratch("cmsis-nn-hostile");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    let library = dir.join("CMSIS-NN");
+    std::fs::create_dir_all(library.join("Include")).unwrap();
+    std::fs::write(library.join("Include/arm_nnfunctions.h"), "int32_t arm_nothing(void);\n").unwrap();
+    // Ten levels of ten links each to the next level (10^10 paths), each level linking back to the top.
+    for level in 0..10 {
+        let here = library.join(format!("Source/d{level}"));
+        std::fs::create_dir_all(&here).unwrap();
+        std::fs::write(here.join(format!("f{level}.c")), format!("int f{level}(void) {{ return {level}; }}\n")).unwrap();
+        for link in 0..10 {
+            std::os::unix::fs::symlink(format!("../d{}", level + 1), here.join(format!("l{link}"))).unwrap();
+        }
+        std::os::unix::fs::symlink("../..", here.join("top")).unwrap();
+    }
+    std::fs::create_dir_all(library.join("Source/d10")).unwrap();
+    let error = fails_within(60, builder_in(&archive, &dir.join("out")).cmsis_nn(&library));
+    // Walked to the end: the kernels the archive calls are not in this library.
+    assert!(error.contains("arm_convolve_wrapper_s8") && error.contains("does not define"), "{error}");
+
+    mkfifo(&library.join("Include/arm_nn_types.h"));
+    let error = fails_within(60, builder_in(&archive, &dir.join("out")).cmsis_nn(&library));
+    assert!(error.contains("Include/arm_nn_types.h: is a FIFO, not a regular file"), "{error}");
+}
+
+/// `(path, bytes)` of every regular file of a tar.
+fn tar_files(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
+    let mut files = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.header().entry_type() == tar::EntryType::Regular {
+            let path = String::from_utf8(entry.path_bytes().into_owned()).unwrap();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+            files.push((path, bytes));
+        }
+    }
+    files
+}
+
+/// A tar header of `kind` named `name` (cut to fit) declaring `size` bytes.
+fn tar_header(name: &str, kind: tar::EntryType, size: u64) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    let name = &name.as_bytes()[..name.len().min(99)];
+    header.as_old_mut().name[..name.len()].copy_from_slice(name);
+    header.set_entry_type(kind);
+    header.set_mode(0o644);
+    header.set_size(size);
+    header.set_cksum();
+    header.as_bytes().to_vec()
+}
+
+fn tar_blocks(data: &[u8]) -> Vec<u8> {
+    let mut padded = data.to_vec();
+    padded.resize(data.len().div_ceil(512) * 512, 0);
+    padded
+}
+
+/// One PAX record, its length counting itself.
+fn pax_record(key: &str, value: &str) -> String {
+    let rest = key.len() + value.len() + 3;
+    let mut length = rest + 1;
+    while length != rest + length.to_string().len() {
+        length = rest + length.to_string().len();
+    }
+    format!("{length} {key}={value}\n")
+}
+
+/// `files` as a tar naming every member by a GNU long name (`pax` false) or a PAX path; `extra` goes first.
+fn tar_named_by_extensions(files: &[(String, Vec<u8>)], pax: bool, extra: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes: Vec<u8> = extra.concat();
+    for (path, data) in files {
+        // Longer than a tar header holds, the same path once normalised.
+        let long = format!("{}{path}", "./".repeat(60));
+        let (kind, payload) = if pax {
+            (tar::EntryType::XHeader, pax_record("path", &long) + &pax_record("size", &data.len().to_string()))
+        } else {
+            (tar::EntryType::GNULongName, format!("{long}\0"))
+        };
+        bytes.extend(tar_header("././@LongLink", kind, payload.len() as u64));
+        bytes.extend(tar_blocks(payload.as_bytes()));
+        bytes.extend(tar_header(&long, tar::EntryType::Regular, data.len() as u64));
+        bytes.extend(tar_blocks(data));
+    }
+    bytes.extend([0; 1024]);
+    bytes
+}
+
+/// Peak resident memory of this process so far, in KiB.
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|line| line.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap()
+}
+
+/// GNU long names and PAX paths name entries as tar does; ones that declare
+/// 1.5 GiB are refused before anything is read or reserved.
+#[test]
+fn tar_long_names_and_pax_headers_are_read_within_their_limits() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let files = tar_files(&case.join("model.tar"));
+    let dir = common::scratch("tar-extensions");
+    let expected = mlf_build::inspect(case.join("model.tar")).unwrap();
+    for pax in [false, true] {
+        let path = dir.join(if pax { "pax.tar" } else { "gnu.tar" });
+        std::fs::write(&path, tar_named_by_extensions(&files, pax, &[])).unwrap();
+        let inspection = mlf_build::inspect(&path).unwrap();
+        assert_eq!(format!("{:?}", inspection.modules), format!("{:?}", expected.modules), "{}", path.display());
+    }
+    let huge = 3u64 << 29;
+    let pax_size = (pax_record("size", &huge.to_string()), tar::EntryType::XHeader);
+    let hostile: [(&str, Vec<Vec<u8>>, &str); 3] = [
+        (
+            "long-name.tar",
+            vec![tar_header("././@LongLink", tar::EntryType::GNULongName, huge)],
+            "is a GNU long name of 1610612736 bytes, over the limit of 8192 bytes",
+        ),
+        (
+            "pax-header.tar",
+            vec![tar_header("././@PaxHeader", tar::EntryType::XHeader, huge)],
+            "is a PAX header of 1610612736 bytes, over the limit of 65536 bytes",
+        ),
+        (
+            "pax-size.tar",
+            vec![
+                tar_header("././@PaxHeader", pax_size.1, pax_size.0.len() as u64),
+                tar_blocks(pax_size.0.as_bytes()),
+                tar_header("a.c", tar::EntryType::Regular, 1),
+                tar_blocks(b"a"),
+            ],
+            "a.c: has a PAX size that is not a number of at most 536870912 bytes",
+        ),
+    ];
+    for (name, extra, expected) in hostile {
+        let path = dir.join(name);
+        std::fs::write(&path, tar_named_by_extensions(&files, false, &extra)).unwrap();
+        let started = std::time::Instant::now();
+        let error = mlf_build::inspect(&path).expect_err(name).to_string();
+        assert!(error.contains(name) && error.contains(expected), "{name}: {error}");
+        assert!(started.elapsed().as_secs() < 10, "{name}: {:?}", started.elapsed());
+    }
+    assert!(peak_kib() < 512 << 10, "peak {} KiB", peak_kib());
+}
+
 /// Item 6: modules `kws` and `kws_mlp` each compile only their own files and compute their own outputs.
 #[test]
 fn modules_whose_names_prefix_each_other_get_their_own_files() {

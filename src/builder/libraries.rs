@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use sha2::{Digest, Sha256};
+
 use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
@@ -13,7 +15,7 @@ use crate::codegen::kernel_scratch::{self, ScratchFiles};
 use crate::codegen::{self, glue, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
-use crate::input::sources;
+use crate::input::{sources, user_path};
 use crate::plan::model::{ModulePlan, Plan};
 use crate::plan::profile;
 use crate::toolchain::bindings;
@@ -394,10 +396,11 @@ impl ExtraCode<'_> {
         let mut text = format!("{:?}|{:?}|{:?}", self.include_dirs, self.sources, self.defines).into_bytes();
         let kernel_sources = self.kernels.iter().flat_map(|kernels| &kernels.originals);
         for source in self.sources.iter().chain(kernel_sources.clone()) {
-            text.extend(
-                std::fs::read(source)
-                    .map_err(|e| Error::io("read", source, e).help("Builder::source paths are relative to the package root"))?,
-            );
+            // Hashed as it is read: a source of any size costs no memory.
+            let (file, length) = user_path::open_regular(source)?;
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut std::io::Read::take(file, length), &mut hasher).map_err(|e| Error::io("read", source, e))?;
+            text.extend(hasher.finalize());
         }
         for source in kernel_sources {
             self.directives.rerun_if_changed(source)?;
@@ -408,8 +411,8 @@ impl ExtraCode<'_> {
                 return Err(Error::new(ErrorKind::Config, format!("Builder::include_dir(\"{}\"): no such directory", dir.display()))
                     .help("include directories are relative to the package root"));
             }
-            for entry in glob::glob(&format!("{}/**/*", glob::Pattern::escape(&dir.to_string_lossy()))).into_iter().flatten().flatten() {
-                if let Ok(meta) = entry.metadata() {
+            for entry in user_path::files_below(dir, "the include directory", |_| true)? {
+                if let Ok(meta) = std::fs::metadata(&entry) {
                     let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
                     text.extend(format!("{}|{}|{:?}\n", entry.display(), meta.len(), modified).into_bytes());
                 }

@@ -466,7 +466,10 @@ impl Builder {
             Some(path) => Some(base.file(path, "the path given to Builder::memory_x(..)")?),
             // cortex-m-rt's convention, only where its linker script would read it too.
             None if target.triple.contains("-none") => {
-                env::cargo_provided("CARGO_MANIFEST_DIR").map(|dir| Path::new(&dir).join("memory.x")).filter(|path| path.is_file())
+                // Whatever is there is read, so a FIFO or a device is refused, not skipped.
+                env::cargo_provided("CARGO_MANIFEST_DIR")
+                    .map(|dir| Path::new(&dir).join("memory.x"))
+                    .filter(|path| path.symlink_metadata().is_ok())
             }
             None => None,
         };

@@ -17,6 +17,10 @@ const UNSAFE_ENTRY_HELP: &str = "TVM writes no such entry: remove it from the ar
 const SIZE_HELP: &str = "check that this is the right archive: Model Library Format members are far smaller than this";
 /// Links may point at links; a longer chain is treated as a cycle.
 const MAX_LINK_HOPS: usize = 8;
+/// The longest GNU long name or long link name read (Linux paths are at most 4096 bytes).
+const MAX_LONG_NAME_BYTES: u64 = 8 << 10;
+/// The largest PAX extended header read (its records: path, link, size, times).
+const MAX_PAX_HEADER_BYTES: u64 = 64 << 10;
 /// Version-control metadata in a committed tree is not part of the model.
 const VCS_DIRS: [&str; 3] = [".git", ".hg", ".svn"];
 
@@ -431,76 +435,212 @@ impl Loader {
     }
 }
 
+/// What GNU long name (`L`, `K`) and PAX (`x`) headers say about the entry after them.
+#[derive(Default)]
+struct Extensions {
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+    pax: Option<Vec<u8>>,
+}
+
+impl Extensions {
+    fn is_empty(&self) -> bool {
+        self.long_name.is_none() && self.long_link.is_none() && self.pax.is_none()
+    }
+}
+
+/// The `key` record of a PAX header, if it has one.
+fn pax_record<'a>(pax: Option<&'a [u8]>, key: &str) -> Option<&'a [u8]> {
+    // Records were checked to parse when the header was read.
+    tar::PaxExtensions::new(pax?).flatten().filter(|record| record.key_bytes() == key.as_bytes()).last().map(|record| record.value_bytes())
+}
+
+/// A name from a GNU long name header: NUL-terminated.
+fn long_name(bytes: Vec<u8>) -> Vec<u8> {
+    let end = bytes.iter().rposition(|&byte| byte != 0).map_or(0, |last| last + 1);
+    bytes[..end].to_vec()
+}
+
+/// Reads tar headers one by one (the `tar` crate's raw entries) so that the
+/// limits hold before anything is read: every header counts as an entry, a
+/// size must fit in the rest of the file, and GNU long names and PAX headers
+/// (which `tar` would read whole, whatever their size) are capped.
 fn load_tar(path: &Path, limits: Limits) -> Result<Tree> {
     let read_error = |e| Error::io("read", path, e);
     let mut file = fs::File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let file_len = file.metadata().map_err(read_error)?.len();
     let mut head = Vec::with_capacity(512);
     (&mut file).take(512).read_to_end(&mut head).map_err(read_error)?;
     check_tar_head(&head)?;
 
     let mut archive = tar::Archive::new(io::BufReader::new(head.as_slice().chain(file)));
     let mut loader = Loader::new(limits);
-    for entry in archive.entries().map_err(read_error)? {
+    let mut extensions = Extensions::default();
+    for entry in archive.entries().map_err(read_error)?.raw(true) {
         let mut entry = entry.map_err(read_error)?;
         let kind = entry.header().entry_type();
-        // `git archive` writes a global pax header; it describes no file.
-        if kind == EntryType::XGlobalHeader {
-            continue;
-        }
-        // `path_bytes` includes GNU long names and pax paths.
-        let path_bytes = entry.path_bytes().into_owned();
-        let raw = String::from_utf8_lossy(&path_bytes).into_owned();
-        loader.count(&raw)?;
-        let key = match std::str::from_utf8(&path_bytes) {
-            Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
-            Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
+        let header_name = String::from_utf8_lossy(&entry.header().path_bytes()).into_owned();
+        loader.count(&header_name)?;
+        let size = entry.size();
+        let remaining = file_len.saturating_sub(entry.raw_file_position());
+        let mut read_extension = |what: &str, limit: u64, entry: &mut tar::Entry<'_, _>| -> Result<Vec<u8>> {
+            if size > limit {
+                return Err(
+                    unsafe_entry(&header_name, format!("is {what} of {size} bytes, over the limit of {limit} bytes")).help(SIZE_HELP)
+                );
+            }
+            fits(&header_name, size, remaining)?;
+            loader.reserve(&header_name, size)?;
+            let mut bytes = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut bytes).map_err(read_error)?;
+            Ok(bytes)
         };
-        match kind {
-            EntryType::Directory => {}
-            // Pre-POSIX tars mark directories only by the trailing slash.
-            EntryType::Regular | EntryType::Continuous if raw.ends_with('/') => {}
-            _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
-            EntryType::Regular | EntryType::Continuous => {
-                let size = entry.size();
-                loader.reserve(&raw, size)?;
-                let mut bytes = Vec::new();
-                entry.read_to_end(&mut bytes).map_err(read_error)?;
-                if bytes.len() as u64 != size {
-                    return Err(Error::new(ErrorKind::Io, "the archive ends inside this entry")
-                        .in_file(raw)
-                        .help("the file is truncated: copy or download it again"));
+        let (slot, bytes) = match kind {
+            EntryType::GNULongName => {
+                (&mut extensions.long_name, long_name(read_extension("a GNU long name", MAX_LONG_NAME_BYTES, &mut entry)?))
+            }
+            EntryType::GNULongLink => {
+                (&mut extensions.long_link, long_name(read_extension("a GNU long link name", MAX_LONG_NAME_BYTES, &mut entry)?))
+            }
+            EntryType::XHeader => {
+                let pax = read_extension("a PAX header", MAX_PAX_HEADER_BYTES, &mut entry)?;
+                for record in tar::PaxExtensions::new(&pax) {
+                    let record = record.map_err(|_| unsafe_entry(&header_name, "is a PAX header with a malformed record"))?;
+                    if record.key_bytes().starts_with(b"GNU.sparse") {
+                        return Err(unsafe_entry(
+                            &header_name,
+                            "describes a sparse file; only regular files, directories and links are allowed",
+                        ));
+                    }
                 }
-                loader.add_file(key, bytes);
+                (&mut extensions.pax, pax)
             }
-            EntryType::Symlink | EntryType::Link => {
-                let what = if kind == EntryType::Symlink { "symlink" } else { "hardlink" };
-                let raw_target = entry.link_name_bytes().map(|t| String::from_utf8_lossy(&t).into_owned());
-                let Some(raw_target) = raw_target.filter(|t| !t.is_empty()) else {
-                    return Err(unsafe_entry(&raw, format!("is a {what} without a target")));
-                };
-                // A symlink is relative to its own directory, a hardlink to the archive root.
-                let base = match key.rsplit_once('/') {
-                    Some((dir, _)) if kind == EntryType::Symlink => dir,
-                    _ => "",
-                };
-                let Some(target) = resolve_target(base, &raw_target) else {
-                    return Err(unsafe_entry(&raw, format!("is a {what} to `{raw_target}`, which points outside the archive")));
-                };
-                loader.add_link(key, Link { entry: raw, raw_target, target });
+            // `git archive` writes a global PAX header; it describes no file and is not read.
+            EntryType::XGlobalHeader => {
+                read_extension("a global PAX header", MAX_PAX_HEADER_BYTES, &mut entry)?;
+                continue;
             }
-            other => {
-                let what = match other {
-                    EntryType::Char => "a character device".to_owned(),
-                    EntryType::Block => "a block device".to_owned(),
-                    EntryType::Fifo => "a FIFO".to_owned(),
-                    EntryType::GNUSparse => "a sparse file".to_owned(),
-                    other => format!("an entry of type `{}`", other.as_byte().escape_ascii()),
-                };
-                return Err(unsafe_entry(&raw, format!("is {what}; only regular files, directories and links are allowed")));
+            _ => {
+                let extensions = std::mem::take(&mut extensions);
+                load_tar_entry(&mut loader, &mut entry, extensions, &header_name, remaining).map_err(|e| e.in_archive(path))?;
+                continue;
             }
+        };
+        if slot.replace(bytes).is_some() {
+            return Err(unsafe_entry(&header_name, "is the second header of its kind before one entry: which one names it is ambiguous"));
         }
     }
+    if !extensions.is_empty() {
+        return Err(Error::new(ErrorKind::Io, "the archive ends after a long name or PAX header, before the entry it describes")
+            .help("the file is truncated: copy or download it again"));
+    }
     loader.finish()
+}
+
+/// Refuses an entry of `size` bytes when only `remaining` follow its header:
+/// checked before anything is read, as the size may be a lie.
+fn fits(entry: &str, size: u64, remaining: u64) -> Result<()> {
+    if size > remaining {
+        return Err(Error::new(ErrorKind::Io, format!("the archive ends inside this entry: it declares {size} bytes, {remaining} follow"))
+            .in_file(entry)
+            .help("the file is truncated or corrupt: copy or download it again"));
+    }
+    Ok(())
+}
+
+/// Adds one file, directory or link (whose data, `remaining` bytes of the
+/// file at most, is next), named by its `extensions` if it has them.
+fn load_tar_entry<R: Read>(
+    loader: &mut Loader,
+    entry: &mut tar::Entry<'_, R>,
+    extensions: Extensions,
+    header_name: &str,
+    remaining: u64,
+) -> Result<()> {
+    let kind = entry.header().entry_type();
+    let pax = extensions.pax.as_deref();
+    let pax_path = pax_record(pax, "path");
+    if let (Some(pax_path), Some(long_name)) = (pax_path, &extensions.long_name) {
+        if pax_path != long_name.as_slice() {
+            return Err(unsafe_entry(header_name, "has a GNU long name and a PAX path that differ: tar readers disagree on which applies"));
+        }
+    }
+    let path_bytes = match (pax_path, &extensions.long_name) {
+        (Some(path), _) => path.to_vec(),
+        (None, Some(path)) => path.clone(),
+        (None, None) => entry.header().path_bytes().into_owned(),
+    };
+    let raw = String::from_utf8_lossy(&path_bytes).into_owned();
+    let size = entry.size();
+    if let Some(declared) = pax_record(pax, "size") {
+        let declared = std::str::from_utf8(declared).ok().and_then(|text| text.parse::<u64>().ok());
+        let Some(declared) = declared.filter(|&declared| declared <= loader.limits.max_entry_bytes) else {
+            let max = loader.limits.max_entry_bytes;
+            return Err(unsafe_entry(&raw, format!("has a PAX size that is not a number of at most {max} bytes (the limit per entry)"))
+                .help(SIZE_HELP));
+        };
+        // The tar header's size places the next header; a reader obeying the PAX size would see other entries.
+        if declared != size {
+            return Err(unsafe_entry(
+                &raw,
+                format!("has a PAX size of {declared} bytes but a tar header size of {size}: tar readers disagree on where it ends"),
+            ));
+        }
+    }
+    let key = match std::str::from_utf8(&path_bytes) {
+        Ok(path) => normalize(path).map_err(|reason| unsafe_entry(&raw, reason))?,
+        Err(_) => return Err(unsafe_entry(&raw, "has a path that is not UTF-8")),
+    };
+    let is_file = matches!(kind, EntryType::Regular | EntryType::Continuous) && !raw.ends_with('/');
+    if !is_file {
+        // Data nobody reads is skipped, but must be there for the next header to be.
+        fits(&raw, size, remaining)?;
+    }
+    match kind {
+        EntryType::Directory => {}
+        // Pre-POSIX tars mark directories only by the trailing slash.
+        EntryType::Regular | EntryType::Continuous if raw.ends_with('/') => {}
+        _ if key.is_empty() => return Err(unsafe_entry(&raw, "names the archive root, not a file")),
+        EntryType::Regular | EntryType::Continuous => {
+            loader.reserve(&raw, size)?;
+            fits(&raw, size, remaining)?;
+            let mut bytes = Vec::with_capacity(size as usize);
+            entry.read_to_end(&mut bytes).map_err(|e| Error::io("read", Path::new(&raw), e).in_file(&raw))?;
+            loader.add_file(key, bytes);
+        }
+        EntryType::Symlink | EntryType::Link => {
+            let what = if kind == EntryType::Symlink { "symlink" } else { "hardlink" };
+            let target_bytes = match (pax_record(pax, "linkpath"), extensions.long_link) {
+                (Some(target), _) => Some(target.to_vec()),
+                (None, Some(target)) => Some(target),
+                (None, None) => entry.header().link_name_bytes().map(|target| target.into_owned()),
+            };
+            let raw_target = target_bytes.map(|target| String::from_utf8_lossy(&target).into_owned());
+            let Some(raw_target) = raw_target.filter(|t| !t.is_empty()) else {
+                return Err(unsafe_entry(&raw, format!("is a {what} without a target")));
+            };
+            // A symlink is relative to its own directory, a hardlink to the archive root.
+            let base = match key.rsplit_once('/') {
+                Some((dir, _)) if kind == EntryType::Symlink => dir,
+                _ => "",
+            };
+            let Some(target) = resolve_target(base, &raw_target) else {
+                return Err(unsafe_entry(&raw, format!("is a {what} to `{raw_target}`, which points outside the archive")));
+            };
+            loader.add_link(key, Link { entry: raw, raw_target, target });
+        }
+        other => {
+            let what = match other {
+                EntryType::Char => "a character device".to_owned(),
+                EntryType::Block => "a block device".to_owned(),
+                EntryType::Fifo => "a FIFO".to_owned(),
+                EntryType::GNUSparse => "a sparse file".to_owned(),
+                other => format!("an entry of type `{}`", other.as_byte().escape_ascii()),
+            };
+            return Err(unsafe_entry(&raw, format!("is {what}; only regular files, directories and links are allowed")));
+        }
+    }
+    Ok(())
 }
 
 /// Rejects compressed or non-tar input up front, with a message better than a checksum error.
@@ -537,20 +677,16 @@ fn check_tar_head(head: &[u8]) -> Result<()> {
 fn load_dir(root: &Path, limits: Limits) -> Result<Tree> {
     let root = fs::canonicalize(root).map_err(|e| Error::io("resolve", root, e))?;
     let mut loader = Loader::new(limits);
-    walk(&mut loader, &root, &root, "", &mut vec![root.clone()])?;
-    loader.finish()
-}
-
-/// Adds the files below `dir` (canonical, with key `prefix`); `ancestors` are
-/// the canonical directories being walked, to catch symlink loops.
-fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &mut Vec<PathBuf>) -> Result<()> {
-    let mut names = fs::read_dir(dir)
-        .and_then(|entries| entries.map(|entry| entry.map(|entry| entry.file_name())).collect::<io::Result<Vec<_>>>())
-        .map_err(|e| Error::io("read", dir, e))?;
-    names.sort();
-    for name in names {
-        let path = dir.join(&name);
-        let raw = join_key(prefix, &name.to_string_lossy());
+    // The directories being walked, innermost last: a loop instead of
+    // recursion, so the tree's depth cannot exhaust the stack.
+    let mut open = vec![Walking::open(root.clone(), String::new())?];
+    while let Some(walking) = open.last_mut() {
+        let Some(name) = walking.names.next() else {
+            open.pop();
+            continue;
+        };
+        let path = walking.dir.join(&name);
+        let raw = join_key(&walking.prefix, &name.to_string_lossy());
         let Some(name) = name.to_str() else {
             return Err(unsafe_entry(&raw, "has a name that is not UTF-8"));
         };
@@ -562,7 +698,7 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
         let link_metadata = fs::symlink_metadata(&path).map_err(|e| Error::io("inspect", &path, e))?;
         let real = if link_metadata.file_type().is_symlink() {
             let real = fs::canonicalize(&path).map_err(|e| Error::io("follow the symlink", &path, e).in_file(&raw))?;
-            if !real.starts_with(root) {
+            if !real.starts_with(&root) {
                 return Err(unsafe_entry(&raw, format!("is a symlink to `{}`, which is outside the directory", real.display())));
             }
             real
@@ -571,21 +707,42 @@ fn walk(loader: &mut Loader, root: &Path, dir: &Path, prefix: &str, ancestors: &
         };
         let metadata = fs::metadata(&real).map_err(|e| Error::io("inspect", &real, e))?;
         if metadata.is_dir() {
-            if ancestors.contains(&real) {
+            if open.iter().any(|walking| walking.dir == real) {
                 return Err(unsafe_entry(&raw, "is a symlink to a directory that contains it"));
             }
-            ancestors.push(real.clone());
-            walk(loader, root, &real, &key, ancestors)?;
-            ancestors.pop();
+            open.push(Walking::open(real, key)?);
         } else if metadata.is_file() {
             loader.reserve(&raw, metadata.len())?;
-            let bytes = fs::read(&real).map_err(|e| Error::io("read", &real, e))?;
+            // No more than was counted, should the file grow.
+            let mut bytes = Vec::with_capacity(metadata.len() as usize);
+            let file = fs::File::open(&real).map_err(|e| Error::io("read", &real, e))?;
+            file.take(metadata.len()).read_to_end(&mut bytes).map_err(|e| Error::io("read", &real, e))?;
             loader.add_file(key, bytes);
         } else {
             return Err(unsafe_entry(&raw, "is not a regular file, directory or symlink"));
         }
     }
-    Ok(())
+    loader.finish()
+}
+
+/// A directory of a directory archive being walked.
+struct Walking {
+    /// Canonical.
+    dir: PathBuf,
+    /// Its key in the tree.
+    prefix: String,
+    /// The names in it not taken yet, sorted.
+    names: std::vec::IntoIter<std::ffi::OsString>,
+}
+
+impl Walking {
+    fn open(dir: PathBuf, prefix: String) -> Result<Walking> {
+        let mut names = fs::read_dir(&dir)
+            .and_then(|entries| entries.map(|entry| entry.map(|entry| entry.file_name())).collect::<io::Result<Vec<_>>>())
+            .map_err(|e| Error::io("read", &dir, e))?;
+        names.sort();
+        Ok(Walking { dir, prefix, names: names.into_iter() })
+    }
 }
 
 #[cfg(test)]
@@ -766,6 +923,135 @@ mod tests {
         builder.append_data(&mut header, &long, &b"abc"[..]).unwrap();
         let tree = load_bytes(&builder.into_inner().unwrap(), Limits::default()).unwrap();
         assert_eq!(tree.get(&long), Some(&b"abc"[..]));
+    }
+
+    /// A raw tar header of `kind` named `name` that declares `size` bytes.
+    fn raw_header(name: &str, kind: EntryType, size: u64) -> Vec<u8> {
+        let mut header = tar::Header::new_gnu();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_entry_type(kind);
+        header.set_mode(0o644);
+        header.set_size(size);
+        header.set_cksum();
+        header.as_bytes().to_vec()
+    }
+
+    /// `data` padded to whole tar blocks.
+    fn blocks(data: &[u8]) -> Vec<u8> {
+        let mut padded = data.to_vec();
+        padded.resize(data.len().div_ceil(512) * 512, 0);
+        padded
+    }
+
+    /// A PAX header's records (`<length> <key>=<value>\n`, the length counting itself).
+    fn pax_records(records: &[(&str, &str)]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for (key, value) in records {
+            let rest = key.len() + value.len() + 3;
+            let mut length = rest + 1;
+            while length != rest + length.to_string().len() {
+                length = rest + length.to_string().len();
+            }
+            bytes.extend(format!("{length} {key}={value}\n").into_bytes());
+        }
+        bytes
+    }
+
+    /// A tar of raw `parts` (headers and data), ended as tar ends.
+    fn tar_from(parts: &[Vec<u8>]) -> Vec<u8> {
+        let mut bytes = parts.concat();
+        bytes.extend([0; 1024]);
+        bytes
+    }
+
+    /// An extension header of `kind` with `payload`, then a 3-byte file named `name`.
+    fn extended(kind: EntryType, payload: &[u8], name: &str) -> Vec<u8> {
+        tar_from(&[
+            raw_header("././@LongLink", kind, payload.len() as u64),
+            blocks(payload),
+            raw_header(name, EntryType::Regular, 3),
+            blocks(b"abc"),
+        ])
+    }
+
+    #[test]
+    fn gnu_long_names_and_pax_headers_name_entries() {
+        let long = format!("codegen/host/src/{}.c", "x".repeat(300));
+        let from_long_name = load_bytes(&extended(EntryType::GNULongName, format!("{long}\0").as_bytes(), "short"), Limits::default());
+        assert_eq!(from_long_name.unwrap().paths().collect::<Vec<_>>(), [long.as_str()]);
+        let pax = pax_records(&[("mtime", "1700000000.5"), ("path", &long), ("size", "3")]);
+        let from_pax = load_bytes(&extended(EntryType::XHeader, &pax, "short"), Limits::default()).unwrap();
+        assert_eq!(from_pax.get(&long), Some(&b"abc"[..]));
+        let link = tar_from(&[
+            raw_header("real.c", EntryType::Regular, 3),
+            blocks(b"abc"),
+            raw_header("././@LongLink", EntryType::GNULongLink, 7),
+            blocks(b"real.c\0"),
+            raw_header("link.c", EntryType::Symlink, 0),
+        ]);
+        assert_eq!(load_bytes(&link, Limits::default()).unwrap().get("link.c"), Some(&b"abc"[..]));
+    }
+
+    #[test]
+    fn gnu_long_names_and_pax_headers_are_limited_before_they_are_read() {
+        let started = std::time::Instant::now();
+        let huge = 3 << 29;
+        let limits = Limits::default();
+        for (kind, what) in [
+            (EntryType::GNULongName, "a GNU long name of 1610612736 bytes, over the limit of 8192 bytes"),
+            (EntryType::GNULongLink, "a GNU long link name of 1610612736 bytes, over the limit of 8192 bytes"),
+            (EntryType::XHeader, "a PAX header of 1610612736 bytes, over the limit of 65536 bytes"),
+            (EntryType::XGlobalHeader, "a global PAX header of 1610612736 bytes, over the limit of 65536 bytes"),
+        ] {
+            let bytes = tar_from(&[raw_header("././@LongLink", kind, huge), blocks(b"x")]);
+            expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["././@LongLink", what]);
+        }
+        // Under the cap, but more than the file holds.
+        let bytes = tar_from(&[raw_header("././@LongLink", EntryType::GNULongName, 4000), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::Io, &["ends inside this entry: it declares 4000 bytes, 1536 follow"]);
+        let bytes = tar_from(&[raw_header("big.c", EntryType::Regular, 100 << 20), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::Io, &["big.c", "declares 104857600 bytes"]);
+        let bytes = tar_from(&[raw_header("big.c", EntryType::Regular, huge), blocks(b"x")]);
+        expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["big.c", "over the limit of 536870912 bytes per entry"]);
+        let long_name = format!("{}\0", "a/".repeat(5000));
+        let bytes = extended(EntryType::GNULongName, long_name.as_bytes(), "x");
+        expect_error(load_bytes(&bytes, limits), ErrorKind::UnsafeEntry, &["GNU long name of 10001 bytes"]);
+
+        let pax = |records: &[(&str, &str)]| extended(EntryType::XHeader, &pax_records(records), "file.c");
+        let cases: [(Vec<u8>, &str); 7] = [
+            (pax(&[("size", "1610612736")]), "has a PAX size that is not a number of at most 536870912 bytes"),
+            (pax(&[("size", "lots")]), "has a PAX size that is not a number"),
+            (pax(&[("size", "5")]), "a PAX size of 5 bytes but a tar header size of 3"),
+            (pax(&[("path", "../outside.c")]), "has a `..` component"),
+            (pax(&[("GNU.sparse.map", "0,3")]), "sparse file"),
+            (extended(EntryType::XHeader, b"99999 path=x\n", "file.c"), "malformed record"),
+            (tar_from(&[raw_header("././@LongLink", EntryType::GNULongName, 2), blocks(b"a\0")]), "ends after a long name or PAX header"),
+        ];
+        for (bytes, needle) in cases {
+            let error = load_bytes(&bytes, limits).err().expect(needle);
+            assert!(error.to_string().contains(needle), "`{needle}` not in: {error}");
+        }
+        let twice = tar_from(&[
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"a\0"),
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"b\0"),
+            raw_header("c", EntryType::Regular, 0),
+        ]);
+        expect_error(load_bytes(&twice, limits), ErrorKind::UnsafeEntry, &["second header of its kind"]);
+        let both = tar_from(&[
+            raw_header("././@LongLink", EntryType::GNULongName, 2),
+            blocks(b"a\0"),
+            raw_header("././@PaxHeader", EntryType::XHeader, pax_records(&[("path", "b")]).len() as u64),
+            blocks(&pax_records(&[("path", "b")])),
+            raw_header("c", EntryType::Regular, 0),
+        ]);
+        expect_error(load_bytes(&both, limits), ErrorKind::UnsafeEntry, &["a GNU long name and a PAX path that differ"]);
+        // Extension headers count as entries.
+        let small = Limits { max_entries: 10, ..limits };
+        let many: Vec<Vec<u8>> = (0..20).flat_map(|_| [raw_header("g", EntryType::XGlobalHeader, 0)]).collect();
+        expect_error(load_bytes(&tar_from(&many), small), ErrorKind::UnsafeEntry, &["limit of 10 entries"]);
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
     }
 
     #[test]

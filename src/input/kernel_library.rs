@@ -6,10 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::c_text;
+use crate::input::{c_text, user_path};
 
 /// CMSIS-NN's public headers: archives whose code includes one call CMSIS-NN.
 pub(crate) const CMSIS_NN_HEADERS: &[&str] = &["arm_nnfunctions.h", "arm_nnsupportfunctions.h", "arm_nn_types.h", "arm_nn_math_types.h"];
+
+/// The largest CMSIS-NN source or header read (the largest is tens of KiB).
+const MAX_LIBRARY_FILE_BYTES: u64 = 4 << 20;
+/// What all the sources and headers of a CMSIS-NN folder may add up to (a few MiB).
+const MAX_LIBRARY_BYTES: u64 = 64 << 20;
 
 /// The header that marks a CMSIS-NN checkout (below `Include/`) and states its revision.
 const CMSIS_NN_API_HEADER: &str = "arm_nnfunctions.h";
@@ -88,15 +93,25 @@ impl KernelLibrary {
             )
             .help("pass the folder that holds CMSIS-NN's Include/ and Source/ (a clone of github.com/ARM-software/CMSIS-NN, or the CMSIS-NN folder of a CMSIS pack)"));
         }
-        let read_all = |dir: &Path, extension: &str| -> Result<Vec<(String, String)>> {
-            c_files(dir, extension)?
-                .into_iter()
-                .map(|path| {
-                    let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
-                    let relative = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect();
-                    Ok((join_slash(relative), String::from_utf8_lossy(&bytes).into_owned()))
-                })
-                .collect()
+        let mut total = 0u64;
+        let mut read_all = |dir: &Path, extension: &str| -> Result<Vec<(String, String)>> {
+            let files = user_path::files_below(dir, "the CMSIS-NN folder", |path| path.extension().is_some_and(|ext| ext == extension))?;
+            let mut texts = Vec::new();
+            for path in files {
+                let bytes = user_path::read_regular(&path, MAX_LIBRARY_FILE_BYTES, "a CMSIS-NN source or header")?;
+                total += bytes.len() as u64;
+                if total > MAX_LIBRARY_BYTES {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!("the CMSIS-NN folder's sources and headers are over the limit of {MAX_LIBRARY_BYTES} bytes in all"),
+                    )
+                    .in_file(path.display().to_string())
+                    .help("pass the folder that holds CMSIS-NN's Include/ and Source/, nothing larger"));
+                }
+                let relative = path.strip_prefix(root).unwrap_or(&path).components().map(|c| c.as_os_str().to_string_lossy()).collect();
+                texts.push((join_slash(relative), String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            Ok(texts)
         };
         let headers = read_all(&root.join("Include"), "h")?;
         let sources = read_all(&root.join("Source"), "c")?;
@@ -415,24 +430,6 @@ fn revision(text: &str) -> Option<String> {
         Some(date) => format!("{revision} ({date})"),
         None => revision,
     })
-}
-
-/// Every file below `dir` whose name ends in `.<extension>`, sorted.
-fn c_files(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io("read", &dir, e))? {
-            let path = entry.map_err(|e| Error::io("read", &dir, e))?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == extension) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 fn join_slash(parts: Vec<std::borrow::Cow<'_, str>>) -> String {

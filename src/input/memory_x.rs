@@ -2,9 +2,19 @@
 //! the `SECTIONS` entries that say which region an input section goes to.
 //! Everything else in the file (symbol assignments, `INSERT`, `PROVIDE`) is
 //! the linker's business and is skipped. Numbers are checked; an expression
-//! this reader cannot evaluate is refused with its line.
+//! this reader cannot evaluate is refused with its line. The file is a user's,
+//! but may come from anywhere: its size, nesting and patterns are bounded.
 
 use crate::error::{Error, ErrorKind, Result};
+
+/// The largest `memory.x` read (real ones are a few KiB).
+pub(crate) const MAX_BYTES: u64 = 4 << 20;
+/// How deeply parentheses and unary minus may nest in one expression.
+const MAX_EXPRESSION_DEPTH: usize = 64;
+/// The longest input section pattern (a Rust function's section name can be a few hundred characters).
+const MAX_PATTERN_CHARS: usize = 1024;
+/// How many input section patterns all of `SECTIONS` may have.
+const MAX_PATTERNS: usize = 1024;
 
 /// One `MEMORY` region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +33,8 @@ pub struct Region {
 /// the region it goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct OutputSection {
-    /// Input section name patterns (`.sram2`, `.sram2.*`), as written.
-    inputs: Vec<String>,
+    /// Input section name patterns (`.sram2`, `.sram2.*`).
+    inputs: Vec<Glob>,
     /// `> REGION`, when given.
     region: Option<String>,
     line: usize,
@@ -67,7 +77,8 @@ impl MemoryLayout {
 
     /// The region the first output section taking input section `name` goes to.
     pub fn placement(&self, name: &str) -> Placement<'_> {
-        let Some(section) = self.sections.iter().find(|s| s.inputs.iter().any(|pattern| glob_matches(pattern, name))) else {
+        let name: Vec<char> = name.chars().collect();
+        let Some(section) = self.sections.iter().find(|s| s.inputs.iter().any(|pattern| pattern.matches(&name))) else {
             return Placement::NotTaken;
         };
         match section.region.as_deref().and_then(|region| self.region(region)) {
@@ -81,10 +92,16 @@ impl MemoryLayout {
 ///
 /// # Errors
 /// A syntax error, an unknown region in `ORIGIN`/`LENGTH`, an overflowing or
-/// unevaluable expression, or a region declared twice, each with its line.
+/// unevaluable expression, a region declared twice, `INCLUDE`, or a limit
+/// passed (expression nesting, pattern length and count), each with its line.
 pub fn parse(text: &str) -> Result<MemoryLayout> {
     let tokens = tokenize(text)?;
-    let mut parser = Parser { tokens: &tokens, at: 0, layout: MemoryLayout::default() };
+    // Anywhere (in MEMORY and SECTIONS too): the included file would change what the linker sees.
+    if let Some((_, line)) = tokens.iter().find(|(token, _)| matches!(token, Token::Word(word) if word == "INCLUDE")) {
+        return Err(Error::new(ErrorKind::Config, format!("line {line}: `INCLUDE` is not followed"))
+            .help("write the regions into memory.x itself, or give Builder::memory_x the included file"));
+    }
+    let mut parser = Parser { tokens: &tokens, at: 0, depth: 0, patterns: 0, layout: MemoryLayout::default() };
     parser.script()?;
     Ok(parser.layout)
 }
@@ -176,6 +193,10 @@ fn syntax(line: usize, what: &str) -> Error {
 struct Parser<'t> {
     tokens: &'t [(Token, usize)],
     at: usize,
+    /// Parentheses and unary minus open in the expression being read.
+    depth: usize,
+    /// Input section patterns read so far.
+    patterns: usize,
     layout: MemoryLayout,
 }
 
@@ -227,10 +248,6 @@ impl Parser<'_> {
                 Token::Word(word) if word == "REGION_ALIAS" => {
                     self.at += 1;
                     self.region_alias()?;
-                }
-                Token::Word(word) if word == "INCLUDE" => {
-                    return Err(Error::new(ErrorKind::Config, format!("line {}: `INCLUDE` is not followed", self.line()))
-                        .help("write the regions into memory.x itself, or give Builder::memory_x the included file"));
                 }
                 _ => self.skip_statement()?,
             }
@@ -375,6 +392,7 @@ impl Parser<'_> {
         let mut depth = 1usize;
         let mut parens = 0usize;
         while depth > 0 {
+            let token_line = self.line();
             match self.next() {
                 None => return Err(syntax(line, "this output section's `{` is never closed")),
                 Some(Token::Punct("{")) => depth += 1,
@@ -383,7 +401,12 @@ impl Parser<'_> {
                 Some(Token::Punct(")")) => parens = parens.saturating_sub(1),
                 // Inside `file(…)`: section name patterns (`KEEP`, `SORT` only add parentheses).
                 Some(Token::Word(word)) if parens > 0 && (word.starts_with('.') || word.contains(['*', '?', '['])) => {
-                    inputs.push(word.clone())
+                    let glob = Glob::new(word).map_err(|why| syntax(token_line, &why))?;
+                    self.patterns += 1;
+                    if self.patterns > MAX_PATTERNS {
+                        return Err(syntax(token_line, &format!("SECTIONS has more than {MAX_PATTERNS} input section patterns")));
+                    }
+                    inputs.push(glob);
                 }
                 Some(_) => {}
             }
@@ -450,16 +473,33 @@ impl Parser<'_> {
         Ok(value)
     }
 
+    /// Opens one more level of parentheses or unary minus: the parser
+    /// recurses once per level, so their depth is bounded.
+    fn nest(&mut self, line: usize) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_EXPRESSION_DEPTH {
+            return Err(syntax(
+                line,
+                &format!("the expression nests parentheses and unary minus deeper than {MAX_EXPRESSION_DEPTH} levels"),
+            ));
+        }
+        Ok(())
+    }
+
     fn unary(&mut self) -> Result<u64> {
         let line = self.line();
         match self.next().cloned() {
             Some(Token::Punct("(")) => {
+                self.nest(line)?;
                 let value = self.expression()?;
                 self.expect(")")?;
+                self.depth -= 1;
                 Ok(value)
             }
             Some(Token::Punct("-")) => {
+                self.nest(line)?;
                 let value = self.unary()?;
+                self.depth -= 1;
                 if value == 0 {
                     Ok(0)
                 } else {
@@ -512,42 +552,112 @@ fn describe(token: &Token) -> String {
     }
 }
 
-/// ld's section-name wildcards: `*`, `?` and `[…]` classes (with `^`/`!` negation and ranges).
-fn glob_matches(pattern: &str, name: &str) -> bool {
-    fn matches(pattern: &[char], name: &[char]) -> bool {
-        match pattern.split_first() {
-            None => name.is_empty(),
-            Some(('*', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
-            Some(('?', rest)) => !name.is_empty() && matches(rest, &name[1..]),
-            Some(('[', rest)) => {
-                let Some(close) = rest.iter().skip(1).position(|&c| c == ']').map(|p| p + 1) else {
-                    return name.first() == Some(&'[') && matches(rest, &name[1..]);
-                };
-                let Some((&first, tail)) = name.split_first() else { return false };
-                let (negated, class) = match rest[..close].split_first() {
-                    Some(('^' | '!', class)) => (true, class),
-                    _ => (false, &rest[..close]),
-                };
-                let mut hit = false;
-                let mut i = 0;
-                while i < class.len() {
-                    if i + 2 < class.len() && class[i + 1] == '-' {
-                        hit |= (class[i]..=class[i + 2]).contains(&first);
-                        i += 3;
-                    } else {
-                        hit |= class[i] == first;
-                        i += 1;
+/// One piece of an input section pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum GlobPart {
+    /// `*`: any run of characters.
+    Star,
+    /// `?`: any one character.
+    Any,
+    /// `[…]`: one character in (or, negated, not in) the ranges.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    Literal(char),
+}
+
+/// An input section pattern with ld's wildcards: `*`, `?` and `[…]` classes
+/// (with `^`/`!` negation and ranges), read once, matched in time bounded by
+/// the pattern's length times the name's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Glob(Vec<GlobPart>);
+
+impl Glob {
+    fn new(pattern: &str) -> std::result::Result<Glob, String> {
+        let chars: Vec<char> = pattern.chars().collect();
+        if chars.len() > MAX_PATTERN_CHARS {
+            return Err(format!("an input section pattern of {} characters is longer than the limit of {MAX_PATTERN_CHARS}", chars.len()));
+        }
+        let mut parts = Vec::new();
+        let mut at = 0;
+        while at < chars.len() {
+            let part = match chars[at] {
+                // `**` matches what `*` does.
+                '*' if parts.last() == Some(&GlobPart::Star) => None,
+                '*' => Some(GlobPart::Star),
+                '?' => Some(GlobPart::Any),
+                '[' => match chars[at + 1..].iter().skip(1).position(|&c| c == ']').map(|p| at + 2 + p) {
+                    Some(close) => {
+                        let (negated, class) = match chars[at + 1] {
+                            '^' | '!' => (true, &chars[at + 2..close]),
+                            _ => (false, &chars[at + 1..close]),
+                        };
+                        let mut ranges = Vec::new();
+                        let mut i = 0;
+                        while i < class.len() {
+                            if i + 2 < class.len() && class[i + 1] == '-' {
+                                ranges.push((class[i], class[i + 2]));
+                                i += 3;
+                            } else {
+                                ranges.push((class[i], class[i]));
+                                i += 1;
+                            }
+                        }
+                        at = close;
+                        Some(GlobPart::Class { negated, ranges })
                     }
-                }
-                hit != negated && matches(&rest[close + 1..], tail)
-            }
-            Some((c, rest)) => name.first() == Some(c) && matches(rest, &name[1..]),
+                    // An unclosed `[` is itself.
+                    None => Some(GlobPart::Literal('[')),
+                },
+                c => Some(GlobPart::Literal(c)),
+            };
+            parts.extend(part);
+            at += 1;
+        }
+        Ok(Glob(parts))
+    }
+
+    fn matches_one(part: &GlobPart, c: char) -> bool {
+        match part {
+            GlobPart::Star => false,
+            GlobPart::Any => true,
+            GlobPart::Class { negated, ranges } => ranges.iter().any(|&(low, high)| (low..=high).contains(&c)) != *negated,
+            GlobPart::Literal(literal) => *literal == c,
         }
     }
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    // Patterns longer than any real one are not worth exponential matching.
-    pattern.len() <= 256 && name.len() <= 256 && matches(&pattern, &name)
+
+    /// Whether `name` matches: on a mismatch after a `*`, the `*` takes one
+    /// more character and matching resumes after it; only the last `*` is
+    /// ever retried, which is enough because a later `*` can take whatever an
+    /// earlier one would have.
+    fn matches(&self, name: &[char]) -> bool {
+        let parts = &self.0;
+        let (mut p, mut n) = (0, 0);
+        // The part after the last `*` seen, and the first name character it has not taken.
+        let mut retry: Option<(usize, usize)> = None;
+        while n < name.len() {
+            match parts.get(p) {
+                Some(GlobPart::Star) => {
+                    p += 1;
+                    retry = Some((p, n));
+                }
+                Some(part) if Glob::matches_one(part, name[n]) => {
+                    p += 1;
+                    n += 1;
+                }
+                _ => match retry {
+                    Some((after_star, taken)) => {
+                        p = after_star;
+                        n = taken + 1;
+                        retry = Some((after_star, n));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        parts[p..].iter().all(|part| *part == GlobPart::Star)
+    }
 }
 
 #[cfg(test)]
@@ -632,6 +742,60 @@ REGION_ALIAS(\"REGION_BSS\", RAM);
     }
 
     #[test]
+    fn nesting_patterns_and_include_are_bounded() {
+        let started = std::time::Instant::now();
+        let region = |expression: &str| format!("MEMORY {{\n RAM : ORIGIN = 0,\n LENGTH = {expression}\n}}");
+        let deep = 100_000;
+        let parens = region(&format!("{}4K{}", "(".repeat(deep), ")".repeat(deep)));
+        let minus = region(&format!("{}0", "-".repeat(deep)));
+        let mixed = region(&"-(".repeat(deep));
+        for text in [parens, minus, mixed] {
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "line 3: the expression nests parentheses and unary minus deeper than {MAX_EXPRESSION_DEPTH} levels"
+                )),
+                "{error}"
+            );
+        }
+        let nested = region(&format!("{}4K{}", "(".repeat(MAX_EXPRESSION_DEPTH), ")".repeat(MAX_EXPRESSION_DEPTH)));
+        assert_eq!(parse(&nested).unwrap().regions[0].length, 4096);
+        assert_eq!(parse(&region(&format!("{}0 + 8", "-".repeat(MAX_EXPRESSION_DEPTH)))).unwrap().regions[0].length, 8);
+
+        // A pattern of many stars that almost matches: no backtracking blow-up.
+        let stars = format!("SECTIONS {{\n .x : {{ *(.{}b) }} > RAM\n}}", "*a".repeat(120));
+        let layout = parse(&format!("{}\n{stars}", region("4K"))).unwrap();
+        assert_eq!(layout.placement(&format!(".{}", "a".repeat(10_000))), Placement::NotTaken);
+        assert!(matches!(layout.placement(&format!(".{}b", "a".repeat(10_000))), Placement::Region(_)));
+        let long = format!("SECTIONS {{\n .x : {{ *(.{}) }}\n}}", "*".repeat(MAX_PATTERN_CHARS));
+        let error = parse(&long).unwrap_err().to_string();
+        assert!(
+            error.contains(&format!(
+                "line 2: an input section pattern of {} characters is longer than the limit of {MAX_PATTERN_CHARS}",
+                MAX_PATTERN_CHARS + 1
+            )),
+            "{error}"
+        );
+        let many = format!("SECTIONS {{\n .x : {{ *({}) }}\n}}", ".a ".repeat(MAX_PATTERNS + 1));
+        let error = parse(&many).unwrap_err().to_string();
+        assert!(error.contains(&format!("line 2: SECTIONS has more than {MAX_PATTERNS} input section patterns")), "{error}");
+
+        for (text, line) in [
+            ("SECTIONS {\n .x : { *(.x) }\n INCLUDE more.x\n}", 3),
+            ("MEMORY {\n INCLUDE regions.x\n}", 2),
+            ("SECTIONS {\n .x : {\n  INCLUDE inputs.x\n }\n}", 3),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(&format!("line {line}: `INCLUDE` is not followed")), "{text:?}: {error}");
+        }
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    }
+
+    fn glob_matches(pattern: &str, name: &str) -> bool {
+        Glob::new(pattern).unwrap().matches(&name.chars().collect::<Vec<_>>())
+    }
+
+    #[test]
     fn globs_match_as_ld_does() {
         assert!(glob_matches(".sram2*", ".sram2"));
         assert!(glob_matches(".sram2*", ".sram2.x"));
@@ -639,5 +803,11 @@ REGION_ALIAS(\"REGION_BSS\", RAM);
         assert!(glob_matches(".bss.[a-c]?", ".bss.b1"));
         assert!(!glob_matches(".bss.[!a-c]?", ".bss.b1"));
         assert!(glob_matches("*", ".anything"));
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches(".a*b*c", ".axxbyybc"));
+        assert!(!glob_matches(".a*b*c", ".axxbyybcd"));
+        assert!(glob_matches(".a[bc", ".a[bc"));
+        assert!(glob_matches("*.data.*x", ".data.yx.data.zx"));
+        assert!(glob_matches("[]]", "]"));
     }
 }

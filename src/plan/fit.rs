@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::memory_x::{self, MemoryLayout, Placement, Region};
-use crate::input::user_path::Base;
+use crate::input::user_path::{self, Base};
 use crate::plan::model::MemoryNeeds;
 use crate::plan::report::ModuleReport;
 use crate::toolchain::sections::{SectionNames, Storage};
@@ -108,9 +108,11 @@ pub fn memory_fit(
 
 /// Reads and parses a `memory.x`; errors name the file.
 pub(crate) fn read(path: &Path) -> Result<MemoryLayout> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::io("read", path, e)
-            .help("Builder::memory_x paths are relative to the package root; by default a crate's own memory.x is read")
+    let bytes = user_path::read_regular(path, memory_x::MAX_BYTES, "a memory.x")?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::new(ErrorKind::Config, "is not UTF-8 text")
+            .in_file(path.display().to_string())
+            .help("memory.x is a GNU ld script: plain text")
     })?;
     memory_x::parse(&text).map_err(|error| error.in_file(path.display().to_string()))
 }
