@@ -10,7 +10,8 @@ use crate::cargo::write::write_if_changed;
 use crate::codegen::kernel_probe::{self, KernelPath, ScratchProbe};
 use crate::codegen::{self, GeneratedFile};
 use crate::error::{printable, Error, ErrorKind, Result};
-use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall};
+use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall, MAX_LIBRARY_FILE_BYTES};
+use crate::input::user_path;
 use crate::plan::limits;
 use crate::plan::model::Plan;
 use crate::toolchain::target::{CoreIsa, Target};
@@ -316,7 +317,8 @@ fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, 
     let mut key_parts: Vec<Vec<u8>> = vec![source.as_bytes().to_vec(), format!("{:?} {:?}", compiler.path(), compiler.args()).into_bytes()];
     for original in &selection.sources {
         let path = root.join(original);
-        key_parts.push(std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+        let bytes = user_path::read_regular(&path, MAX_LIBRARY_FILE_BYTES, "a CMSIS-NN source").map_err(|e| e.to_string())?;
+        key_parts.push(bytes);
     }
     let stamp = cache::Stamp { path: dir.join("stamp"), key: cache::key(&key_parts.iter().map(Vec::as_slice).collect::<Vec<_>>()) };
     let sizes_file = dir.join("sizes.txt");

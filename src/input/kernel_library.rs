@@ -12,7 +12,7 @@ use crate::input::{c_text, user_path};
 pub(crate) const CMSIS_NN_HEADERS: &[&str] = &["arm_nnfunctions.h", "arm_nnsupportfunctions.h", "arm_nn_types.h", "arm_nn_math_types.h"];
 
 /// The largest CMSIS-NN source or header read (the largest is tens of KiB).
-const MAX_LIBRARY_FILE_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_LIBRARY_FILE_BYTES: u64 = 4 << 20;
 /// What all the sources and headers of a CMSIS-NN folder may add up to (a few MiB).
 const MAX_LIBRARY_BYTES: u64 = 64 << 20;
 
