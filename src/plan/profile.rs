@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
-use crate::input::c_text::{called_functions, function_definitions, strip_comments};
+use crate::input::c_text::{called_functions, function_definitions, is_static, strip_comments};
 use crate::plan::model::{Entry, ModulePlan, Plan, Profile};
 
 /// Sets every module's [`ModulePlan::profile`], or refuses the archive.
@@ -85,9 +85,7 @@ fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
     for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
         let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
         for (name, body) in function_definitions(&code) {
-            let at = name.as_ptr() as usize - code.as_ptr() as usize;
-            let declaration = &code[code[..at].rfind([';', '}']).map_or(0, |end| end + 1)..at];
-            let is_static = declaration.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| word == "static");
+            let is_static = is_static(&code, name);
             defined.entry(name.to_string()).or_insert_with(|| (path.clone(), is_static));
             if let Some(rank) = mains.iter().position(|main| main == name).filter(|rank| entries.iter().all(|e| e.0 != *rank)) {
                 entries.push((rank, path.clone(), called_functions(body).map(str::to_string).collect()));
