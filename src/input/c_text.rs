@@ -448,6 +448,55 @@ mod tests {
         }
     }
 
+    #[test]
+    fn comments_and_literals_are_blanked_where_they_are() {
+        let text = "char* s = \"a // b /* c\"; int f(void) { return '\"' + '\\''; } // f(\n#include \"x.h\"\nx = 1'000; y = u8R\"d(\"f( )\")d\"; z = \"open\nw /* \"*/ = 2;";
+        let code = strip_comments(text);
+        assert_eq!(code.len(), text.len());
+        assert_eq!(code.lines().count(), text.lines().count());
+        assert!(code.starts_with(&format!("char* s = \"{}\"; int f(void) {{ return ' ' + '  '; }}", " ".repeat(11))), "{code}");
+        assert!(code.contains("\n#include \"x.h\"\n"), "{code}");
+        assert!(code.contains("x = 1'000; y = u8R\"") && !code.contains("f( )"), "{code}");
+        assert!(code.ends_with("z = \"    \nw        = 2;"), "{code}");
+        let names: Vec<&str> = function_definitions(&code).map(|(name, _)| name).collect();
+        assert_eq!(names, ["f"]);
+    }
+
+    /// 100,000 `f(` in a literal, or unclosed in the code, are one pass each;
+    /// the unclosed ones nest deeper than [`MAX_NESTING`] and are refused.
+    #[test]
+    fn adversarial_brackets_are_read_in_one_pass() {
+        let literal = format!("const char* s = \"{}\";\nint g(void) {{ return 0; }}\n", "f(".repeat(100_000));
+        let code = strip_comments(&literal);
+        assert_eq!(function_definitions(&code).map(|(name, _)| name).collect::<Vec<_>>(), ["g"]);
+        assert_eq!(called_functions(&code).count(), 1);
+        check_source("lib.c", &literal).unwrap();
+        let open = format!("int g(void) {{ {} }}", "f(".repeat(100_000));
+        assert_eq!(function_definitions(&open).count(), 1);
+        let error = check_source("codegen/host/src/lib.c", &open).unwrap_err();
+        assert!(error.to_string().contains("deeper than 256 levels"), "{error}");
+        assert_eq!(error.file(), Some("codegen/host/src/lib.c"));
+        let nested = format!("{}{{}}{}", "int f(void) { ".repeat(200), "}".repeat(200));
+        assert_eq!(function_definitions(&nested).count(), 1, "nothing inside a body is a definition");
+    }
+
+    #[test]
+    fn macros_that_grow_geometrically_are_refused() {
+        let mut doubling = String::from("#define M0 x\n");
+        for level in 1..40 {
+            doubling.push_str(&format!("#define M{level} M{prev} M{prev}\n", prev = level - 1));
+        }
+        let error = check_macros([("include/tvmgen_default.h", doubling.as_str())]).unwrap_err();
+        assert!(error.to_string().contains("macro `M27` expands to more than 67108864 tokens"), "{error}");
+        assert_eq!(error.file(), Some("include/tvmgen_default.h"));
+        let chain: String = (0..100).map(|level| format!("#define C{level} C{}\n", level + 1)).collect();
+        let error = check_macros([("lib.c", chain.as_str())]).unwrap_err();
+        assert!(error.to_string().contains("chain of more than 64 macros"), "{error}");
+        // Self-reference and cycles stop, as in C; TVM's macros pass.
+        let fine = "#define A A B\n#define B A\n#define F(x) (x) * 2 \\\n  + A\n#define SIZE 4\n#define DATA 0x1, 0x2, \\\n 0x3\n";
+        check_macros([("h", fine)]).unwrap();
+    }
+
     /// A character of several bytes just before an identifier (the fuzzer's
     /// `front_end` find, fuzz/regressions/front_end/) is not cut in two.
     #[test]

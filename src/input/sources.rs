@@ -1142,6 +1142,28 @@ mod tests {
         assert_eq!(bytes("missing"), None);
     }
 
+    /// A chain of 2,000 calls and a call graph in which each of 40 levels calls
+    /// the next twice: each function is read once, and past TVM's depth the
+    /// bound is unknown rather than the stack overflowing.
+    #[test]
+    fn workspace_bytes_of_deep_and_doubling_calls() {
+        let alloc = "void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 2, 32);";
+        let chain: String = (0..2000).map(|i| format!("int32_t c{i}(void) {{ {alloc} return c{}(); }}\n", i + 1)).collect();
+        let doubling: String = (0..40).map(|i| format!("int32_t d{i}(void) {{ {alloc} d{n}(); return d{n}(); }}\n", n = i + 1)).collect();
+        let short: String = (0..3).map(|i| format!("int32_t s{i}(void) {{ {alloc} s{n}(); return s{n}(); }}\n", n = i + 1)).collect();
+        let code = format!("{chain}{doubling}{short}int32_t c2000(void) {{ return 0; }}\nint32_t d40(void) {{ return 0; }}\nint32_t s3(void) {{ return 0; }}\n");
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.into_bytes())]).unwrap();
+        let codegen = codegen_for(&tree, "default", &["default"]);
+        let sources = Sources::new(&tree);
+        let definitions = Definitions::of(&sources, &codegen);
+        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &definitions, function, 16);
+        assert_eq!(bytes("c0"), None);
+        assert_eq!(bytes("d0"), None);
+        assert_eq!(bytes("c1995"), Some(5 * 16));
+        // Each call counts: s0 calls s1 twice, and so on.
+        assert_eq!(bytes("s0"), Some(16 + 2 * (16 + 2 * 16)));
+    }
+
     #[test]
     fn skeleton_leaves_out_only_numeric_initializers() {
         let code = "static const float w[4] = {\n  0x1.8p-3f, -2.5e+1f, 7, 0x0p+0f\n};\n\
