@@ -162,14 +162,13 @@ pub(crate) fn rust_doc(text: &str) -> String {
     escaped(text)
 }
 
+/// What a transformation makes of a name, and what it turns it into.
+pub(crate) type NameTransform = (&'static str, fn(&str) -> String);
+
 /// Refuses two of `names` (module or pool names, `what`) that become the same
 /// after one of `transforms` (snake_case Rust names, upper-case C macros,
 /// file names on a file system that ignores case), naming both.
-pub(crate) fn check_distinct<'n>(
-    what: &str,
-    names: impl IntoIterator<Item = &'n str>,
-    transforms: &[(&str, fn(&str) -> String)],
-) -> Result<()> {
+pub(crate) fn check_distinct<'n>(what: &str, names: impl IntoIterator<Item = &'n str>, transforms: &[NameTransform]) -> Result<()> {
     let names: Vec<&str> = names.into_iter().collect();
     for (became, transform) in transforms {
         let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
@@ -295,9 +294,10 @@ mod tests {
             assert!(!rust_doc(&name).contains(c) && !c_comment(&name).contains(c));
         }
         check_text("tensor name", "entrée:0 ü").unwrap();
-        let error = check_distinct("module name", ["kws", "Kws"], &[("file name", |name: &str| name.to_ascii_lowercase())]).unwrap_err();
+        let lower: &[NameTransform] = &[("file name", |name| name.to_ascii_lowercase())];
+        let error = check_distinct("module name", ["kws", "Kws"], lower).unwrap_err();
         assert!(error.to_string().contains("module names `kws` and `Kws` become the same file name `kws`"), "{error}");
-        check_distinct("module name", ["kws", "kws_mlp"], &[("file name", |name: &str| name.to_ascii_lowercase())]).unwrap();
+        check_distinct("module name", ["kws", "kws_mlp"], lower).unwrap();
     }
 
     #[test]

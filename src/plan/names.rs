@@ -4,19 +4,19 @@
 //! names that the generated code transforms must stay distinct after it.
 
 use crate::error::Result;
-use crate::ident::{check_distinct, check_text, RustIdent};
+use crate::ident::{check_distinct, check_text, NameTransform, RustIdent};
 use crate::plan::model::Plan;
 
 /// How module names are transformed: `pub mod <snake>`, `TVMGEN_<UPPER>_`
 /// macros and guards, and `mlf/<module>.rs`-style file names on file systems
 /// that ignore case.
-const MODULE_TRANSFORMS: &[(&str, fn(&str) -> String)] = &[
+const MODULE_TRANSFORMS: &[NameTransform] = &[
     ("Rust module name", |name| RustIdent::snake(name).bare().to_string()),
     ("name when case is ignored (C macros, file names)", |name| name.to_ascii_uppercase()),
 ];
 
 /// Pool names become `TVMGEN_<M>_<POOL>_...` macros and glue symbols.
-const POOL_TRANSFORMS: &[(&str, fn(&str) -> String)] = &[("upper-case C name", |name| name.to_ascii_uppercase())];
+const POOL_TRANSFORMS: &[NameTransform] = &[("name when case is ignored", |name| name.to_ascii_uppercase())];
 
 /// Checks the tensor names of every module of `plan`, and that module and
 /// pool names stay distinct after the transformations generated code applies.
