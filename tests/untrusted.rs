@@ -532,7 +532,7 @@ fn archive_c_is_checked_before_it_is_compiled() {
         std::fs::write(&path, text).unwrap();
         archive
     };
-    for symbol in ["TVMPlatformAbort", "mlf_support_call", "TVMBackendAllocWorkspace", "__cyg_profile_func_enter"] {
+    for symbol in ["TVMPlatformAbort", "mlf_support_call", "TVMBackendAllocWorkspace", "__cyg_profile_func_enter", "mlf_default_invoke"] {
         let archive = edited(symbol, lib1, &format!("\nint {symbol}(void) {{ return 0; }}\n"));
         let stderr = build_fails(&archive);
         assert!(stderr.contains(lib1) && stderr.contains(&format!("defines `{symbol}`, a function mlf-build's own")), "{stderr}");

@@ -27,10 +27,14 @@ const GLUE_PREFIX: &str = "mlf_";
 /// The hooks `-finstrument-functions` calls, which a profiled module's glue defines.
 const PROFILE_HOOKS: [&str; 2] = ["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
 
-/// Whether `name` is a function mlf-build's generated glue or its support code
-/// (`build-support/src`) defines: the archive's C must not define it too.
-pub(crate) fn is_own_symbol(name: &str) -> bool {
-    name.starts_with(GLUE_PREFIX) || PROFILE_HOOKS.contains(&name) || crate::codegen::support::defines(name)
+/// Whether `name` is a function mlf-build's support code (`build-support/src`)
+/// or the generated glue of one of `modules` (`mlf_<m>_...`, the profiling
+/// hooks) defines: the archive's C must not define it too.
+pub(crate) fn is_own_symbol(name: &str, modules: &[&str]) -> bool {
+    let glue = name
+        .strip_prefix(GLUE_PREFIX)
+        .is_some_and(|rest| modules.iter().any(|module| rest.strip_prefix(module).is_some_and(|after| after.starts_with('_'))));
+    glue || PROFILE_HOOKS.contains(&name) || crate::codegen::support::defines(name)
 }
 
 /// The C array holding a graph module's `.params` weights.

@@ -146,6 +146,26 @@ impl<'t> Sources<'t> {
     }
 }
 
+/// Refuses a module's source that defines (with external linkage) a function
+/// mlf-build's support code or the glue of one of `modules` defines: the link
+/// would fail, or take the archive's instead.
+pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, modules: &[&str]) -> Result<()> {
+    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+        let code = sources.text(path);
+        let own = function_definitions(code)
+            .find(|(name, _)| crate::codegen::glue::is_own_symbol(name, modules) && !c_text::is_static(code, name));
+        if let Some((name, _)) = own {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("defines `{name}`, a function mlf-build's own support code or generated glue defines: the two would clash when linked"),
+            )
+            .in_file(path)
+            .help("TVM's generated code calls these functions and never defines them: remove the definition (mlf-build supplies it), or pass the archive as TVM wrote it"));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `path` names a C or C++ source.
 fn is_source(path: &str) -> bool {
     path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx"))
@@ -153,9 +173,7 @@ fn is_source(path: &str) -> bool {
 
 /// Checks every C source and header of the archive's generated code before
 /// anything reads it: the limits of [`c_text::check_source`] and
-/// [`c_text::check_macros`], and that no source defines a function
-/// mlf-build's support code or generated glue defines (the link would fail,
-/// or take the archive's instead).
+/// [`c_text::check_macros`].
 pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
     let mut codes = Vec::new();
     for path in tree.files_under(SRC_DIR).chain(tree.files_under(INCLUDE_DIR)) {
@@ -165,20 +183,7 @@ pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
         }
         let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
         c_text::check_source(path, &text)?;
-        let code = strip_comments(&text);
-        if !header {
-            let reserved =
-                function_definitions(&code).find(|(name, _)| crate::codegen::glue::is_own_symbol(name) && !c_text::is_static(&code, name));
-            if let Some((name, _)) = reserved {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!("defines `{name}`, a function mlf-build's own support code or generated glue defines: the two would clash when linked"),
-                )
-                .in_file(path)
-                .help("TVM's generated code calls these functions and never defines them: remove the definition (mlf-build supplies it), or pass the archive as TVM wrote it"));
-            }
-        }
-        codes.push((path, code));
+        codes.push((path, strip_comments(&text)));
     }
     c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))
 }
