@@ -237,6 +237,12 @@ fn macro_error(path: &str, name: &str, why: String) -> Error {
         .help("TVM's macros are sizes and constant data; one that grows by expanding others would exhaust the compiler: pass the archive as TVM wrote it")
 }
 
+/// Only the `#define` lines of `code` (without comments), continuations kept:
+/// what [`check_macros`] reads, without holding whole files.
+pub(crate) fn define_lines(code: &str) -> String {
+    defines(code).into_iter().map(|(name, body)| format!("#define {name}{body}\n")).collect()
+}
+
 /// `(name, body)` of every `#define` in `code` (without comments; continued lines joined in the body).
 fn defines(code: &str) -> Vec<(&str, &str)> {
     let mut found = Vec::new();
@@ -495,6 +501,9 @@ mod tests {
         // Self-reference and cycles stop, as in C; TVM's macros pass.
         let fine = "#define A A B\n#define B A\n#define F(x) (x) * 2 \\\n  + A\n#define SIZE 4\n#define DATA 0x1, 0x2, \\\n 0x3\n";
         check_macros([("h", fine)]).unwrap();
+        assert_eq!(define_lines(fine).lines().count(), fine.lines().count());
+        let error = check_macros([("h", define_lines(&doubling).as_str())]).unwrap_err();
+        assert!(error.to_string().contains("macro `M27`"), "{error}");
     }
 
     /// A character of several bytes just before an identifier (the fuzzer's

@@ -183,7 +183,7 @@ pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
         }
         let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
         c_text::check_source(path, &text)?;
-        codes.push((path, strip_comments(&text)));
+        codes.push((path, c_text::define_lines(&strip_comments(&text))));
     }
     c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))
 }
