@@ -84,12 +84,13 @@ impl PartialEq<CIdent> for String {
 }
 
 fn refuse(what: &str, name: &str, rule: &str) -> Error {
-    let shown: String = printable(name).chars().take(MAX_NAME_BYTES).collect();
+    let shown: String = escaped(name).chars().take(MAX_NAME_BYTES).collect();
     Error::new(ErrorKind::Metadata, format!("{what} `{shown}` {rule}"))
         .help("mlf-build builds only names made of letters, digits and `_`, as TVM writes them: other names could inject code into the generated Rust and C, so this archive cannot be built as it is")
 }
 
-/// Checks a name that only appears as text (tensor names): short and without control characters.
+/// Checks a name that only appears as text (tensor names): short, without
+/// control characters and without invisible ones ([`is_invisible`]).
 pub(crate) fn check_text(what: &str, name: &str) -> Result<()> {
     if name.len() > MAX_NAME_BYTES {
         return Err(refuse(what, name, &format!("is longer than {MAX_NAME_BYTES} bytes")));
@@ -97,17 +98,93 @@ pub(crate) fn check_text(what: &str, name: &str) -> Result<()> {
     if name.chars().any(char::is_control) {
         return Err(refuse(what, name, "contains a control character (such as a line break)"));
     }
+    if let Some(c) = name.chars().find(|&c| is_invisible(c)) {
+        return Err(refuse(
+            what,
+            name,
+            &format!(
+                "contains the invisible character {} (a bidirectional control or other format character): the name would not read as it is",
+                c.escape_unicode()
+            ),
+        ));
+    }
     Ok(())
 }
 
-/// Archive text inside a C block comment: control characters escaped, `*/` broken up.
-pub(crate) fn c_comment(text: &str) -> String {
-    printable(text).replace("*/", "* /")
+/// Unicode's format characters (general category Cf: bidirectional controls
+/// U+202A–U+202E and U+2066–U+2069, marks U+200E/U+200F and U+061C, zero
+/// widths U+200B–U+200D, U+2060 and U+FEFF, tags ...), the line and paragraph
+/// separators and the other characters that show nothing (fillers, variation
+/// selectors, the grapheme joiner): text holding one may read otherwise than it is.
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x2028..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
 }
 
-/// Archive text inside a `///` line: control characters escaped, so it stays one line.
+/// `text` with control and invisible characters escaped (`\u{202e}`), for messages and comments.
+fn escaped(text: &str) -> String {
+    printable(text).chars().flat_map(|c| if is_invisible(c) { c.escape_unicode().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
+/// Archive text inside a C block comment: control and invisible characters escaped, `*/` broken up.
+pub(crate) fn c_comment(text: &str) -> String {
+    escaped(text).replace("*/", "* /")
+}
+
+/// Archive text inside a `///` line: control and invisible characters escaped, so it stays one line and reads as it is.
 pub(crate) fn rust_doc(text: &str) -> String {
-    printable(text)
+    escaped(text)
+}
+
+/// What a transformation makes of a name, and what it turns it into.
+pub(crate) type NameTransform = (&'static str, fn(&str) -> String);
+
+/// Refuses two of `names` (module or pool names, `what`) that become the same
+/// after one of `transforms` (snake_case Rust names, upper-case C macros,
+/// file names on a file system that ignores case), naming both.
+pub(crate) fn check_distinct<'n>(what: &str, names: impl IntoIterator<Item = &'n str>, transforms: &[NameTransform]) -> Result<()> {
+    let names: Vec<&str> = names.into_iter().collect();
+    for (became, transform) in transforms {
+        let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+        for &name in &names {
+            if let Some(first) = seen.insert(transform(name), name) {
+                if first != name {
+                    return Err(Error::new(
+                        ErrorKind::Metadata,
+                        format!("{what}s `{}` and `{}` become the same {became} `{}`", escaped(first), escaped(name), transform(name)),
+                    )
+                    .help("mlf-build would generate two items of one name: rename one (Builder::rename_module for modules), or pass the archive as TVM wrote it"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Rust's reserved words that `r#` cannot escape.
@@ -158,17 +235,21 @@ impl RustIdent {
         RustIdent { name: snake, raw }
     }
 
-    /// Distinct identifiers for a list of names, in order (a clash gets its index appended).
+    /// Distinct identifiers for a list of names, in order: one whose
+    /// identifier is taken gets `_<its index>` appended, again until it is free
+    /// (`a_0`, `a:0`, `a_0_1` → `a_0`, `a_0_1`, `a_0_1_2`).
     pub fn unique<'n>(texts: impl IntoIterator<Item = &'n str>) -> Vec<RustIdent> {
-        let mut seen: Vec<RustIdent> = Vec::new();
+        let mut taken = std::collections::HashSet::new();
+        let mut idents = Vec::new();
         for (index, text) in texts.into_iter().enumerate() {
             let mut ident = RustIdent::snake(text);
-            if seen.contains(&ident) {
+            while taken.contains(&ident.name) {
                 ident = RustIdent { name: format!("{}_{index}", ident.name), raw: false };
             }
-            seen.push(ident);
+            taken.insert(ident.name.clone());
+            idents.push(ident);
         }
-        seen
+        idents
     }
 
     /// The name without `r#`, as docs show it.
@@ -205,6 +286,21 @@ mod tests {
     }
 
     #[test]
+    fn invisible_characters_are_refused_and_escaped() {
+        for c in ['\u{202e}', '\u{2066}', '\u{200f}', '\u{61c}', '\u{200b}', '\u{feff}', '\u{2060}', '\u{e0041}', '\u{2028}'] {
+            let name = format!("input{c}_1");
+            let error = check_text("module `default`: tensor name", &name).unwrap_err().to_string();
+            assert!(error.contains(&format!("`input{}_1`", c.escape_unicode())) && !error.contains(c), "{error}");
+            assert!(!rust_doc(&name).contains(c) && !c_comment(&name).contains(c));
+        }
+        check_text("tensor name", "entrée:0 ü").unwrap();
+        let lower: &[NameTransform] = &[("file name", |name| name.to_ascii_lowercase())];
+        let error = check_distinct("module name", ["kws", "Kws"], lower).unwrap_err();
+        assert!(error.to_string().contains("module names `kws` and `Kws` become the same file name `kws`"), "{error}");
+        check_distinct("module name", ["kws", "kws_mlp"], lower).unwrap();
+    }
+
+    #[test]
     fn comments_cannot_be_closed_or_broken() {
         assert_eq!(c_comment("a*/ b\nc"), "a* / b\\nc");
         assert_eq!(rust_doc("x\n#[no_mangle]"), "x\\n#[no_mangle]");
@@ -235,6 +331,9 @@ mod tests {
         assert_eq!(shown(&RustIdent::snake("")), "t_");
         let unique: Vec<String> = RustIdent::unique(["a_0", "a:0", "type", "type"]).iter().map(shown).collect();
         assert_eq!(unique, ["a_0", "a_0_1", "r#type", "type_3"]);
+        // Three names whose identifiers meet: each stays distinct.
+        let unique: Vec<String> = RustIdent::unique(["a_0_2", "a_0", "a:0", "A_0"]).iter().map(shown).collect();
+        assert_eq!(unique, ["a_0_2", "a_0", "a_0_2_2", "a_0_3"]);
         assert_eq!(shown(&RustIdent::snake("run").avoiding(&["run"])), "op_run");
     }
 }

@@ -719,3 +719,76 @@ fn a_constant_pool_the_code_reads_past_is_refused() {
         "{stderr}"
     );
 }
+
+/// Issue 38: the archive's C is checked before anything scans or compiles it.
+/// A definition of one of mlf-build's own functions, geometric macros and
+/// brackets nested past the limit are refused naming the file and the cause;
+/// 100,000 `f(` and a `//` inside string literals are no code, and the model
+/// builds and computes its outputs.
+#[test]
+fn archive_c_is_checked_before_it_is_compiled() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let dir = common::scratch("c-text");
+    let lib1 = "codegen/host/src/default_lib1.c";
+    let edited = |name: &str, file: &str, extra: &str| {
+        let archive = dir.join(name);
+        extract(&case, &archive);
+        let path = archive.join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(extra);
+        std::fs::write(&path, text).unwrap();
+        archive
+    };
+    for symbol in ["TVMPlatformAbort", "mlf_support_call", "TVMBackendAllocWorkspace", "__cyg_profile_func_enter", "mlf_default_invoke"] {
+        let archive = edited(symbol, lib1, &format!("\nint {symbol}(void) {{ return 0; }}\n"));
+        let stderr = build_fails(&archive);
+        assert!(stderr.contains(lib1) && stderr.contains(&format!("defines `{symbol}`, a function mlf-build's own")), "{stderr}");
+    }
+    let doubling: String = (1..40).map(|level| format!("#define MLF_M{level} MLF_M{prev} MLF_M{prev}\n", prev = level - 1)).collect();
+    let archive = edited("macros", "codegen/host/include/tvmgen_default.h", &format!("#define MLF_M0 x\n{doubling}"));
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("tvmgen_default.h") && stderr.contains("macro `MLF_M27` expands to more than 67108864 tokens"), "{stderr}");
+    let archive = edited("nesting", lib1, &format!("\nstatic int deep(void) {{ return {}0; }}\n", "(".repeat(100_000)));
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains(lib1) && stderr.contains("brackets nest deeper than 256 levels"), "{stderr}");
+    let literals =
+        format!("\nstatic const char* const note = \"// {}\";\nconst char* mlp_note(void) {{ return note; }}\n", "f(".repeat(100_000));
+    let archive = edited("literals", lib1, &literals);
+    builds_and_computes_expected(&case, &archive, &dir.join("out"));
+}
+
+/// Issue 38: a tensor name holding a bidirectional control is refused by name,
+/// escaped; two modules whose names differ only in case are refused naming both.
+#[test]
+fn invisible_and_case_colliding_names_are_refused() {
+    let _serial = serial();
+    let (Some(single), Some(multi)) = (common::corpus_case("mlp_f32-aot_c"), common::corpus_case("multi-kws_mlp-aot_c")) else { return };
+    let dir = common::scratch("invisible");
+    let archive = dir.join("bidi");
+    extract(&single, &archive);
+    replace_in(&archive.join("metadata.json"), &[("\"input\"", "\"in\u{202e}put\"")]);
+    let stderr = build_fails(&archive);
+    assert!(stderr.contains("`in\\u{202e}put`") && !stderr.contains('\u{202e}'), "{stderr}");
+
+    let archive = dir.join("case");
+    extract(&multi, &archive);
+    let renames = [("tvmgen_mlp", "tvmgen_Kws"), ("TVMGEN_MLP", "TVMGEN_KWS"), ("\"mlp\"", "\"Kws\"")];
+    for (from, to) in [
+        ("codegen/host/src/mlp_lib0.c", "codegen/host/src/Kws_lib0.c"),
+        ("codegen/host/src/mlp_lib1.c", "codegen/host/src/Kws_lib1.c"),
+        ("codegen/host/include/tvmgen_mlp.h", "codegen/host/include/tvmgen_Kws.h"),
+        ("parameters/mlp.params", "parameters/Kws.params"),
+        ("src/mlp.relay", "src/Kws.relay"),
+    ] {
+        std::fs::rename(archive.join(from), archive.join(to)).unwrap();
+    }
+    for file in ["metadata.json", "codegen/host/src/Kws_lib0.c", "codegen/host/src/Kws_lib1.c", "codegen/host/include/tvmgen_Kws.h"] {
+        replace_in(&archive.join(file), &renames);
+    }
+    let stderr = build_fails(&archive);
+    assert!(
+        stderr.contains("module names `Kws` and `kws` become the same") || stderr.contains("module names `kws` and `Kws` become the same"),
+        "{stderr}"
+    );
+}

@@ -21,9 +21,25 @@ pub(crate) struct Glue {
     pub source: String,
 }
 
+/// The prefix of every symbol the glue defines (`mlf_<m>_invoke`, `mlf_<m>_model` ...).
+const GLUE_PREFIX: &str = "mlf_";
+
+/// The hooks `-finstrument-functions` calls, which a profiled module's glue defines.
+const PROFILE_HOOKS: [&str; 2] = ["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
+
+/// Whether `name` is a function mlf-build's support code (`build-support/src`)
+/// or the generated glue of one of `modules` (`mlf_<m>_...`, the profiling
+/// hooks) defines: the archive's C must not define it too.
+pub(crate) fn is_own_symbol(name: &str, modules: &[&str]) -> bool {
+    let glue = name
+        .strip_prefix(GLUE_PREFIX)
+        .is_some_and(|rest| modules.iter().any(|module| rest.strip_prefix(module).is_some_and(|after| after.starts_with('_'))));
+    glue || PROFILE_HOOKS.contains(&name) || crate::codegen::support::defines(name)
+}
+
 /// The C array holding a graph module's `.params` weights.
 fn params_symbol(module: &CIdent) -> String {
-    format!("mlf_{module}_params")
+    format!("{GLUE_PREFIX}{module}_params")
 }
 
 /// The parameters of TVM's packed calling convention, shared by operators,
@@ -31,16 +47,16 @@ fn params_symbol(module: &CIdent) -> String {
 const PACKED_PARAMS: &str = "(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle)";
 
 pub(crate) fn invoke_symbol(module: &CIdent) -> String {
-    format!("mlf_{module}_invoke")
+    format!("{GLUE_PREFIX}{module}_invoke")
 }
 
 pub(crate) fn descriptor_symbol(module: &CIdent) -> String {
-    format!("mlf_{module}_model")
+    format!("{GLUE_PREFIX}{module}_model")
 }
 
 /// The C array holding a constant pool's bytes (declared in the glue header).
 pub(crate) fn pool_symbol(module: &CIdent, pool: &Pool) -> String {
-    format!("mlf_{module}_pool_{}", pool.name)
+    format!("{GLUE_PREFIX}{module}_pool_{}", pool.name)
 }
 
 /// A symbol only this package's glue for module `module` defines, which the
@@ -50,7 +66,7 @@ pub(crate) fn pool_symbol(module: &CIdent, pool: &Pool) -> String {
 /// running the other's model.
 pub(crate) fn package_symbol(module: &CIdent, package: &str) -> String {
     let package: String = package.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect();
-    format!("mlf_{module}_of_package_{package}")
+    format!("{GLUE_PREFIX}{module}_of_package_{package}")
 }
 
 /// Defined by every glue of module `<m>`: the linker's duplicate-symbol error names it.
@@ -532,17 +548,18 @@ fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, 
         let _ =
             writeln!(source, "/* The profiled run in progress (NULL: none), the call timed next and when the one being timed began. */");
         let _ = writeln!(source, "static const struct call* profiling;\nstatic uint32_t profiled_call;\nstatic uint32_t profiled_start;\nstatic int profiled_timing;\n");
-        let _ = writeln!(source, "void __cyg_profile_func_enter(void* function, void* site) __attribute__((no_instrument_function));");
-        let _ = writeln!(source, "void __cyg_profile_func_exit(void* function, void* site) __attribute__((no_instrument_function));\n");
+        let [enter, exit] = PROFILE_HOOKS;
+        let _ = writeln!(source, "void {enter}(void* function, void* site) __attribute__((no_instrument_function));");
+        let _ = writeln!(source, "void {exit}(void* function, void* site) __attribute__((no_instrument_function));\n");
         let _ = writeln!(source, "/* Entry to a function of the archive's C: the next operator call starts. The clock is read last. */");
-        let _ = writeln!(source, "void __cyg_profile_func_enter(void* function, void* site) {{\n  (void)site;");
+        let _ = writeln!(source, "void {enter}(void* function, void* site) {{\n  (void)site;");
         let _ = writeln!(
             source,
             "  if (profiling == NULL || profiled_timing || profiled_call >= {n}u || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;"
         );
         let _ = writeln!(source, "  profiled_timing = 1;\n  profiled_start = profiling->clock(profiling->context);\n}}\n");
         let _ = writeln!(source, "/* Exit from one: when the operator being timed returns, the clock is read first and its call ends. */");
-        let _ = writeln!(source, "void __cyg_profile_func_exit(void* function, void* site) {{\n  uint32_t now;\n  (void)site;");
+        let _ = writeln!(source, "void {exit}(void* function, void* site) {{\n  uint32_t now;\n  (void)site;");
         let _ = writeln!(source, "  if (!profiled_timing || (uintptr_t)function != (uintptr_t)profiled_operators[profiled_call]) return;");
         let _ = writeln!(source, "  now = profiling->clock(profiling->context);");
         let _ = writeln!(

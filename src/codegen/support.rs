@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::cargo::write::write_if_changed;
 use crate::error::Result;
+use crate::input::c_text;
 
 macro_rules! embed {
     ($path:literal) => {
@@ -39,6 +40,27 @@ pub(crate) const LIBRARY_SOURCE: &str = "src/mlf_support.c";
 
 /// `TVMBackendAllocWorkspace` on the static arena, for archives without a runtime of their own.
 pub(crate) const BACKEND_SOURCE: &str = "src/backend.c";
+
+/// Whether a source of the support code (`src/`) defines the function `name`
+/// with external linkage (read from the sources themselves, as the archive's C is).
+pub(crate) fn defines(name: &str) -> bool {
+    static DEFINED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    DEFINED
+        .get_or_init(|| {
+            let mut names = Vec::new();
+            for (_, bytes) in FILES.iter().filter(|(path, _)| path.starts_with("src/") && path.ends_with(".c")) {
+                let code = c_text::strip_comments(&String::from_utf8_lossy(bytes));
+                names.extend(
+                    c_text::function_definitions(&code)
+                        .filter(|(name, _)| !c_text::is_static(&code, name))
+                        .map(|(name, _)| name.to_string()),
+                );
+            }
+            names
+        })
+        .iter()
+        .any(|defined| defined == name)
+}
 
 /// Writes the files below `dir` (only those whose bytes changed).
 pub(crate) fn write(dir: &Path) -> Result<()> {
@@ -81,5 +103,15 @@ mod tests {
         for source in [LIBRARY_SOURCE, BACKEND_SOURCE] {
             assert!(embedded.iter().any(|name| name == source), "{source}");
         }
+    }
+
+    /// What the support code defines is read from its sources: the library's
+    /// exports, the backend's allocator, and no `static` helper.
+    #[test]
+    fn defines_what_its_sources_define() {
+        for name in ["TVMPlatformAbort", "TVMLogf", "mlf_support_call", "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace"] {
+            assert!(defines(name), "{name}");
+        }
+        assert!(!defines("try_enter") && !defines("put") && !defines("TVMSystemLibEntryPoint"));
     }
 }

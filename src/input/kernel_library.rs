@@ -235,24 +235,31 @@ pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
     let mut calls = Vec::new();
     for (function, body) in c_text::function_definitions(code) {
         let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
+        if locals.iter().all(|local| local.type_name != "cmsis_nn_context") {
+            continue;
+        }
+        // Read once per function and grouped by first argument, not searched once per context.
+        let mut by_first: BTreeMap<String, Vec<(&str, Vec<String>)>> = BTreeMap::new();
+        for (kernel, args) in call_expressions(body) {
+            let first = args.first().map(|first| first.split_whitespace().collect::<String>()).unwrap_or_default();
+            by_first.entry(first).or_default().push((kernel, args));
+        }
         for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
             let Some((buffer, size)) = context.init.rsplit_once(',') else { continue };
             let Some(reserved) = c_text::integer(size.trim()) else { continue };
             let buffered = !is_null(buffer);
             let reference = format!("&{}", context.name);
-            for (kernel, args) in call_expressions(body) {
-                if args.first().is_some_and(|first| first.split_whitespace().collect::<String>() == reference) {
-                    let (file, function) = (file.to_string(), function.to_string());
-                    calls.push(ScratchCall {
-                        file,
-                        function,
-                        kernel: kernel.to_string(),
-                        reserved,
-                        buffered,
-                        args,
-                        locals: locals.clone(),
-                    });
-                }
+            for (kernel, args) in by_first.get(&reference).into_iter().flatten() {
+                let (file, function) = (file.to_string(), function.to_string());
+                calls.push(ScratchCall {
+                    file,
+                    function,
+                    kernel: kernel.to_string(),
+                    reserved,
+                    buffered,
+                    args: args.clone(),
+                    locals: locals.clone(),
+                });
             }
         }
     }

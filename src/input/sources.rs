@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
-use crate::input::c_text::{self, called_functions, closing, function_definitions, split_top_level, strip_comments};
+use crate::input::c_text::{self, called_functions, closing, function_definitions, split_top_level, strip_comments, FunctionIndex};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -110,23 +110,82 @@ fn natural_key(name: &str) -> Vec<(String, u64)> {
 /// source's bytes) are left out, as they hold no name any question asks about.
 pub(crate) struct Sources<'t> {
     pub tree: &'t Tree,
-    texts: BTreeMap<String, String>,
+    /// Each source without comments, literals' contents and numeric initializers, with its functions.
+    texts: BTreeMap<String, (String, FunctionIndex)>,
 }
 
 impl<'t> Sources<'t> {
     pub fn new(tree: &'t Tree) -> Sources<'t> {
         let texts = tree
             .files_under(SRC_DIR)
-            .filter(|path| path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx")))
-            .map(|path| (path.to_string(), String::from_utf8_lossy(&skeleton(tree.get(path).unwrap_or_default())).into_owned()))
+            .filter(|path| is_source(path))
+            .map(|path| {
+                let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
+                let text = String::from_utf8_lossy(&skeleton(code.as_bytes())).into_owned();
+                let index = FunctionIndex::of(&text);
+                (path.to_string(), (text, index))
+            })
             .collect();
         Sources { tree, texts }
     }
 
-    /// The source's text without its numeric initializers; empty for a file the tree lacks.
+    /// The source's text without comments, literals and numeric initializers; empty for a file the tree lacks.
     fn text(&self, path: &str) -> &str {
-        self.texts.get(path).map_or("", String::as_str)
+        self.texts.get(path).map_or("", |(text, _)| text.as_str())
     }
+
+    /// `(parameter list, body)` of the definition of `function` in the source `path`.
+    fn definition(&self, path: &str, function: &str) -> Option<(&str, &str)> {
+        let (text, index) = self.texts.get(path)?;
+        index.get(text, function)
+    }
+
+    /// The first of `paths` defining `function`, with its parameter list and body.
+    fn defining<'p>(&self, paths: &'p [String], function: &str) -> Option<(&'p String, &str, &str)> {
+        paths.iter().find_map(|path| self.definition(path, function).map(|(params, body)| (path, params, body)))
+    }
+}
+
+/// Refuses a module's source that defines (with external linkage) a function
+/// mlf-build's support code or the glue of one of `modules` defines: the link
+/// would fail, or take the archive's instead.
+pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, modules: &[&str]) -> Result<()> {
+    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
+        let code = sources.text(path);
+        let own = function_definitions(code)
+            .find(|(name, _)| crate::codegen::glue::is_own_symbol(name, modules) && !c_text::is_static(code, name));
+        if let Some((name, _)) = own {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("defines `{name}`, a function mlf-build's own support code or generated glue defines: the two would clash when linked"),
+            )
+            .in_file(path)
+            .help("TVM's generated code calls these functions and never defines them: remove the definition (mlf-build supplies it), or pass the archive as TVM wrote it"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` names a C or C++ source.
+fn is_source(path: &str) -> bool {
+    path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx"))
+}
+
+/// Checks every C source and header of the archive's generated code before
+/// anything reads it: the limits of [`c_text::check_source`] and
+/// [`c_text::check_macros`].
+pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
+    let mut codes = Vec::new();
+    for path in tree.files_under(SRC_DIR).chain(tree.files_under(INCLUDE_DIR)) {
+        let header = path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "h" | "hh" | "hpp" | "hxx"));
+        if !header && !is_source(path) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        c_text::check_source(path, &text)?;
+        codes.push((path, c_text::define_lines(&strip_comments(&text))));
+    }
+    c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))
 }
 
 /// `code` with every numeric brace initializer (`= { 0x1p-3f, -2, { 4 } }`)
@@ -338,43 +397,9 @@ pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// The body (between the braces) of the C function `name` defined in `text`.
-fn function_body<'t>(text: &'t str, name: &str) -> Option<&'t str> {
-    let needle = format!("{name}(");
-    for (at, _) in text.match_indices(&needle) {
-        // A whole identifier, not the tail of a longer one.
-        if text[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
-        let after = &text[at + needle.len()..];
-        let Some(close) = after.find(')') else { continue };
-        let rest = after[close + 1..].trim_start();
-        if !rest.starts_with('{') {
-            continue;
-        }
-        let body = &rest[1..];
-        if let Some(end) = closing(body, '{', '}') {
-            return Some(&body[..end]);
-        }
-    }
-    None
-}
-
-/// The parameter list of the definition of `name` in `text`.
-fn function_params<'t>(text: &'t str, name: &str) -> Option<&'t str> {
-    let body = function_body(text, name)?;
-    let body_at = body.as_ptr() as usize - text.as_ptr() as usize;
-    let head = &text[..body_at];
-    let open = head.rfind(&format!("{name}("))? + name.len() + 1;
-    Some(&head[open..open + head[open..].find(')')?])
-}
-
 /// How many parameters the definition of `name` among the module's sources takes.
 pub(crate) fn parameter_count(sources: &Sources<'_>, codegen: &Codegen, name: &str) -> Option<usize> {
-    codegen.c_sources.iter().find_map(|path| {
-        let code = strip_comments(sources.text(path));
-        function_params(&code, name).map(|params| param_names(params).len())
-    })
+    sources.defining(&codegen.c_sources, name).map(|(_, params, _)| param_names(params).len())
 }
 
 /// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
@@ -403,8 +428,7 @@ pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module:
     let run = format!("tvmgen_{module}_run");
     let mut packed = None;
     for path in &codegen.c_sources {
-        let text = sources.text(path);
-        let code = strip_comments(text);
+        let code = sources.text(path);
         for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
             let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
                 continue;
@@ -424,7 +448,7 @@ pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module:
             });
         }
         if packed.is_none() {
-            if let (Some(params), Some(body)) = (function_params(&code, &run), function_body(&code, &run)) {
+            if let Some((params, body)) = sources.definition(path, &run) {
                 if params.split(',').count() == 6 {
                     packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: path.clone(), arguments: packed_arg_count(body) });
                 }
@@ -446,8 +470,9 @@ impl Definitions {
     pub fn of(sources: &Sources<'_>, codegen: &Codegen) -> Definitions {
         let mut functions = std::collections::BTreeSet::new();
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            let code = strip_comments(sources.text(path));
-            functions.extend(defined_function_names(&code).map(str::to_string));
+            if let Some((_, index)) = sources.texts.get(path) {
+                functions.extend(index.names().map(str::to_string));
+            }
         }
         let objects = codegen.objects.iter().map(|path| sources.tree.get(path).unwrap_or_default().to_vec()).collect();
         Definitions { functions, objects }
@@ -462,12 +487,6 @@ impl Definitions {
     }
 }
 
-/// Names of the functions `code` defines: an identifier, its parenthesised
-/// parameters, then a body. Control statements are not functions.
-fn defined_function_names(code: &str) -> impl Iterator<Item = &str> {
-    function_definitions(code).map(|(name, _)| name)
-}
-
 /// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
 /// request rounded up to `alignment` as the allocator does, with those of the
 /// module's functions it calls: an upper bound, as all may be live at once.
@@ -479,41 +498,50 @@ pub(crate) fn workspace_bytes(
     function: &str,
     alignment: u64,
 ) -> Option<u64> {
-    workspace_bytes_within(sources, codegen, definitions, function, alignment, &mut Vec::new())
-}
-
-fn workspace_bytes_within<'n>(
-    sources: &Sources<'_>,
-    codegen: &Codegen,
-    definitions: &'n Definitions,
-    function: &'n str,
-    alignment: u64,
-    callers: &mut Vec<&'n str>,
-) -> Option<u64> {
     const ALLOC: &str = "TVMBackendAllocWorkspace(";
-    if callers.contains(&function) {
-        return None;
-    }
-    let code = codegen.c_sources.iter().map(|path| sources.text(path)).find(|text| function_body(text, function).is_some())?;
-    let code = strip_comments(code);
-    let body = function_body(&code, function)?;
-    let mut total = 0u64;
-    for (at, _) in body.match_indices(ALLOC) {
-        let args = &body[at + ALLOC.len()..];
-        let args = &args[..closing(args, '(', ')')?];
-        let size = split_top_level(args).get(2)?.trim();
-        // `(uint64_t)3888`: the cast, then the constant.
-        let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
-        total = total.checked_add(c_text::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
-    }
-    callers.push(function);
-    for callee in called_functions(body) {
-        if let Some(name) = definitions.functions.get(callee) {
-            total = total.checked_add(workspace_bytes_within(sources, codegen, definitions, name, alignment, callers)?)?;
+    // A function's own requests, and the module's functions it calls.
+    let own = |function: &str| -> Option<(u64, Vec<&str>)> {
+        let (_, _, body) = sources.defining(&codegen.c_sources, function)?;
+        let mut total = 0u64;
+        for (at, _) in body.match_indices(ALLOC) {
+            let args = &body[at + ALLOC.len()..];
+            let args = &args[..closing(args, '(', ')')?];
+            let size = split_top_level(args).get(2)?.trim();
+            // `(uint64_t)3888`: the cast, then the constant.
+            let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
+            total = total.checked_add(c_text::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
         }
+        Some((total, called_functions(body).filter(|callee| definitions.functions.contains(*callee)).collect()))
+    };
+    // Depth-first with an explicit stack of (function, total so far, callees, next callee); each function summed once.
+    let mut totals: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    let (total, callees) = own(function)?;
+    let mut stack = vec![(function, total, callees, 0usize)];
+    loop {
+        let depth = stack.len();
+        let (name, total, callees, next) = stack.last_mut()?;
+        let Some(&callee) = callees.get(*next) else {
+            let (name, total) = (*name, *total);
+            stack.pop();
+            totals.insert(name, total);
+            match stack.last_mut() {
+                Some(caller) => caller.1 = caller.1.checked_add(total)?,
+                None => return Some(total),
+            }
+            continue;
+        };
+        *next += 1;
+        if let Some(&known) = totals.get(callee) {
+            *total = total.checked_add(known)?;
+            continue;
+        }
+        // Recursion has no bound; calls deeper than TVM's are not followed.
+        if callee == *name || depth > MAX_CALL_DEPTH || stack.iter().any(|frame| frame.0 == callee) {
+            return None;
+        }
+        let (total, callees) = own(callee)?;
+        stack.push((callee, total, callees, 0));
     }
-    callers.pop();
-    Some(total)
 }
 
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
@@ -543,8 +571,7 @@ pub(crate) struct OperatorArg {
 /// and which of them it stores into (`((T*)x_1)[i] = ...` through the tensor's data).
 pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
     for path in &codegen.c_sources {
-        let text = sources.text(path);
-        let Some(body) = function_body(text, function) else { continue };
+        let Some((_, body)) = sources.definition(path, function) else { continue };
         let mut args = Vec::new();
         for index in 0..packed_arg_count(body) {
             let (name, data) = packed_tensor(body, index)?;
@@ -575,7 +602,7 @@ fn packed_tensor(body: &str, index: usize) -> Option<(String, Option<String>)> {
 /// data of each of its tensor arguments, in argument order (see `loops`),
 /// with the file defining it. `None` when no source defines it.
 pub(crate) fn packed_operator_reach(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<Option<Reach>>)> {
-    let path = codegen.c_sources.iter().find(|path| function_body(sources.text(path), function).is_some())?;
+    let (path, ..) = sources.defining(&codegen.c_sources, function)?;
     let code = CodeReader { sources, codegen, texts: std::cell::RefCell::new(BTreeMap::new()) };
     let reaches = code.definition(function, |_, body| (0..packed_arg_count(body)).map(|index| code.packed_reach(body, index)).collect())?;
     Some((path.clone(), reaches))
@@ -850,13 +877,7 @@ fn final_expression_out_dtype(body: &str) -> Option<DType> {
 /// prototype is not the definition: `lib0.c` declares it with `void*`.
 pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
     let name = format!("tvmgen_{module}___tvm_main__");
-    codegen
-        .c_sources
-        .iter()
-        .find_map(|path| {
-            function_params(&strip_comments(sources.text(path)), &name).map(|params| params.split(',').map(pointer_dtype).collect())
-        })
-        .unwrap_or_default()
+    sources.defining(&codegen.c_sources, &name).map(|(_, params, _)| params.split(',').map(pointer_dtype).collect()).unwrap_or_default()
 }
 
 /// How far the code reaches into each of the first `tensors` parameters of the
@@ -900,7 +921,7 @@ pub(crate) fn pool_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str,
         }
     })??;
     let bytes = code.reach(&entry, position)?.bytes()?;
-    let file = codegen.c_sources.iter().find(|path| function_body(sources.text(path), &entry).is_some())?.clone();
+    let file = sources.defining(&codegen.c_sources, &entry)?.0.clone();
     Some((bytes, entry, file))
 }
 
@@ -912,19 +933,24 @@ const MAX_CALL_DEPTH: usize = 8;
 struct CodeReader<'s, 't> {
     sources: &'s Sources<'t>,
     codegen: &'s Codegen,
-    texts: std::cell::RefCell<BTreeMap<String, std::rc::Rc<str>>>,
+    texts: std::cell::RefCell<BTreeMap<String, std::rc::Rc<(String, FunctionIndex)>>>,
 }
 
 impl CodeReader<'_, '_> {
     fn definition<T>(&self, function: &str, read: impl FnOnce(&str, &str) -> T) -> Option<T> {
-        let path = self.codegen.c_sources.iter().find(|path| function_body(self.sources.text(path), function).is_some())?;
-        let text = self
+        let (path, ..) = self.sources.defining(&self.codegen.c_sources, function)?;
+        let file = self
             .texts
             .borrow_mut()
             .entry(path.clone())
-            .or_insert_with(|| strip_comments(&String::from_utf8_lossy(self.sources.tree.get(path).unwrap_or_default())).into())
+            .or_insert_with(|| {
+                let text = strip_comments(&String::from_utf8_lossy(self.sources.tree.get(path).unwrap_or_default()));
+                let index = FunctionIndex::of(&text);
+                std::rc::Rc::new((text, index))
+            })
             .clone();
-        Some(read(function_params(&text, function)?, function_body(&text, function)?))
+        let (params, body) = file.1.get(&file.0, function)?;
+        Some(read(params, body))
     }
 
     /// How far the operators a packed entry (TVM's packed-API `__tvm_main__`) calls
@@ -1006,7 +1032,7 @@ impl CodeReader<'_, '_> {
 pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Option<u64> {
     let mut total = None;
     for path in &codegen.c_sources {
-        for line in strip_comments(sources.text(path)).lines() {
+        for line in sources.text(path).lines() {
             let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
             let Some(size) = declaration.split_once('[').and_then(|(_, size)| c_text::integer(size)) else { continue };
             total = Some(total.unwrap_or(0u64).checked_add(size)?);
@@ -1021,8 +1047,7 @@ pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Opti
 /// from the last, each read from that operator's typed parameter or from the
 /// casts its body uses on it (`((int8_t*)T_cast)[i] = ...`).
 pub(crate) fn entry_argument_types(sources: &Sources<'_>, codegen: &Codegen, module: &str, inputs: usize) -> Vec<Option<DType>> {
-    let sources: Vec<String> = codegen.c_sources.iter().map(|path| strip_comments(sources.text(path))).collect();
-    let find = |name: &str| sources.iter().find_map(|code| Some((function_params(code, name)?, function_body(code, name)?)));
+    let find = |name: &str| sources.defining(&codegen.c_sources, name).map(|(_, params, body)| (params, body));
     let entries = [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")];
     let Some((params, body)) = entries.iter().find_map(|name| find(name)) else { return Vec::new() };
     let calls = calls_in(body);
@@ -1120,6 +1145,28 @@ mod tests {
         assert_eq!(bytes("dynamic"), None, "a size computed at run time");
         assert_eq!(bytes("loop_a"), None, "recursion has no bound");
         assert_eq!(bytes("missing"), None);
+    }
+
+    /// A chain of 2,000 calls and a call graph in which each of 40 levels calls
+    /// the next twice: each function is read once, and past TVM's depth the
+    /// bound is unknown rather than the stack overflowing.
+    #[test]
+    fn workspace_bytes_of_deep_and_doubling_calls() {
+        let alloc = "void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 2, 32);";
+        let chain: String = (0..2000).map(|i| format!("int32_t c{i}(void) {{ {alloc} return c{}(); }}\n", i + 1)).collect();
+        let doubling: String = (0..40).map(|i| format!("int32_t d{i}(void) {{ {alloc} d{n}(); return d{n}(); }}\n", n = i + 1)).collect();
+        let short: String = (0..3).map(|i| format!("int32_t s{i}(void) {{ {alloc} s{n}(); return s{n}(); }}\n", n = i + 1)).collect();
+        let code = format!("{chain}{doubling}{short}int32_t c2000(void) {{ return 0; }}\nint32_t d40(void) {{ return 0; }}\nint32_t s3(void) {{ return 0; }}\n");
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.into_bytes())]).unwrap();
+        let codegen = codegen_for(&tree, "default", &["default"]);
+        let sources = Sources::new(&tree);
+        let definitions = Definitions::of(&sources, &codegen);
+        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &definitions, function, 16);
+        assert_eq!(bytes("c0"), None);
+        assert_eq!(bytes("d0"), None);
+        assert_eq!(bytes("c1995"), Some(5 * 16));
+        // Each call counts: s0 calls s1 twice, and so on.
+        assert_eq!(bytes("s0"), Some(16 + 2 * (16 + 2 * 16)));
     }
 
     #[test]

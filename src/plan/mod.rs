@@ -79,6 +79,8 @@ pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned
 }
 
 fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<(Tree, Metadata, Plan)> {
+    // Before any scanner reads the archive's C: its limits and the names it may define.
+    sources::check_c_text(&tree)?;
     let mut metadata = match tree.get("metadata.json") {
         Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
         None => {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
-use crate::input::c_text::{called_functions, function_definitions, strip_comments};
+use crate::input::c_text::{called_functions, function_definitions, is_static, strip_comments};
 use crate::plan::model::{Entry, ModulePlan, Plan, Profile};
 
 /// Sets every module's [`ModulePlan::profile`], or refuses the archive.
@@ -85,9 +85,7 @@ fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
     for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
         let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
         for (name, body) in function_definitions(&code) {
-            let at = name.as_ptr() as usize - code.as_ptr() as usize;
-            let declaration = &code[code[..at].rfind([';', '}']).map_or(0, |end| end + 1)..at];
-            let is_static = declaration.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| word == "static");
+            let is_static = is_static(&code, name);
             defined.entry(name.to_string()).or_insert_with(|| (path.clone(), is_static));
             if let Some(rank) = mains.iter().position(|main| main == name).filter(|rank| entries.iter().all(|e| e.0 != *rank)) {
                 entries.push((rank, path.clone(), called_functions(body).map(str::to_string).collect()));
@@ -117,12 +115,71 @@ fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
         return Err(refuse(format!("{main} calls no function the archive defines"), "build with profile(false)").in_file(file));
     }
     // A name that is no identifier was misread from the text: left instrumented, its hooks find no operator.
+    let in_calls = Substrings::of(calls.iter().map(CIdent::as_str));
     let untimed = defined
         .keys()
-        .filter(|name| calls.iter().all(|call| !call.as_str().contains(name.as_str())))
+        .filter(|name| !in_calls.contains(name))
         .filter_map(|name| CIdent::new("a function of the archive's C", name).ok())
         .collect();
     Ok(Profile { calls, source: format!("the calls `{main}` makes in {file}, in its order"), untimed })
+}
+
+/// Every substring of some texts, each looked up in time linear in its length
+/// (a suffix automaton of the texts joined by a byte no name holds): however
+/// many functions and calls a module has, excluding is linear.
+struct Substrings {
+    next: Vec<BTreeMap<u8, usize>>,
+    link: Vec<Option<usize>>,
+    len: Vec<usize>,
+}
+
+impl Substrings {
+    fn of<'a>(texts: impl IntoIterator<Item = &'a str>) -> Substrings {
+        let mut automaton = Substrings { next: vec![BTreeMap::new()], link: vec![None], len: vec![0] };
+        let mut last = 0;
+        for text in texts {
+            for byte in text.bytes().chain([0]) {
+                last = automaton.extend(last, byte);
+            }
+        }
+        automaton
+    }
+
+    fn state(&mut self, len: usize, next: BTreeMap<u8, usize>, link: Option<usize>) -> usize {
+        self.next.push(next);
+        self.link.push(link);
+        self.len.push(len);
+        self.len.len() - 1
+    }
+
+    /// The state after `last` reads `byte` (the standard online construction).
+    fn extend(&mut self, last: usize, byte: u8) -> usize {
+        let current = self.state(self.len[last] + 1, BTreeMap::new(), Some(0));
+        let mut state = Some(last);
+        while let Some(p) = state.filter(|&p| !self.next[p].contains_key(&byte)) {
+            self.next[p].insert(byte, current);
+            state = self.link[p];
+        }
+        let Some(p) = state else { return current };
+        let q = self.next[p][&byte];
+        if self.len[p] + 1 == self.len[q] {
+            self.link[current] = Some(q);
+            return current;
+        }
+        let clone = self.state(self.len[p] + 1, self.next[q].clone(), self.link[q]);
+        let mut state = Some(p);
+        while let Some(p) = state.filter(|&p| self.next[p].get(&byte) == Some(&q)) {
+            self.next[p].insert(byte, clone);
+            state = self.link[p];
+        }
+        self.link[q] = Some(clone);
+        self.link[current] = Some(clone);
+        current
+    }
+
+    fn contains(&self, text: &str) -> bool {
+        text.bytes().try_fold(0, |state, byte| self.next[state].get(&byte).copied()).is_some()
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +230,26 @@ mod tests {
     }
 
     /// The archive's other functions (TVM's micro-kernels, the model function)
+    /// A name is excluded only when no operator's name holds it, however many there are.
+    #[test]
+    fn substrings_of_the_calls_are_found() {
+        let texts = ["tvmgen_default_fused_add", "fused_conv2d", "abcab"];
+        let automaton = Substrings::of(texts);
+        for text in texts {
+            for start in 0..text.len() {
+                for end in start + 1..=text.len() {
+                    assert!(automaton.contains(&text[start..end]), "{}", &text[start..end]);
+                }
+            }
+        }
+        for absent in ["addf", "conv2d_", "abcabc", "ba_", "default_fused_conv"] {
+            assert!(!automaton.contains(absent), "{absent}");
+        }
+        let many: Vec<String> = (0..20_000).map(|i| format!("op_{i}_x")).collect();
+        let automaton = Substrings::of(many.iter().map(String::as_str));
+        assert!(automaton.contains("op_19999_x") && automaton.contains("9_x") && !automaton.contains("op_20000"));
+    }
+
     /// stay uninstrumented; a name inside an operator's would exclude the operator.
     #[test]
     fn helpers_are_untimed_and_operators_never() {
