@@ -289,6 +289,8 @@ const MAX_NESTING: usize = 4;
 /// the reach is an upper bound.
 const MAX_ENUMERATION: u64 = 1 << 14;
 const ENUMERATION_BUDGET: u64 = 1 << 22;
+/// Guards on several variables that hold at once (TVM's nests have a few).
+const MAX_GUARDS: usize = 64;
 
 /// A part of a quasi-affine form.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -1010,7 +1012,13 @@ impl Reader<'_> {
                 return;
             }
         }
-        scope.guards.push(Guard::new(form));
+        // Past the cap a guard is dropped: the reach stays sound, as an upper bound.
+        let guards = scope.guards.len() + self.scopes.iter().map(|s| s.guards.len()).sum::<usize>();
+        if guards < MAX_GUARDS {
+            scope.guards.push(Guard::new(form));
+        } else {
+            scope.followed = false;
+        }
     }
 
     /// `variable op bound` where the bound has no form: the variable's range narrowed by the bound's interval.
@@ -1938,6 +1946,14 @@ mod tests {
         assert_eq!(exact_reach(&conjuncts), None);
         let subscripts = format!("x[0]{} = 1;\n", "[0]".repeat(200_000));
         assert_eq!(exact_reach(&subscripts), None);
+        // Many guards on several variables at once: capped, the reach stays a sound bound.
+        let mut body = String::from("for (int32_t i = 0; i < 64; ++i) {\n for (int32_t j = 0; j < 64; ++j) {\n");
+        for level in 0..20 {
+            let guard = |a: i64, b: i64| format!("((((i * {a}) + (j * {b})) + {level}) < 1000)");
+            body += &format!("if ({} && {} && {} && {}) {{\n", guard(2, 1), guard(1, 2), guard(3, 1), guard(1, 3));
+        }
+        body += &format!("x[((i * 64) + j)] = (int8_t)0;\n{}", "}\n".repeat(22));
+        assert_eq!(exact_reach(&body), Some((4096, false)));
         let parens = format!("x[{}0{}] = (int8_t)0;\n", "(".repeat(100_000), ")".repeat(100_000));
         assert_eq!(exact_reach(&parens), None);
         assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
