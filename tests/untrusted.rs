@@ -792,3 +792,33 @@ fn invisible_and_case_colliding_names_are_refused() {
         "{stderr}"
     );
 }
+
+/// Issue 32: a graph input read through TVM's split-loop tail guard keeps the
+/// graph's size: the guard (`((k_o * 7) + (k_i >> 1)) < 32` for a loop of 64
+/// split by 14) bounds the read exactly, so no buffer grows, and a guard the
+/// reader does not follow exactly (an upper bound) changes nothing either.
+#[test]
+fn an_input_read_through_a_split_loop_guard_keeps_its_declared_size() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-graph") else { return };
+    let dir = common::scratch("split-guard");
+    let archive = dir.join("model");
+    for (variant, guard) in [("exact", "(((k_o * 7) + (k_i >> 1)) < 32)"), ("bound", "((((k_o * 14) + k_i) < 64) && (k_i != 15))")] {
+        extract(&case, &archive);
+        // The first dense layer reads the input (64 floats) in a loop of 64: split by 14 and guarded, as TVM does.
+        replace_in(
+            &archive.join("codegen/host/src/default_lib1.c"),
+            &[
+                (
+                    "for (int32_t k_outer = 0; k_outer < 64; ++k_outer) {",
+                    &format!(
+                        "for (int32_t k_o = 0; k_o < 5; ++k_o) {{ for (int32_t k_i = 0; k_i < 14; ++k_i) {{ if ({guard}) {{ int32_t k_outer = ((k_o * 14) + k_i);"
+                    ),
+                ),
+                ("(k_outer * 8)) + x_c)]));", "(k_outer * 8)) + x_c)])); } }"),
+            ],
+        );
+        let warnings = builds_and_computes_expected(&case, &archive, &dir.join(format!("out-{variant}")));
+        assert!(!warnings.contains("reaches"), "{variant}: {warnings}");
+    }
+}

@@ -8,16 +8,21 @@
 //!
 //! Pure: text in, facts out. All arithmetic on the code's numbers is checked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use crate::dtype::DType;
 use crate::input::c_text;
 
 /// How much of a buffer the code reaches: indices `0..elements` of `dtype`.
+/// `exact`: some run of the code reaches the last element; otherwise
+/// `elements` is only an upper bound (a guard or index the reader did not
+/// follow exactly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Reach {
     pub elements: u64,
     pub dtype: DType,
+    pub exact: bool,
 }
 
 impl Reach {
@@ -65,7 +70,9 @@ pub(crate) fn use_of(params: &str, body: &str, name: &str, callee: &dyn Fn(&str,
         tokens,
         at: 0,
         depth: 0,
-        scopes: vec![vec![(name.to_string(), 0, Binding::Buffer(Pointer { dtype: declared, offset: Interval::point(0) }))]],
+        scopes: vec![Scope::of(vec![(name.to_string(), 0, Binding::Buffer(Pointer { dtype: declared, offset: Interval::point(0) }))])],
+        loop_vars: BTreeSet::new(),
+        budget: std::cell::Cell::new(ENUMERATION_BUDGET),
         next_id: 1,
         reached: None,
         unknown: false,
@@ -77,12 +84,13 @@ pub(crate) fn use_of(params: &str, body: &str, name: &str, callee: &dyn Fn(&str,
     if reader.unknown {
         return None;
     }
-    let Some(Reached { end, dtype }) = reader.reached else { return Some(Use::Untouched) };
+    let Some(Reached { end, dtype, exact_end }) = reader.reached else { return Some(Use::Untouched) };
+    let exact = exact_end == Some(end);
     let end = u64::try_from(end).ok()?;
     let bytes = DType::parse("uint8").ok()?;
     match dtype {
-        Some(dtype) => Some(Use::Reaches(Reach { elements: end.div_ceil(dtype.size_bytes() as u64), dtype })),
-        None if declared == Some(bytes) => Some(Use::Reaches(Reach { elements: end, dtype: bytes })),
+        Some(dtype) => Some(Use::Reaches(Reach { elements: end.div_ceil(dtype.size_bytes() as u64), dtype, exact })),
+        None if declared == Some(bytes) => Some(Use::Reaches(Reach { elements: end, dtype: bytes, exact })),
         None => None,
     }
 }
@@ -273,15 +281,212 @@ impl Interval {
     }
 }
 
+/// Most terms one form keeps, and how deeply `/`, `>>` and `%` nest in it:
+/// beyond, the value is followed as an interval only (an upper bound).
+const MAX_TERMS: usize = 32;
+const MAX_NESTING: usize = 4;
+/// Guard variable values tried for one access, and for one function: beyond,
+/// the reach is an upper bound.
+const MAX_ENUMERATION: u64 = 1 << 14;
+const ENUMERATION_BUDGET: u64 = 1 << 22;
+/// Guards on several variables that hold at once (TVM's nests have a few).
+const MAX_GUARDS: usize = 64;
+
+/// A part of a quasi-affine form.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Atom {
+    /// An integer variable, by binding id.
+    Var(usize),
+    /// `floor(form / divisor)` of a form never below zero (`x / 4`, `x >> 2`).
+    Floor(Rc<Form>, i64),
+    /// `form % divisor` of a form never below zero.
+    Mod(Rc<Form>, i64),
+}
+
+/// `constant + Σ coefficient × atom`: an integer value as a sum over the
+/// variables it depends on, so that each temporary is expanded once (its form
+/// is kept) and guards on several variables can be compared with indices.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Form {
+    terms: BTreeMap<Atom, i64>,
+    constant: i64,
+}
+
+impl Form {
+    fn constant(value: i64) -> Form {
+        Form { terms: BTreeMap::new(), constant: value }
+    }
+
+    fn atom(atom: Atom) -> Form {
+        Form { terms: BTreeMap::from([(atom, 1)]), constant: 0 }
+    }
+
+    fn as_constant(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+
+    fn scaled(&self, factor: i64) -> Option<Form> {
+        if factor == 0 {
+            return Some(Form::constant(0));
+        }
+        let terms = self.terms.iter().map(|(atom, c)| Some((atom.clone(), c.checked_mul(factor)?))).collect::<Option<_>>()?;
+        Some(Form { terms, constant: self.constant.checked_mul(factor)? })
+    }
+
+    fn plus(&self, other: &Form) -> Option<Form> {
+        let mut sum = self.clone();
+        sum.constant = sum.constant.checked_add(other.constant)?;
+        for (atom, c) in &other.terms {
+            let total = sum.terms.get(atom).copied().unwrap_or(0).checked_add(*c)?;
+            if total == 0 {
+                sum.terms.remove(atom);
+            } else {
+                sum.terms.insert(atom.clone(), total);
+            }
+        }
+        (sum.terms.len() <= MAX_TERMS).then_some(sum)
+    }
+
+    fn minus(&self, other: &Form) -> Option<Form> {
+        self.plus(&other.scaled(-1)?)
+    }
+
+    /// How deeply `Floor` and `Mod` nest (bounded by construction, so the walks below are shallow).
+    fn nesting(&self) -> usize {
+        self.terms
+            .keys()
+            .map(|atom| match atom {
+                Atom::Var(_) => 0,
+                Atom::Floor(inner, _) | Atom::Mod(inner, _) => inner.nesting() + 1,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every variable the form depends on.
+    fn vars(&self, out: &mut BTreeSet<usize>) {
+        for atom in self.terms.keys() {
+            match atom {
+                Atom::Var(id) => {
+                    out.insert(*id);
+                }
+                Atom::Floor(inner, _) | Atom::Mod(inner, _) => inner.vars(out),
+            }
+        }
+    }
+
+    fn var_set(&self) -> BTreeSet<usize> {
+        let mut vars = BTreeSet::new();
+        self.vars(&mut vars);
+        vars
+    }
+
+    /// Only variables, no `Floor` or `Mod`.
+    fn is_linear(&self) -> bool {
+        self.terms.keys().all(|atom| matches!(atom, Atom::Var(_)))
+    }
+
+    /// The value for the variables' `values` (`None` if one is missing or on overflow).
+    fn value(&self, values: &BTreeMap<usize, i64>) -> Option<i64> {
+        self.terms.iter().try_fold(self.constant, |sum, (atom, c)| {
+            let value = match atom {
+                Atom::Var(id) => *values.get(id)?,
+                Atom::Floor(inner, d) => inner.value(values)?.checked_div_euclid(*d)?,
+                Atom::Mod(inner, d) => inner.value(values)?.checked_rem_euclid(*d)?,
+            };
+            sum.checked_add(c.checked_mul(value)?)
+        })
+    }
+
+    /// The same constraint `self <= 0` with the sign chosen so the first term is positive, and whether it was flipped.
+    fn oriented(&self) -> Option<(Form, bool)> {
+        let first = *self.terms.values().next()?;
+        if first > 0 {
+            Some((self.clone(), false))
+        } else {
+            Some((self.scaled(-1)?, true))
+        }
+    }
+}
+
+/// A condition on several variables that holds in a scope: `form <= 0`, and
+/// where it could be made linear, `lo <= linear <= hi` (the `/`, `>>` and `%`
+/// of TVM's split-loop guards removed exactly).
+#[derive(Debug, Clone)]
+struct Guard {
+    form: Form,
+    linear: Option<(Form, i64, i64)>,
+    vars: BTreeSet<usize>,
+}
+
+/// `form <= 0` with one `floor(A / d)` removed exactly, if its coefficient
+/// allows: `c·floor(A/d) + P <= 0` becomes a condition on `A` and `P`.
+fn without_floor(form: &Form) -> Option<Form> {
+    // `A % d` is `A - d·floor(A/d)` for `A >= 0`.
+    if let Some((atom, c)) = form.terms.iter().find(|(atom, _)| matches!(atom, Atom::Mod(..))) {
+        let Atom::Mod(inner, d) = atom else { return None };
+        let mut rest = form.clone();
+        rest.terms.remove(atom);
+        let floor = Form::atom(Atom::Floor(inner.clone(), *d));
+        let expanded = inner.as_ref().minus(&floor.scaled(*d)?)?.scaled(*c)?;
+        return rest.plus(&expanded);
+    }
+    let (atom, c) = form.terms.iter().find(|(atom, _)| matches!(atom, Atom::Floor(..)))?;
+    let Atom::Floor(inner, d) = atom else { return None };
+    let (inner, d, c) = (inner.as_ref(), *d, *c);
+    let mut rest = form.clone();
+    rest.terms.remove(atom);
+    let magnitude = c.checked_abs()?;
+    if rest.terms.values().any(|coefficient| coefficient % magnitude != 0) {
+        return None;
+    }
+    let remainder = rest.constant.rem_euclid(magnitude);
+    let mut reduced = rest.clone();
+    reduced.constant -= remainder;
+    let reduced =
+        Form { terms: reduced.terms.iter().map(|(a, k)| (a.clone(), k / magnitude)).collect(), constant: reduced.constant / magnitude };
+    if c > 0 {
+        // floor(A/d) <= t - P'  ⇔  A + d·P' - d·(t + 1) + 1 <= 0, t = floor(-remainder / |c|).
+        let t = if remainder == 0 { 0 } else { -1 };
+        inner.plus(&reduced.scaled(d)?)?.plus(&Form::constant(d.checked_mul(t + 1)?.checked_neg()?.checked_add(1)?))
+    } else {
+        // floor(A/d) >= P' + t  ⇔  d·(P' + t) - A <= 0, t = ceil(remainder / |c|).
+        let t = i64::from(remainder != 0);
+        reduced.plus(&Form::constant(t))?.scaled(d)?.minus(inner)
+    }
+}
+
+impl Guard {
+    fn new(form: Form) -> Guard {
+        let mut linear = Some(form.clone());
+        for _ in 0..=2 * MAX_NESTING {
+            match linear {
+                Some(ref f) if !f.is_linear() => linear = without_floor(f),
+                _ => break,
+            }
+        }
+        let linear = linear.and_then(|f| {
+            let constant = f.constant;
+            let mut variable = f;
+            variable.constant = 0;
+            let (oriented, flipped) = variable.oriented()?;
+            let bound = constant.checked_neg()?;
+            Some(if flipped { (oriented, bound.checked_neg()?, i64::MAX) } else { (oriented, i64::MIN, bound) })
+        });
+        let vars = form.var_set();
+        Guard { form, linear, vars }
+    }
+}
+
 /// What a name stands for in the current scope.
 #[derive(Debug, Clone)]
 enum Binding {
     /// A loop variable, or a variable narrowed by a condition: every value lies in the interval.
     Int(Interval),
     /// An integer declared once from an expression (`int32_t cse_var_1 = (i2 * 3);`): its
-    /// range at the declaration, and the expression, re-read where a condition narrows
-    /// the names it reads (with the id each had then).
-    Let { declared: Interval, expr: Expr, seen: Vec<(String, Option<usize>)> },
+    /// range at the declaration, and its form over the variables it reads, kept so a
+    /// chain of temporaries is expanded once each and re-read under narrower ranges.
+    Let { declared: Interval, form: Option<Form> },
     /// The buffer (or a pointer into it), with the element type it is declared as.
     Buffer(Pointer),
     /// A `cmsis_nn_dims` (`{n, h, w, c}`): the element count of the tensor it describes.
@@ -321,14 +526,30 @@ impl Pointer {
     }
 }
 
-/// The bytes reached so far (`0..end`), and the element type of every access (`None`: several).
+/// The bytes reached so far (`0..end`), the element type of every access
+/// (`None`: several), and how far the accesses known to happen exactly reach.
 #[derive(Debug, Clone, Copy)]
 struct Reached {
     end: i64,
     dtype: Option<DType>,
+    exact_end: Option<i64>,
 }
 
-#[derive(Debug, Clone)]
+/// What holds in one block: its bindings, the guards on several variables, and
+/// whether every condition and loop that decides whether its code runs was followed.
+struct Scope {
+    bindings: Vec<(String, usize, Binding)>,
+    guards: Vec<Guard>,
+    followed: bool,
+}
+
+impl Scope {
+    fn of(bindings: Vec<(String, usize, Binding)>) -> Scope {
+        Scope { bindings, guards: Vec::new(), followed: true }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 enum Expr {
     Int(i64),
     Unknown,
@@ -356,7 +577,11 @@ struct Reader<'c> {
     depth: usize,
     mutated: BTreeSet<String>,
     /// Bindings by scope: name, id (kept by narrowings of the same variable), meaning.
-    scopes: Vec<Vec<(String, usize, Binding)>>,
+    scopes: Vec<Scope>,
+    /// Ids of loop variables: each takes every value of its range.
+    loop_vars: BTreeSet<usize>,
+    /// Guard values left to try in this function.
+    budget: std::cell::Cell<u64>,
     next_id: usize,
     /// How far the accesses reach.
     reached: Option<Reached>,
@@ -394,22 +619,51 @@ impl Reader<'_> {
     }
 
     fn lookup(&self, name: &str) -> Option<(usize, &Binding)> {
-        self.scopes.iter().rev().find_map(|scope| scope.iter().rev().find(|(n, _, _)| n == name).map(|(_, id, b)| (*id, b)))
+        self.scopes.iter().rev().find_map(|scope| scope.bindings.iter().rev().find(|(n, _, _)| n == name).map(|(_, id, b)| (*id, b)))
     }
 
-    /// The range of integer variable `name` here, a `let` re-read under the current (narrowed) ranges.
-    fn range(&mut self, name: &str) -> Option<(usize, Interval)> {
+    /// The innermost binding of variable `id`, and its name.
+    fn binding_of(&self, id: usize) -> Option<(&str, &Binding)> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.bindings.iter().rev().find(|(_, i, _)| *i == id).map(|(name, _, b)| (name.as_str(), b)))
+    }
+
+    /// The range of integer variable `name` here, a `let` re-read from its form under the current (narrowed) ranges.
+    fn range(&self, name: &str) -> Option<(usize, Interval)> {
         match self.lookup(name)? {
             (id, Binding::Int(range)) => Some((id, *range)),
-            (id, Binding::Let { declared, expr, seen }) => {
-                let (declared, expr) = (*declared, expr.clone());
-                // Re-read only when every name it read still means the same variable.
-                let same = seen.iter().all(|(name, id)| self.lookup(name).map(|(current, _)| current) == *id);
-                let now = if same { self.integer_of(&expr) } else { None };
-                Some((id, now.unwrap_or(declared)))
-            }
+            (id, Binding::Let { declared, form }) => Some((id, form.as_ref().and_then(|f| self.form_range(f)).unwrap_or(*declared))),
             _ => None,
         }
+    }
+
+    /// The range of variable `id` here.
+    fn id_range(&self, id: usize) -> Option<Interval> {
+        match self.binding_of(id)?.1 {
+            Binding::Int(range) => Some(*range),
+            Binding::Let { declared, .. } => Some(*declared),
+            _ => None,
+        }
+    }
+
+    /// The range of a form under the current ranges of its variables.
+    fn form_range(&self, form: &Form) -> Option<Interval> {
+        self.form_range_within(form, &BTreeMap::new())
+    }
+
+    /// As [`Self::form_range`], with some atoms known to lie in narrower ranges.
+    fn form_range_within(&self, form: &Form, narrowed: &BTreeMap<&Atom, Interval>) -> Option<Interval> {
+        form.terms.iter().try_fold(Interval::point(form.constant), |sum, (atom, c)| {
+            let range = match atom {
+                _ if narrowed.contains_key(atom) => *narrowed.get(atom)?,
+                Atom::Var(id) => self.id_range(*id)?,
+                Atom::Floor(inner, d) => self.form_range(inner)?.binary("/", Interval::point(*d))?,
+                Atom::Mod(inner, d) => self.form_range(inner)?.binary("%", Interval::point(*d))?,
+            };
+            sum.binary("+", range.binary("*", Interval::point(*c))?)
+        })
     }
 
     fn bind(&mut self, name: String, binding: Binding) {
@@ -420,7 +674,7 @@ impl Reader<'_> {
         let id = self.next_id;
         self.next_id += 1;
         if let Some(scope) = self.scopes.last_mut() {
-            scope.push((name, id, binding));
+            scope.bindings.push((name, id, binding));
         }
     }
 
@@ -431,8 +685,8 @@ impl Reader<'_> {
         result
     }
 
-    fn scoped<T>(&mut self, bindings: Vec<(String, usize, Binding)>, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
-        self.scopes.push(bindings);
+    fn scoped<T>(&mut self, scope: Scope, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        self.scopes.push(scope);
         let result = self.nested(f);
         self.scopes.pop();
         result
@@ -446,7 +700,7 @@ impl Reader<'_> {
         match self.peek()? {
             Token::Punct("{") => {
                 self.at += 1;
-                self.scoped(Vec::new(), |r| {
+                self.scoped(Scope::of(Vec::new()), |r| {
                     while !r.is("}") {
                         r.statement()?;
                     }
@@ -466,7 +720,7 @@ impl Reader<'_> {
                     self.scoped(narrowed, |r| r.statement())?;
                     if self.is_word("else") {
                         self.at += 1;
-                        self.statement()?;
+                        self.scoped(Scope { followed: false, ..Scope::of(Vec::new()) }, |r| r.statement())?;
                     }
                     Some(())
                 }
@@ -476,7 +730,7 @@ impl Reader<'_> {
                     let condition = self.expression()?;
                     self.expect(")")?;
                     self.evaluate(&condition);
-                    self.statement()
+                    self.scoped(Scope { followed: false, ..Scope::of(Vec::new()) }, |r| r.statement())
                 }
                 "case" | "default" => {
                     while !self.is(":") {
@@ -611,11 +865,7 @@ impl Reader<'_> {
                 Binding::Opaque
             }
             Value::Int(Some(declared)) if !pointer && INTEGER_TYPES.contains(&ty.trim_start_matches("const ")) => {
-                let mut names = Vec::new();
-                identifiers(init, &mut names);
-                let seen =
-                    names.into_iter().map(|name| (self.lookup(&name).map(|(id, _)| id), name)).map(|(id, name)| (name, id)).collect();
-                Binding::Let { declared, expr: init.clone(), seen }
+                Binding::Let { declared, form: self.form_of(init) }
             }
             _ => Binding::Opaque,
         }
@@ -625,11 +875,11 @@ impl Reader<'_> {
     fn for_loop(&mut self) -> Option<()> {
         self.at += 1;
         self.expect("(")?;
-        self.scoped(Vec::new(), |r| {
+        self.scoped(Scope::of(Vec::new()), |r| {
             let mut variable = None;
             if r.declaration_ahead() {
                 r.declaration()?;
-                if let Some((name, _, Binding::Let { declared, .. })) = r.scopes.last().and_then(|scope| scope.last()) {
+                if let Some((name, _, Binding::Let { declared, .. })) = r.scopes.last().and_then(|scope| scope.bindings.last()) {
                     variable = Some((name.clone(), declared.lo));
                 }
             } else if !r.is(";") {
@@ -649,78 +899,419 @@ impl Reader<'_> {
             if let Some(condition) = &condition {
                 r.evaluate(condition);
             }
-            let mut bindings = Vec::new();
+            let mut body = Scope { followed: false, ..Scope::of(Vec::new()) };
             if let (Some((name, lo)), Some(condition)) = (variable, &condition) {
                 let increments =
                     matches!(step.as_slice(), [Token::Punct("++"), Token::Ident(v)] | [Token::Ident(v), Token::Punct("++")] if *v == name);
                 let upper = r.upper_bound(condition, &name);
-                let binding = match upper {
-                    Some(hi) if increments => Binding::Int(Interval { lo, hi: hi.max(lo) }),
-                    _ => Binding::Opaque,
-                };
                 let id = r.next_id;
                 r.next_id += 1;
-                bindings.push((name, id, binding));
+                let binding = match upper {
+                    Some((hi, exact)) if increments => {
+                        // Every value of the range is taken when the loop runs at least once to a constant bound.
+                        body.followed = exact && hi >= lo;
+                        r.loop_vars.insert(id);
+                        Binding::Int(Interval { lo, hi: hi.max(lo) })
+                    }
+                    _ => Binding::Opaque,
+                };
+                body.bindings.push((name, id, binding));
             }
-            r.scoped(bindings, |r| r.statement())
+            r.scoped(body, |r| r.statement())
         })
     }
 
-    /// The largest value `name` takes while `condition` (`name < e`, `name <= e`) holds.
-    fn upper_bound(&mut self, condition: &Expr, name: &str) -> Option<i64> {
+    /// The largest value `name` takes while `condition` (`name < e`, `name <= e`)
+    /// holds, and whether `e` is a constant (the value is then taken).
+    fn upper_bound(&mut self, condition: &Expr, name: &str) -> Option<(i64, bool)> {
         let Expr::Binary(op, left, right) = condition else { return None };
         let Expr::Ident(variable) = left.as_ref() else { return None };
         if variable != name {
             return None;
         }
         let Value::Int(Some(bound)) = self.evaluate(right) else { return None };
+        let exact = bound.constant().is_some();
         match *op {
-            "<" => bound.hi.checked_sub(1),
-            "<=" => Some(bound.hi),
+            "<" => bound.hi.checked_sub(1).map(|hi| (hi, exact)),
+            "<=" => Some((bound.hi, exact)),
             _ => None,
         }
     }
 
-    /// Narrower ranges for the integer variables a condition bounds (`(1 <= i) && (i < 17)`).
-    fn narrowing(&mut self, condition: &Expr) -> Vec<(String, usize, Binding)> {
-        let mut narrowed: Vec<(String, usize, Binding)> = Vec::new();
+    /// What a condition says where it holds: narrower ranges for the variables it
+    /// bounds (`(1 <= i) && (i < 17)`), guards on several (`((o * 2) + (i >> 1)) < 5`),
+    /// and whether every part of it was understood.
+    fn narrowing(&mut self, condition: &Expr) -> Scope {
+        let mut scope = Scope::of(Vec::new());
         let mut pending = vec![condition];
         while let Some(expr) = pending.pop() {
-            let Expr::Binary(op, left, right) = expr else { continue };
+            let Expr::Binary(op, left, right) = expr else {
+                // Only a constant other than zero is known to hold.
+                scope.followed &= self.form_of(expr).and_then(|form| form.as_constant()).is_some_and(|value| value != 0);
+                continue;
+            };
             if *op == "&&" {
                 pending.extend([left.as_ref(), right.as_ref()]);
                 continue;
             }
-            // Written as `variable op bound`.
-            let (variable, bound, op) = match (left.as_ref(), right.as_ref()) {
-                (Expr::Ident(v), other) => (v, other, *op),
-                (other, Expr::Ident(v)) => match *op {
-                    "<" => (v, other, ">"),
-                    "<=" => (v, other, ">="),
-                    ">" => (v, other, "<"),
-                    ">=" => (v, other, "<="),
-                    _ => continue,
+            let one = Form::constant(1);
+            let constraints = match (self.form_of(left), self.form_of(right)) {
+                (Some(l), Some(r)) => match *op {
+                    "<" => vec![l.minus(&r).and_then(|d| d.plus(&one))],
+                    "<=" => vec![l.minus(&r)],
+                    ">" => vec![r.minus(&l).and_then(|d| d.plus(&one))],
+                    ">=" => vec![r.minus(&l)],
+                    "==" => vec![l.minus(&r), r.minus(&l)],
+                    _ => vec![None],
                 },
-                _ => continue,
+                _ => vec![None],
             };
-            let current = match narrowed.iter().rev().find(|(n, _, _)| n == variable) {
-                Some((_, id, Binding::Int(range))) => Some((*id, *range)),
-                _ => self.range(variable),
-            };
-            let (Some((id, range)), Value::Int(Some(bound))) = (current, self.evaluate(bound)) else { continue };
-            let range = match op {
-                "<" => bound.hi.checked_sub(1).map(|hi| Interval { lo: range.lo, hi: range.hi.min(hi) }),
-                "<=" => Some(Interval { lo: range.lo, hi: range.hi.min(bound.hi) }),
-                ">" => bound.lo.checked_add(1).map(|lo| Interval { lo: range.lo.max(lo), hi: range.hi }),
-                ">=" => Some(Interval { lo: range.lo.max(bound.lo), hi: range.hi }),
-                _ => None,
-            };
-            // An empty range: the branch never runs with these values; keep the old one.
-            if let Some(range) = range.filter(|r| r.lo <= r.hi) {
-                narrowed.push((variable.clone(), id, Binding::Int(range)));
+            for constraint in constraints {
+                match constraint {
+                    Some(form) => self.constrain(&mut scope, form),
+                    None => {
+                        scope.followed = false;
+                        self.narrow_by_interval(&mut scope, op, left, right);
+                    }
+                }
             }
         }
-        narrowed
+        scope
+    }
+
+    /// Adds `form <= 0` to what holds in `scope`: a narrower range when it bounds one variable, else a guard.
+    fn constrain(&mut self, scope: &mut Scope, form: Form) {
+        if let Some(value) = form.as_constant() {
+            // Always true, or never: a branch that never runs reaches nothing exactly.
+            scope.followed &= value <= 0;
+            return;
+        }
+        if let (true, [(Atom::Var(id), c)]) = (form.is_linear(), form.terms.iter().collect::<Vec<_>>().as_slice()) {
+            let (id, c, k) = (*id, **c, form.constant);
+            let current = match scope.bindings.iter().rev().find(|(_, i, _)| *i == id) {
+                Some((_, _, Binding::Int(range))) => Some(*range),
+                _ => self.id_range(id),
+            };
+            let name = self.binding_of(id).map(|(name, _)| name.to_string());
+            // Narrowed under its name only where the name still means this variable.
+            let visible = name.as_deref().and_then(|name| self.lookup(name)).is_some_and(|(seen, _)| seen == id);
+            if let (Some(range), Some(name), true) = (current, name, visible) {
+                // c·v + k <= 0: v <= floor(-k / c) for c > 0, v >= ceil(k / -c) for c < 0.
+                let narrowed = if c > 0 {
+                    k.checked_neg().map(|n| Interval { lo: range.lo, hi: range.hi.min(n.div_euclid(c)) })
+                } else {
+                    c.checked_neg()
+                        .zip(k.checked_neg())
+                        .and_then(|(m, n)| Some(Interval { lo: range.lo.max(n.div_euclid(m).checked_neg()?), hi: range.hi }))
+                };
+                match narrowed.filter(|r| r.lo <= r.hi) {
+                    Some(range) => scope.bindings.push((name, id, Binding::Int(range))),
+                    // An empty range: the branch never runs with these values; keep the old one.
+                    None => scope.followed = false,
+                }
+                return;
+            }
+        }
+        // Past the cap a guard is dropped: the reach stays sound, as an upper bound.
+        let guards = scope.guards.len() + self.scopes.iter().map(|s| s.guards.len()).sum::<usize>();
+        if guards < MAX_GUARDS {
+            scope.guards.push(Guard::new(form));
+        } else {
+            scope.followed = false;
+        }
+    }
+
+    /// `variable op bound` where the bound has no form: the variable's range narrowed by the bound's interval.
+    fn narrow_by_interval(&mut self, scope: &mut Scope, op: &str, left: &Expr, right: &Expr) {
+        let (variable, bound, op) = match (left, right) {
+            (Expr::Ident(v), other) => (v, other, op),
+            (other, Expr::Ident(v)) => match op {
+                "<" => (v, other, ">"),
+                "<=" => (v, other, ">="),
+                ">" => (v, other, "<"),
+                ">=" => (v, other, "<="),
+                _ => return,
+            },
+            _ => return,
+        };
+        let current = match scope.bindings.iter().rev().find(|(n, _, _)| n == variable) {
+            Some((_, id, Binding::Int(range))) => Some((*id, *range)),
+            _ => self.range(variable),
+        };
+        let (Some((id, range)), Value::Int(Some(bound))) = (current, self.evaluate(bound)) else { return };
+        let range = match op {
+            "<" => bound.hi.checked_sub(1).map(|hi| Interval { lo: range.lo, hi: range.hi.min(hi) }),
+            "<=" => Some(Interval { lo: range.lo, hi: range.hi.min(bound.hi) }),
+            ">" => bound.lo.checked_add(1).map(|lo| Interval { lo: range.lo.max(lo), hi: range.hi }),
+            ">=" => Some(Interval { lo: range.lo.max(bound.lo), hi: range.hi }),
+            _ => None,
+        };
+        // An empty range: the branch never runs with these values; keep the old one.
+        if let Some(range) = range.filter(|r| r.lo <= r.hi) {
+            scope.bindings.push((variable.clone(), id, Binding::Int(range)));
+        }
+    }
+
+    /// The quasi-affine form of an integer expression, if it has one.
+    fn form_of(&mut self, expr: &Expr) -> Option<Form> {
+        self.nested(|r| r.form_of_inner(expr))
+    }
+
+    fn form_of_inner(&mut self, expr: &Expr) -> Option<Form> {
+        match expr {
+            Expr::Int(value) => Some(Form::constant(*value)),
+            Expr::Ident(name) => match self.lookup(name)? {
+                (id, Binding::Int(_) | Binding::Let { form: None, .. }) => Some(Form::atom(Atom::Var(id))),
+                (_, Binding::Let { form: Some(form), .. }) => Some(form.clone()),
+                _ => None,
+            },
+            Expr::Unary("-", operand) => self.form_of(operand)?.scaled(-1),
+            Expr::Unary("+", operand) => self.form_of(operand),
+            Expr::Cast(ty, false, operand) if INTEGER_TYPES.contains(&ty.as_str()) => {
+                let form = self.form_of(operand)?;
+                fits(self.form_range(&form)?, ty).then_some(form)
+            }
+            Expr::Binary(op, left, right) => {
+                let (left, right) = (self.form_of(left)?, self.form_of(right)?);
+                let shift = || u32::try_from(right.as_constant()?).ok().filter(|s| *s < 62).map(|s| 1i64 << s);
+                match *op {
+                    "+" => left.plus(&right),
+                    "-" => left.minus(&right),
+                    "*" => match (left.as_constant(), right.as_constant()) {
+                        (Some(c), _) => right.scaled(c),
+                        (_, Some(c)) => left.scaled(c),
+                        _ => None,
+                    },
+                    "<<" => left.scaled(shift()?),
+                    ">>" => self.divided(left, shift()?, false),
+                    "/" => self.divided(left, right.as_constant().filter(|d| *d > 0)?, false),
+                    "%" => self.divided(left, right.as_constant().filter(|d| *d > 0)?, true),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// `floor(form / divisor)`, or `form % divisor`, of a form never below zero (where C's `/` and `%` are floor's).
+    fn divided(&self, form: Form, divisor: i64, remainder: bool) -> Option<Form> {
+        let range = self.form_range(&form)?;
+        if range.lo < 0 {
+            return None;
+        }
+        if let Some(value) = form.as_constant() {
+            return Some(Form::constant(if remainder { value % divisor } else { value / divisor }));
+        }
+        match (remainder, divisor == 1, range.hi < divisor) {
+            (true, true, _) | (false, false, true) => Some(Form::constant(0)),
+            (false, true, _) | (true, false, true) => Some(form),
+            _ if form.nesting() >= MAX_NESTING => None,
+            _ => {
+                let inner = Rc::new(form);
+                Some(Form::atom(if remainder { Atom::Mod(inner, divisor) } else { Atom::Floor(inner, divisor) }))
+            }
+        }
+    }
+
+    /// Whether the ends of a form's range are values it takes: its atoms read
+    /// distinct loop variables, and each atom's ends are taken.
+    fn independent(&self, form: &Form) -> bool {
+        let mut seen = BTreeSet::new();
+        form.terms.keys().all(|atom| {
+            let vars = Form::atom(atom.clone()).var_set();
+            let disjoint = vars.iter().all(|v| seen.insert(*v));
+            disjoint
+                && match atom {
+                    Atom::Var(id) => self.loop_vars.contains(id),
+                    Atom::Floor(inner, _) => self.independent(inner),
+                    // Every remainder is taken when the dividend runs through `divisor` consecutive values.
+                    Atom::Mod(inner, divisor) => {
+                        let single = matches!(inner.terms.iter().collect::<Vec<_>>().as_slice(), [(Atom::Var(_), c)] if c.abs() == 1);
+                        single && self.independent(inner) && self.form_range(inner).is_some_and(|r| r.hi - r.lo >= divisor - 1)
+                    }
+                }
+        })
+    }
+
+    /// Whether a linear form over loop variables takes every value between its ends.
+    fn contiguous(&self, linear: &Form) -> bool {
+        let mut terms = Vec::new();
+        for (atom, c) in &linear.terms {
+            let Atom::Var(id) = atom else { return false };
+            let Some(range) = self.id_range(*id).filter(|_| self.loop_vars.contains(id)) else { return false };
+            terms.push((c.unsigned_abs(), range.hi.abs_diff(range.lo)));
+        }
+        terms.sort_unstable();
+        let mut span: u64 = 0;
+        for (c, width) in terms {
+            if c > span.saturating_add(1) {
+                return false;
+            }
+            span = span.saturating_add(c.saturating_mul(width));
+        }
+        true
+    }
+
+    /// The ends of an index's values here, and whether both are taken: its form
+    /// within the guards, through clamps to a constant (`min(e, 9)`, `(e < 9) ? e : 9`).
+    fn index_ends(&mut self, index: &Expr) -> Option<(Interval, bool)> {
+        self.nested(|r| {
+            let clamp = match index {
+                Expr::Call(function, args) => match (function.as_str(), args.as_slice()) {
+                    ("min" | "max", [a, b]) => Some((function.as_str() == "min", a, b)),
+                    _ => None,
+                },
+                Expr::Ternary(condition, a, b) => match condition.as_ref() {
+                    Expr::Binary(op @ ("<" | "<=" | ">" | ">="), l, rr) if l == a && rr == b => {
+                        Some((op.starts_with('<'), a.as_ref(), b.as_ref()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some((is_min, a, b)) = clamp else {
+                let form = r.form_of(index)?;
+                return r.extremes(&form);
+            };
+            let (value, limit) = match (r.form_of(a).and_then(|f| f.as_constant()), r.form_of(b).and_then(|f| f.as_constant())) {
+                (None, Some(limit)) => (a, limit),
+                (Some(limit), None) => (b, limit),
+                _ => return None,
+            };
+            let (ends, exact) = r.index_ends(value)?;
+            let clamp = |v: i64| if is_min { v.min(limit) } else { v.max(limit) };
+            Some((Interval { lo: clamp(ends.lo), hi: clamp(ends.hi) }, exact))
+        })
+    }
+
+    /// The smallest and largest value of an index here within the guards that
+    /// hold, and whether both are taken by some run of the code (otherwise they are bounds).
+    fn extremes(&self, form: &Form) -> Option<(Interval, bool)> {
+        // The guards on the index's variables, directly or through other guards, and their variables.
+        let form_vars = form.var_set();
+        let mut vars = BTreeSet::new();
+        let mut relevant: Vec<&Guard> = Vec::new();
+        let mut rest: Vec<&Guard> = self.scopes.iter().flat_map(|scope| scope.guards.iter()).collect();
+        loop {
+            let (touching, other): (Vec<&Guard>, Vec<&Guard>) =
+                rest.into_iter().partition(|g| !g.vars.is_disjoint(&form_vars) || !g.vars.is_disjoint(&vars));
+            rest = other;
+            if touching.is_empty() {
+                break;
+            }
+            touching.iter().for_each(|g| vars.extend(g.vars.iter().copied()));
+            relevant.extend(touching);
+        }
+        if relevant.is_empty() {
+            return Some((self.form_range(form)?, self.independent(form)));
+        }
+        if let Some(found) = self.decomposed(form, &relevant).or_else(|| self.enumerated(form, &relevant, &vars)) {
+            return Some(found);
+        }
+        // A bound: guards on one part of the index (`1 <= (f % 34)`) narrow that part.
+        let mut narrowed: BTreeMap<&Atom, Interval> = BTreeMap::new();
+        for guard in &relevant {
+            let [(atom, &c)] = guard.form.terms.iter().collect::<Vec<_>>()[..] else { continue };
+            let Some(current) = narrowed.get(atom).copied().or_else(|| self.form_range(&Form::atom(atom.clone()))) else { continue };
+            let k = guard.form.constant;
+            let range = match c.signum() {
+                1 => k.checked_neg().map(|n| Interval { lo: current.lo, hi: current.hi.min(n.div_euclid(c)) }),
+                _ => c
+                    .checked_neg()
+                    .zip(k.checked_neg())
+                    .and_then(|(m, n)| Some(Interval { lo: current.lo.max(n.div_euclid(m).checked_neg()?), hi: current.hi })),
+            };
+            if let Some(range) = range.filter(|r| r.lo <= r.hi) {
+                narrowed.insert(atom, range);
+            }
+        }
+        Some((self.form_range_within(form, &narrowed)?, false))
+    }
+
+    /// Each guard's linear form `G` appears in the index as `λ·G`, over variables
+    /// no other guard reads and the rest of the index does not: the index's ends
+    /// are `λ·` the ends of `G` within the guard, plus the ends of the rest.
+    fn decomposed(&self, form: &Form, guards: &[&Guard]) -> Option<(Interval, bool)> {
+        let mut merged: Vec<(Form, i64, i64)> = Vec::new();
+        for guard in guards {
+            let (linear, lo, hi) = guard.linear.as_ref()?;
+            if let Some(same) = merged.iter_mut().find(|(f, _, _)| f == linear) {
+                same.1 = same.1.max(*lo);
+                same.2 = same.2.min(*hi);
+            } else if merged.iter().all(|(f, _, _)| f.var_set().is_disjoint(&guard.vars)) {
+                merged.push((linear.clone(), *lo, *hi));
+            } else {
+                return None;
+            }
+        }
+        let (mut rest, mut total, mut exact) = (form.clone(), Interval::point(0), true);
+        for (linear, lo, hi) in &merged {
+            let (first, c) = linear.terms.iter().next()?;
+            let scale = *form.terms.get(first)?;
+            if scale % c != 0 {
+                return None;
+            }
+            let part = linear.scaled(scale / c)?;
+            if part.terms.iter().any(|(atom, c)| form.terms.get(atom) != Some(c)) {
+                return None;
+            }
+            rest = rest.minus(&part)?;
+            let span = self.form_range(linear)?;
+            let within = Interval { lo: span.lo.max(*lo), hi: span.hi.min(*hi) };
+            if within.lo > within.hi {
+                return None;
+            }
+            exact &= self.contiguous(linear);
+            total = total.binary("+", within.binary("*", Interval::point(scale / c))?)?;
+        }
+        let guarded: BTreeSet<usize> = merged.iter().flat_map(|(f, _, _)| f.var_set()).collect();
+        if !rest.var_set().is_disjoint(&guarded) {
+            return None;
+        }
+        Some((total.binary("+", self.form_range(&rest)?)?, exact && self.independent(&rest)))
+    }
+
+    /// Every value of the guards' variables tried, when there are few: the
+    /// index's ends where every guard holds.
+    fn enumerated(&self, form: &Form, guards: &[&Guard], vars: &BTreeSet<usize>) -> Option<(Interval, bool)> {
+        let (mut inside, mut rest) = (Form::constant(0), Form::constant(form.constant));
+        for (atom, c) in &form.terms {
+            let part = Form { terms: BTreeMap::from([(atom.clone(), *c)]), constant: 0 };
+            let atom_vars = part.var_set();
+            if atom_vars.is_subset(vars) {
+                inside = inside.plus(&part)?;
+            } else if atom_vars.is_disjoint(vars) {
+                rest = rest.plus(&part)?;
+            } else {
+                return None;
+            }
+        }
+        let ranges: Vec<(usize, Interval)> = vars.iter().map(|id| Some((*id, self.id_range(*id)?))).collect::<Option<_>>()?;
+        let count = ranges.iter().try_fold(1u64, |n, (_, r)| n.checked_mul(r.hi.abs_diff(r.lo).checked_add(1)?))?;
+        let cost = count.checked_mul(guards.len() as u64 + 1)?;
+        if count > MAX_ENUMERATION || cost > self.budget.get() {
+            return None;
+        }
+        self.budget.set(self.budget.get() - cost);
+        let mut values: BTreeMap<usize, i64> = ranges.iter().map(|(id, r)| (*id, r.lo)).collect();
+        let mut found: Option<Interval> = None;
+        'values: loop {
+            if guards.iter().all(|g| g.form.value(&values).is_some_and(|v| v <= 0)) {
+                let value = Interval::point(inside.value(&values)?);
+                found = Some(found.map_or(value, |f| f.hull(value)));
+            }
+            for (id, range) in &ranges {
+                let value = values.get_mut(id)?;
+                if *value < range.hi {
+                    *value += 1;
+                    continue 'values;
+                }
+                *value = range.lo;
+            }
+            break;
+        }
+        let exact = vars.iter().all(|id| self.loop_vars.contains(id)) && self.independent(&rest);
+        Some((found?.binary("+", self.form_range(&rest)?)?, exact))
     }
 
     // Expressions, by C precedence.
@@ -769,8 +1360,14 @@ impl Reader<'_> {
         ];
         let Some(ops) = LEVELS.get(level) else { return self.unary() };
         let mut left = self.nested(|r| r.binary(level + 1))?;
+        // A chain `a + b + c ...` nests as deeply as it is long: it counts towards the depth limit.
+        let mut chained = 0;
         while let Some(Token::Punct(op)) = self.peek() {
             let Some(op) = ops.iter().find(|o| *o == op) else { break };
+            chained += 1;
+            if self.depth + chained > MAX_DEPTH {
+                return None;
+            }
             self.at += 1;
             let right = self.nested(|r| r.binary(level + 1))?;
             left = Expr::Binary(op, Box::new(left), Box::new(right));
@@ -820,7 +1417,10 @@ impl Reader<'_> {
 
     fn postfix(&mut self) -> Option<Expr> {
         let mut expr = self.primary()?;
-        loop {
+        for chained in 1.. {
+            if self.depth + chained > MAX_DEPTH {
+                return None;
+            }
             if self.is("[") {
                 self.at += 1;
                 let index = self.expression()?;
@@ -851,6 +1451,7 @@ impl Reader<'_> {
                 return Some(expr);
             }
         }
+        None
     }
 
     fn primary(&mut self) -> Option<Expr> {
@@ -908,8 +1509,10 @@ impl Reader<'_> {
         )
     }
 
-    /// An access to elements `index` of type `dtype` through pointer `at`.
-    fn access(&mut self, at: Pointer, index: Option<Interval>, dtype: Option<DType>) {
+    /// An access to elements `index` of type `dtype` through pointer `at`;
+    /// `exact`: some run of the code reaches both ends of `index`.
+    fn access(&mut self, at: Pointer, index: Option<Interval>, dtype: Option<DType>, exact: bool) {
+        let exact = exact && at.offset.constant().is_some() && self.scopes.iter().all(|scope| scope.followed);
         let bytes = |index: Interval, dtype: DType| {
             let size = i64::try_from(dtype.size_bytes()).ok()?;
             let first = at.offset.lo.checked_add(index.lo.checked_mul(size)?)?;
@@ -918,9 +1521,14 @@ impl Reader<'_> {
         };
         match index.zip(dtype).and_then(|(index, dtype)| Some((bytes(index, dtype)?, dtype))) {
             Some((end, dtype)) => {
+                let exact_end = exact.then_some(end);
                 self.reached = Some(match self.reached {
-                    Some(seen) => Reached { end: seen.end.max(end), dtype: seen.dtype.filter(|&seen| seen == dtype) },
-                    None => Reached { end, dtype: Some(dtype) },
+                    Some(seen) => Reached {
+                        end: seen.end.max(end),
+                        dtype: seen.dtype.filter(|&seen| seen == dtype),
+                        exact_end: seen.exact_end.max(exact_end),
+                    },
+                    None => Reached { end, dtype: Some(dtype), exact_end },
                 })
             }
             None => self.unknown = true,
@@ -1016,7 +1624,8 @@ impl Reader<'_> {
                 self.consume(condition);
                 let narrowed = self.narrowing(condition);
                 let then = self.scoped(narrowed, |r| r.integer_of(then).map(Some)).flatten();
-                let otherwise = self.integer_of(otherwise);
+                let otherwise =
+                    self.scoped(Scope { followed: false, ..Scope::of(Vec::new()) }, |r| r.integer_of(otherwise).map(Some)).flatten();
                 Value::Int(then.zip(otherwise).map(|(a, b)| a.hull(b)))
             }
             Expr::Cast(ty, pointer, operand) => match (self.evaluate(operand), pointer) {
@@ -1029,9 +1638,18 @@ impl Reader<'_> {
                 _ => UNKNOWN,
             },
             Expr::Index(base, index) => {
-                let index = self.integer_of(index);
+                let range = self.integer_of(index);
+                let ends = self.index_ends(index);
                 match self.evaluate(base) {
-                    Value::Buffer(at) => self.access(at, index, at.dtype),
+                    Value::Buffer(at) => {
+                        // The guards may narrow the index's range further, and tell whether its ends are reached.
+                        let (range, exact) = match (range, ends) {
+                            (Some(range), Some((ends, exact))) if range.lo <= ends.lo && ends.hi <= range.hi => (Some(ends), exact),
+                            (None, Some((ends, exact))) => (Some(ends), exact),
+                            (range, _) => (range, false),
+                        };
+                        self.access(at, range, at.dtype, exact)
+                    }
                     Value::DimsAddress(_) | Value::Int(_) => {}
                 }
                 UNKNOWN
@@ -1041,18 +1659,27 @@ impl Reader<'_> {
                 for (position, value) in values.iter().enumerate() {
                     let Value::Buffer(at) = *value else { continue };
                     match self.external(function, position, &values) {
-                        Some(elements) => self.access(at, elements.checked_sub(1).map(|hi| Interval { lo: 0, hi }), at.dtype),
+                        Some(elements) => self.access(at, elements.checked_sub(1).map(|hi| Interval { lo: 0, hi }), at.dtype, true),
                         None => match (self.callee)(function, position) {
                             Some(Use::Untouched) => {}
                             Some(Use::Reaches(reach)) => {
                                 let last = i64::try_from(reach.elements).ok().and_then(|e| e.checked_sub(1));
-                                self.access(at, last.map(|hi| Interval { lo: 0, hi }), Some(reach.dtype))
+                                self.access(at, last.map(|hi| Interval { lo: 0, hi }), Some(reach.dtype), reach.exact)
                             }
                             None => self.unknown = true,
                         },
                     }
                 }
-                UNKNOWN
+                // Clamps (`min(i, 9)`, `max(i - 1, 0)`) as TVM's C prints them.
+                match (function.as_str(), values.as_slice()) {
+                    ("min", [Value::Int(Some(a)), Value::Int(Some(b))]) => {
+                        Value::Int(Some(Interval { lo: a.lo.min(b.lo), hi: a.hi.min(b.hi) }))
+                    }
+                    ("max", [Value::Int(Some(a)), Value::Int(Some(b))]) => {
+                        Value::Int(Some(Interval { lo: a.lo.max(b.lo), hi: a.hi.max(b.hi) }))
+                    }
+                    _ => UNKNOWN,
+                }
             }
             Expr::Member(base) => {
                 self.consume(base);
@@ -1083,21 +1710,6 @@ impl Reader<'_> {
             _ => None,
         }?;
         i64::try_from(elements).ok()
-    }
-}
-
-/// The names an expression reads.
-fn identifiers(expr: &Expr, names: &mut Vec<String>) {
-    match expr {
-        Expr::Ident(name) => names.push(name.clone()),
-        Expr::Int(_) | Expr::Unknown => {}
-        Expr::Unary(_, a) | Expr::Cast(_, _, a) | Expr::Member(a) => identifiers(a, names),
-        Expr::Binary(_, a, b) | Expr::Index(a, b) => {
-            identifiers(a, names);
-            identifiers(b, names);
-        }
-        Expr::Ternary(a, b, c) => [a, b, c].into_iter().for_each(|e| identifiers(e, names)),
-        Expr::Call(_, items) | Expr::Braces(items) => items.iter().for_each(|e| identifiers(e, names)),
     }
 }
 
@@ -1186,8 +1798,8 @@ mod tests {
         let body =
             "if (op_a(x_buffer_var, sid_1_let, ws) != 0 ) return -1;\n  if (op_b(sid_1_let, x_buffer_var) != 0 ) return -1;\n  return 0;\n";
         let callee = |function: &str, position: usize| match (function, position) {
-            ("op_a", 0) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 240, dtype })),
-            ("op_b", 1) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 100, dtype })),
+            ("op_a", 0) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 240, dtype, exact: true })),
+            ("op_b", 1) => DType::parse("int8").ok().map(|dtype| Use::Reaches(Reach { elements: 100, dtype, exact: true })),
             ("op_d", 0) => Some(Use::Untouched),
             _ => None,
         };
@@ -1216,11 +1828,135 @@ mod tests {
         assert_eq!(elements("float* x", "((int8_t*)x)[0] = 1;\n x[1] = 0.0f;\n", "x"), None);
         // A pointer passed on reaches what the callee reaches, from its offset.
         let callee = |function: &str, position: usize| match (function, position) {
-            ("op", 0) => DType::parse("float32").ok().map(|dtype| Use::Reaches(Reach { elements: 10, dtype })),
+            ("op", 0) => DType::parse("float32").ok().map(|dtype| Use::Reaches(Reach { elements: 10, dtype, exact: true })),
             _ => None,
         };
         let found = reach("uint8_t* pool", "void* sid_1_let = (&(pool[5120]));\n op(sid_1_let);\n", "pool", &callee);
         assert_eq!(found.map(|r| (r.elements, r.dtype.to_string())), Some((1290, "float32".into())));
+    }
+
+    /// Elements reached in `x` (int8) and whether the reach is exact.
+    fn exact_reach(body: &str) -> Option<(u64, bool)> {
+        reach("int8_t* x, int32_t n", body, "x", &none).map(|r| (r.elements, r.exact))
+    }
+
+    /// A loop of extent 10 split by 4 inside a loop of 49, with `guard` around `x[index]`.
+    fn split_by_four(guard: &str, index: &str) -> String {
+        format!(
+            "for (int32_t ax0 = 0; ax0 < 49; ++ax0) {{\n  for (int32_t ax3_outer = 0; ax3_outer < 3; ++ax3_outer) {{\n\
+             for (int32_t ax3_inner = 0; ax3_inner < 4; ++ax3_inner) {{\n  if ({guard}) {{\n\
+             int32_t cse_var_1 = {index};\n  x[cse_var_1] = (int8_t)1;\n  }}\n  }}\n  }}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn split_loop_guards_give_the_exact_reach() {
+        let index = "(((ax0 * 10) + (ax3_outer * 4)) + ax3_inner)";
+        // TVM writes the tail guard of a split directly, shifted, divided, or scaled by its simplifier.
+        for guard in [
+            "((ax3_outer * 4) + ax3_inner) < 10",
+            "(ax3_inner + (ax3_outer * 4)) <= 9",
+            "10 > ((ax3_outer * 4) + ax3_inner)",
+            "((ax3_outer * 2) + (ax3_inner >> 1)) < 5",
+            "((ax3_outer * 2) + (ax3_inner / 2)) < 5",
+            "(((ax3_outer * 4) + ax3_inner) >> 1) < 5",
+            "(ax3_outer < 2) || (ax3_inner < 2)",
+        ] {
+            let found = exact_reach(&split_by_four(guard, index));
+            let expected = if guard.contains("||") { (492, false) } else { (490, true) };
+            assert_eq!(found, Some(expected), "{guard}");
+        }
+        // Without the guard the loop reaches 492 elements, exactly.
+        assert_eq!(exact_reach(&split_by_four("1", index)), Some((492, true)));
+        // The guard on a temporary the index reads.
+        let body = "for (int32_t o = 0; o < 3; ++o) {\n for (int32_t i = 0; i < 4; ++i) {\n int32_t cse_var_2 = ((o * 4) + i);\n\
+                    if (cse_var_2 < 10) {\n x[cse_var_2] = (int8_t)0;\n }\n }\n}\n";
+        assert_eq!(exact_reach(body), Some((10, true)));
+        // The same guard in a ternary.
+        let body = "for (int32_t o = 0; o < 3; ++o) {\n for (int32_t i = 0; i < 4; ++i) {\n\
+                    y[((o * 4) + i)] = ((((o * 2) + (i >> 1)) < 5) ? x[((o * 4) + i)] : (int8_t)0);\n }\n}\n";
+        assert_eq!(exact_reach(body), Some((10, true)));
+        // [1, 32, 56, 56] read through a layout transform's split of 56 by 16.
+        let body = "for (int32_t c = 0; c < 32; ++c) {\n for (int32_t h = 0; h < 56; ++h) {\n\
+                    for (int32_t ax3_outer = 0; ax3_outer < 4; ++ax3_outer) {\n for (int32_t ax3_inner = 0; ax3_inner < 16; ++ax3_inner) {\n\
+                    if (((ax3_outer * 2) + (ax3_inner >> 3)) < 7) {\n\
+                    int32_t cse_var_1 = ((((c * 3136) + (h * 56)) + (ax3_outer * 16)) + ax3_inner);\n\
+                    x[cse_var_1] = (int8_t)0;\n }\n }\n }\n }\n}\n";
+        assert_eq!(exact_reach(body), Some((32 * 56 * 56, true)));
+    }
+
+    #[test]
+    fn nested_splits_fused_loops_and_clamps() {
+        // Extent 13 split by 8 then by 4: both guards, or the inner one scaled.
+        let nest = |guard: &str| {
+            format!(
+                "for (int32_t o1 = 0; o1 < 2; ++o1) {{\n for (int32_t o2 = 0; o2 < 2; ++o2) {{\n for (int32_t i = 0; i < 4; ++i) {{\n\
+                 if ({guard}) {{\n x[(((o1 * 8) + (o2 * 4)) + i)] = (int8_t)0;\n }}\n }}\n }}\n}}\n"
+            )
+        };
+        assert_eq!(exact_reach(&nest("((((o1 * 2) + o2) < 4) && ((((o1 * 8) + (o2 * 4)) + i) < 13))")), Some((13, true)));
+        assert_eq!(exact_reach(&nest("((((o1 * 4) + (o2 * 2)) + (i >> 1)) < 7)")), Some((14, true)));
+        assert_eq!(exact_reach(&nest("((((o1 * 2) + ((o2 * 4 + i) >> 2)) * 2) < 7)")), Some((16, true)));
+        // A fused loop split again: `%` and `/` of the fused variable in guard and index.
+        let fused = "for (int32_t f = 0; f < 147; ++f) {\n for (int32_t i = 0; i < 4; ++i) {\n\
+                     if ((((f % 3) * 4) + i) < 10) {\n x[((((f / 3) * 10) + ((f % 3) * 4)) + i)] = (int8_t)0;\n }\n }\n}\n";
+        assert_eq!(exact_reach(fused), Some((490, true)));
+        // Clamps to a constant, as a call or a ternary.
+        let clamp = "for (int32_t o = 0; o < 3; ++o) {\n for (int32_t i = 0; i < 4; ++i) {\n\
+                     x[min(((o * 4) + i), 9)] = (int8_t)0;\n x[((((o * 4) + i) < 7) ? ((o * 4) + i) : 7)] = (int8_t)0;\n }\n}\n";
+        assert_eq!(exact_reach(clamp), Some((10, true)));
+        // A guard the reader cannot follow exactly keeps a sound upper bound.
+        let wide = "for (int32_t f = 0; f < 100000; ++f) {\n for (int32_t i = 0; i < 8; ++i) {\n\
+                    if ((((f % 7) * 8) + i) < 50) {\n x[((f * 8) + i)] = (int8_t)0;\n }\n }\n}\n";
+        assert_eq!(exact_reach(wide), Some((800_000, false)));
+        let unknown_guard = "for (int32_t i = 0; i < 8; ++i) {\n if (i != n) {\n x[i] = (int8_t)0;\n }\n}\n";
+        assert_eq!(exact_reach(unknown_guard), Some((8, false)));
+        // A loop whose bound is a run-time value: unknown, as before.
+        assert_eq!(exact_reach("for (int32_t i = 0; i < n; ++i) { x[i] = (int8_t)0; }\n"), None);
+    }
+
+    #[test]
+    fn chained_temporaries_and_deep_text_take_linear_time() {
+        let started = std::time::Instant::now();
+        // Each temporary reads the previous one twice: expanded textually this doubles per level.
+        let mut body = String::from("for (int32_t i = 0; i < 4; ++i) {\n  int32_t t0 = i;\n");
+        for level in 1..=60 {
+            body += &format!("  int32_t t{level} = ((t{p} + t{p}) - t{p});\n", p = level - 1);
+        }
+        body += "  if (t60 < 3) {\n    x[t60] = (int8_t)0;\n  }\n}\n";
+        assert_eq!(exact_reach(&body), Some((3, true)));
+        // Temporaries without a linear form (ternaries) are kept as their range.
+        let mut body = String::from("for (int32_t i = 0; i < 4; ++i) {\n  int32_t t0 = i;\n");
+        for level in 1..=60 {
+            body += &format!("  int32_t t{level} = ((t{p} < 2) ? t{p} : t{p});\n", p = level - 1);
+        }
+        body += "  x[t60] = (int8_t)0;\n}\n";
+        assert_eq!(exact_reach(&body).map(|(elements, _)| elements), Some(4));
+        // Shifts of shifts nest a bounded number of times, then stay intervals.
+        let mut body = String::from("for (int32_t i = 0; i < 4096; ++i) {\n  int32_t t0 = i;\n");
+        for level in 1..=60 {
+            body += &format!("  int32_t t{level} = ((t{p} >> 1) + (t{p} >> 2));\n", p = level - 1);
+        }
+        body += "  x[t60] = (int8_t)0;\n}\n";
+        assert!(exact_reach(&body).is_some());
+        // Long chains and deep nesting are refused by the depth limit, not the stack.
+        let chain = format!("x[{}0] = (int8_t)0;\n", "1 + ".repeat(200_000));
+        assert_eq!(exact_reach(&chain), None);
+        let conjuncts = format!("if ({}1) {{ x[0] = (int8_t)0; }}\n", "1 && ".repeat(200_000));
+        assert_eq!(exact_reach(&conjuncts), None);
+        let subscripts = format!("x[0]{} = 1;\n", "[0]".repeat(200_000));
+        assert_eq!(exact_reach(&subscripts), None);
+        // Many guards on several variables at once: capped, the reach stays a sound bound.
+        let mut body = String::from("for (int32_t i = 0; i < 64; ++i) {\n for (int32_t j = 0; j < 64; ++j) {\n");
+        for level in 0..20 {
+            let guard = |a: i64, b: i64| format!("((((i * {a}) + (j * {b})) + {level}) < 1000)");
+            body += &format!("if ({} && {} && {} && {}) {{\n", guard(2, 1), guard(1, 2), guard(3, 1), guard(1, 3));
+        }
+        body += &format!("x[((i * 64) + j)] = (int8_t)0;\n{}", "}\n".repeat(22));
+        assert_eq!(exact_reach(&body), Some((4096, false)));
+        let parens = format!("x[{}0{}] = (int8_t)0;\n", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(exact_reach(&parens), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     }
 
     #[test]

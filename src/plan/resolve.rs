@@ -691,6 +691,17 @@ impl TensorResolver<'_> {
         Some((reach.bytes()?, reach.dtype, source))
     }
 
+    /// How the warnings say what the code reaches in entry argument `position`:
+    /// exactly, or at most (a guard or index the reader does not follow exactly).
+    fn reaches_words(&self, position: usize) -> &'static str {
+        let exact = self.reach.get().and_then(|found| *found.as_ref()?.1.get(position)?).is_some_and(|reach| reach.exact);
+        if exact {
+            "reaches"
+        } else {
+            "reaches at most (an upper bound)"
+        }
+    }
+
     /// One size from the sizes the sources state: the one they all give, or
     /// the one all but one give (the odd one is reported); otherwise a refusal
     /// naming each value and its source, since a buffer sized from the wrong
@@ -735,8 +746,11 @@ impl TensorResolver<'_> {
         match self.code_size(position) {
             Some((bytes, _, code_source)) if bytes > agreed.0 => {
                 crate::plan::warn(format!(
-                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
-                    self.meta.name, agreed.1, agreed.0
+                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code {} {bytes} bytes; {bytes} bytes are used",
+                    self.meta.name,
+                    agreed.1,
+                    agreed.0,
+                    self.reaches_words(position)
                 ));
                 (bytes, format!("{code_source}, not {} ({} bytes)", agreed.1, agreed.0))
             }
@@ -751,8 +765,11 @@ impl TensorResolver<'_> {
         match self.code_size(position) {
             Some((bytes, _, code_source)) if bytes != stated.0 => {
                 crate::plan::warn(format!(
-                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
-                    self.meta.name, stated.1, stated.0
+                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code {} {bytes} bytes; {bytes} bytes are used",
+                    self.meta.name,
+                    stated.1,
+                    stated.0,
+                    self.reaches_words(position)
                 ));
                 (bytes, format!("{code_source}, not {} ({} bytes)", stated.1, stated.0))
             }
