@@ -691,11 +691,33 @@ impl TensorResolver<'_> {
         Some((reach.bytes()?, reach.dtype, source))
     }
 
+    /// Whether the code's reach into entry argument `position` is exact (every
+    /// guard and index around it followed), not an upper bound.
+    fn reach_is_exact(&self, position: usize) -> bool {
+        self.reach.get().and_then(|found| *found.as_ref()?.1.get(position)?).is_some_and(|reach| reach.exact)
+    }
+
+    /// A tensor no file sizes, whose code shows only an upper bound: a size
+    /// from it would be a guess, so the user is asked to state one.
+    fn no_size_but_a_bound(&self, kind: &str, name: &str, bound: u64) -> Error {
+        let entry = self.reach.get().and_then(|found| Some(found.as_ref()?.0.clone())).unwrap_or_default();
+        let size_macro = format!("TVMGEN_{}_{}_SIZE", self.meta.name.to_uppercase(), name.to_uppercase());
+        Error::new(
+            ErrorKind::Metadata,
+            format!(
+                "{kind} `{name}` of module `{}` has no size in any file, and the code of the operators `{entry}` passes it to \
+                 reaches at most {bound} bytes into it, an upper bound (a guard or index mlf-build does not follow exactly)",
+                self.meta.name
+            ),
+        )
+        .in_file(self.file)
+        .help(format!("state the tensor's size in bytes in the interface header: `#define {size_macro} <bytes>`"))
+    }
+
     /// How the warnings say what the code reaches in entry argument `position`:
     /// exactly, or at most (a guard or index the reader does not follow exactly).
     fn reaches_words(&self, position: usize) -> &'static str {
-        let exact = self.reach.get().and_then(|found| *found.as_ref()?.1.get(position)?).is_some_and(|reach| reach.exact);
-        if exact {
+        if self.reach_is_exact(position) {
             "reaches"
         } else {
             "reaches at most (an upper bound)"
@@ -709,7 +731,12 @@ impl TensorResolver<'_> {
     fn reconcile(&self, kind: &str, name: &str, mut sizes: Vec<(u64, String)>, position: usize) -> Result<Option<(u64, String)>> {
         let stated = sizes.len();
         if stated == 0 {
-            sizes.extend(self.code_size(position).map(|(bytes, _, source)| (bytes, source)));
+            if let Some((bytes, _, source)) = self.code_size(position) {
+                if !self.reach_is_exact(position) {
+                    return Err(self.no_size_but_a_bound(kind, name, bytes));
+                }
+                sizes.push((bytes, source));
+            }
         }
         // A size no target can hold is refused as such, before sources are compared.
         for (size, source) in &sizes {
