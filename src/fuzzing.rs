@@ -103,7 +103,7 @@ pub fn relay(bytes: &[u8]) -> Result<()> {
 /// as the footprint reads them.
 pub fn object(bytes: &[u8]) -> Result<()> {
     let mut program = stack::Program::default();
-    program.add_object("default_lib0.o", bytes, Some("default_lib0.c:1:5:tvmgen_default_run\t16\tstatic\n"));
+    program.add_object("default_lib0.o", bytes, Some("default_lib0.c:1:5:tvmgen_default_run\t16\tstatic\n"))?;
     let _ = program.bound("tvmgen_default_run");
     let scratch = Scratch::new()?;
     let object = scratch.path.join("default_lib0.o");
