@@ -24,6 +24,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("sources", fuzzing::sources),
     ("relay", fuzzing::relay),
     ("object", fuzzing::object),
+    ("stack", fuzzing::stack),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.

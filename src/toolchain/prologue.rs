@@ -366,8 +366,8 @@ fn thumb32_writes_sp(hw1: u16, hw2: u16) -> bool {
             }
         }
         // Data processing with an immediate (handled above); branches and miscellaneous control.
-        0b1111000 | 0b1111001 | 0b1111010 | 0b1111011 if hw2 & 0x8000 == 0 => rd == 13,
-        0b1111000 | 0b1111001 | 0b1111010 | 0b1111011 => {
+        0b1111000..=0b1111011 if hw2 & 0x8000 == 0 => rd == 13,
+        0b1111000..=0b1111011 => {
             let (msr, mrs) = (hw1 & 0xffe0 == 0xf380 && hw2 & 0xd000 == 0x8000, hw1 & 0xffe0 == 0xf3e0 && hw2 & 0xd000 == 0x8000);
             // MSP, PSP, CONTROL and their non-secure aliases; a banked register (A-profile) may be any sp.
             let sysm = hw2 & 0x7f;

@@ -1230,6 +1230,30 @@ fn strong_definitions(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The bound of `f0` in a program of functions `f0`..`f4095` read from
+/// `bytes` (for the `stack` fuzz target): each 4 bytes are a call from one
+/// function to another (little-endian 12-bit numbers), one numbered past
+/// the functions being a call to `memcpy`; function `i` has an `8 * i`-byte frame.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn graph_bound(bytes: &[u8]) -> StackBound {
+    const FUNCTIONS: usize = 4096;
+    let mut program = Program::default();
+    for node in 0..FUNCTIONS {
+        let name = format!("f{node}");
+        program.global_functions.insert(name.clone(), node);
+        let frame = Frame::Bytes(8 * node as u64);
+        let (calls, references) = (BTreeSet::new(), BTreeSet::new());
+        program.functions.push(Function { name, frame, calls, references, library: None, undecoded: None });
+    }
+    for edge in bytes.chunks_exact(4) {
+        let number = |at: usize| usize::from(u16::from_le_bytes([edge[at], edge[at + 1]]) & 0x1fff);
+        let (from, to) = (number(0) % FUNCTIONS, number(2));
+        let target = if to < FUNCTIONS { Target::Function(to) } else { Target::Global("memcpy".to_string()) };
+        program.functions[from].calls.insert(target);
+    }
+    program.bound("f0")
+}
+
 /// The objects object list `list` (its text) names, with where each comes from.
 fn listed<'t>(list: &Path, text: &'t str) -> Result<Vec<(Provenance, &'t Path)>> {
     compile::listed_objects(text).collect::<Option<Vec<_>>>().ok_or_else(|| {
