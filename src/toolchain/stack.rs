@@ -1772,4 +1772,54 @@ mod tests {
         assert_eq!(bound.bytes, Some(8 * 200_000 + 32), "{:?}", bound.unknown);
         assert_eq!(bound.path.len(), 200_001);
     }
+
+    /// Assembles `text` with the host compiler; `None` (after a SKIP line) without one.
+    fn assembled(name: &str, text: &str) -> Option<Vec<u8>> {
+        let dir = crate::test_support::scratch(name);
+        std::fs::write(dir.join("code.s"), text).unwrap();
+        let status = std::process::Command::new("cc").args(["-c", "code.s", "-o", "code.o"]).current_dir(&dir).status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no host C compiler (cc)");
+            return None;
+        }
+        Some(std::fs::read(dir.join("code.o")).unwrap())
+    }
+
+    /// 30 000 functions in one section, each calling the next, and 30 000
+    /// cold parts: read in linear time (every relocation recorded once).
+    #[test]
+    fn many_functions_in_one_section_are_read_in_linear_time() {
+        const COUNT: usize = 30_000;
+        let mut text = String::from(".text\n");
+        let mut usage = String::new();
+        for i in 0..COUNT {
+            text +=
+                &format!(".globl f{i}\n.type f{i},@function\nf{i}:\ncall f{}\nret\n.type f{i}.cold,@function\nf{i}.cold:\nret\n", i + 1);
+            usage += &format!("code.c:1:1:f{i}\t16\tstatic\n");
+        }
+        let Some(object) = assembled("stack-many-functions", &text) else { return };
+        let started = std::time::Instant::now();
+        let mut program = Program::default();
+        program.add_object("code.o", &object, Some(&usage)).unwrap();
+        let bound = program.bound("f0");
+        // They share their code, so each may call any: a cycle.
+        assert!(bound.unknown.as_deref().is_some_and(|why| why.contains("recursion")), "{bound:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    /// A prebuilt object defining a symbol this build's own code defines is refused, naming both.
+    #[test]
+    fn a_prebuilt_object_defining_mlf_builds_symbols_is_refused() {
+        let text = ".text\n.globl TVMPlatformAbort\n.type TVMPlatformAbort,@function\nTVMPlatformAbort:\nret\n";
+        let Some(object) = assembled("stack-collision", text) else { return };
+        let dir = crate::test_support::scratch("stack-collision-lists");
+        let (ours, theirs) = (dir.join("support.o"), dir.join("default_lib0.o"));
+        std::fs::write(&ours, &object).unwrap();
+        std::fs::write(&theirs, &object).unwrap();
+        let (model, support) = (dir.join("libmodel.objects"), dir.join("libsupport.objects"));
+        std::fs::write(&model, format!("prebuilt\t{}\n", theirs.display())).unwrap();
+        std::fs::write(&support, format!("compiled\t{}\n", ours.display())).unwrap();
+        let error = analyse(&[model, support], &[], &["TVMPlatformAbort".to_string()]).unwrap_err().to_string();
+        assert!(error.contains("defines `TVMPlatformAbort`") && error.contains("default_lib0.o") && error.contains("support.o"), "{error}");
+    }
 }
