@@ -791,12 +791,13 @@ struct Walk<'a> {
     program: &'a Program,
     memo: HashMap<usize, std::result::Result<Deepest, String>>,
     active: Vec<Step>,
-    on_path: HashSet<usize>,
+    /// Each function on the current path, by its place in `active`.
+    on_path: HashMap<usize, usize>,
 }
 
 impl Walk<'_> {
     fn new(program: &Program) -> Walk<'_> {
-        Walk { program, memo: HashMap::new(), active: Vec::new(), on_path: HashSet::new() }
+        Walk { program, memo: HashMap::new(), active: Vec::new(), on_path: HashMap::new() }
     }
 
     fn depth(&mut self, root: usize) -> std::result::Result<Deepest, String> {
@@ -806,7 +807,7 @@ impl Walk<'_> {
         while let Some(step) = self.active.last_mut() {
             if let Some(&next) = step.needs.get(step.next) {
                 step.next += 1;
-                if !self.memo.contains_key(&next) && !self.on_path.contains(&next) {
+                if !self.memo.contains_key(&next) && !self.on_path.contains_key(&next) {
                     self.enter(next);
                 }
                 continue;
@@ -833,8 +834,8 @@ impl Walk<'_> {
             }
             Err(_) => Vec::new(),
         };
+        self.on_path.insert(node, self.active.len());
         self.active.push(Step { node, plan, needs, next: 0 });
-        self.on_path.insert(node);
     }
 
     /// The depth of `node`, walked already, or the recursion that reaches it on the current path.
@@ -842,10 +843,18 @@ impl Walk<'_> {
         if let Some(done) = self.memo.get(&node) {
             return done.clone();
         }
-        let at = self.active.iter().position(|step| step.node == node).unwrap_or(self.active.len());
-        let names = |n: usize| self.program.functions[n].name.as_str();
-        let cycle: Vec<&str> = self.active[at..].iter().map(|step| names(step.node)).chain([names(node)]).collect();
-        Err(format!("recursion: {}", cycle.join(" → ")))
+        // Named by its first and last few calls: a message as long as the cycle would make every lookup cost that much.
+        const SHOWN: usize = 4;
+        let at = self.on_path.get(&node).copied().unwrap_or(self.active.len());
+        let names = |steps: &[Step]| steps.iter().map(|step| self.program.functions[step.node].name.clone()).collect::<Vec<_>>();
+        let cycle = &self.active[at..];
+        let mut shown = names(&cycle[..cycle.len().min(SHOWN)]);
+        if cycle.len() > 2 * SHOWN {
+            shown.push(format!("… {} more …", cycle.len() - 2 * SHOWN));
+        }
+        shown.extend(names(&cycle[cycle.len().min(SHOWN).max(cycle.len().saturating_sub(SHOWN))..]));
+        shown.push(self.program.functions[node].name.clone());
+        Err(format!("recursion: {}", shown.join(" → ")))
     }
 
     /// A library function whose depth is not known falls back to its allowance, if it has one.
