@@ -101,6 +101,9 @@ def main():
             target = target_for(path)
             if target:
                 write(target, data)
+            if target == "object":
+                # Machine code for the frame reader (the stack target reads it as Thumb and RISC-V).
+                write("stack", data[:65536])
             if len(data) <= MAX_MEMBER and not path.startswith("runtime/"):
                 kept.append((path, data))
         whole = small_tar(kept)
@@ -108,6 +111,10 @@ def main():
         write("front_end", whole)
     for seed in memory_x_seeds():
         write("memory_x", seed.encode())
+    # Call graphs for the stack target: a chain through every function, and one closing into a cycle.
+    chain = b"".join(i.to_bytes(2, "little") + (i + 1).to_bytes(2, "little") for i in range(4095))
+    write("stack", chain)
+    write("stack", chain + (4095).to_bytes(2, "little") + (0).to_bytes(2, "little"))
     for target in sorted(p.name for p in OUT.iterdir()):
         print(f"{target}: {len(list((OUT / target).iterdir()))} seeds")
 

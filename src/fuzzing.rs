@@ -11,7 +11,8 @@ use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c_text, memory_x};
 use crate::plan::schedule::{self, Inputs};
 use crate::{
-    input::graph, input::metadata, input::params, plan, toolchain::measure, toolchain::stack, toolchain::static_lib, toolchain::symbols,
+    input::graph, input::metadata, input::params, plan, toolchain::elf, toolchain::measure, toolchain::prologue, toolchain::stack,
+    toolchain::static_lib, toolchain::symbols,
 };
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
@@ -102,8 +103,13 @@ pub fn relay(bytes: &[u8]) -> Result<()> {
 /// bound, and indexed into a static library, whose sections are then measured
 /// as the footprint reads them.
 pub fn object(bytes: &[u8]) -> Result<()> {
+    let _ = elf::validate(bytes);
     let mut program = stack::Program::default();
-    program.add_object("default_lib0.o", bytes, Some("default_lib0.c:1:5:tvmgen_default_run\t16\tstatic\n"));
+    program.add_object("default_lib0.o", bytes, Some("default_lib0.c:1:5:tvmgen_default_run\t16\tstatic\n"))?;
+    let _ = program.bound("tvmgen_default_run");
+    // Prebuilt, its frames read from its machine code.
+    let mut program = stack::Program::default();
+    program.add_object("default_lib0.o", bytes, None)?;
     let _ = program.bound("tvmgen_default_run");
     let scratch = Scratch::new()?;
     let object = scratch.path.join("default_lib0.o");
@@ -131,6 +137,16 @@ pub fn memory_x(bytes: &[u8]) -> Result<()> {
         let _ = layout.placement(name);
         let _ = layout.region(name.trim_start_matches('.'));
     }
+    Ok(())
+}
+
+/// `bytes` as Thumb and as RISC-V machine code whose frame is read, and as
+/// a call graph whose stack bound is walked (`toolchain::stack::graph_bound`).
+pub fn stack(bytes: &[u8]) -> Result<()> {
+    for machine in [prologue::EM_ARM, prologue::EM_RISCV] {
+        let _ = prologue::frame(machine, &[prologue::Piece::Code { bytes, section: bytes, offset: 0 }]);
+    }
+    stack::graph_bound(bytes);
     Ok(())
 }
 

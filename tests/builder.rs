@@ -462,3 +462,77 @@ fn relative_paths_are_taken_from_the_package_root_of_a_subdirectory() {
         );
     }
 }
+
+/// Every object a build into `out_dir` compiled from the archive's C
+/// (`codegen/host/src/<stem>.c` becomes `<stem>-<hash>.o`), by its source's stem.
+fn compiled_archive_objects(out_dir: &Path, stems: &[String]) -> Vec<(String, PathBuf)> {
+    let mut found = Vec::new();
+    let mut pending = vec![out_dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for path in std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()) {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Some(stem) = stems.iter().find(|stem| name.starts_with(&format!("{stem}-")) && name.ends_with(".o")) {
+                found.push((stem.clone(), path));
+            }
+        }
+    }
+    found
+}
+
+/// An objects-only variant of a corpus archive, made here: its C compiled by
+/// a first build, the objects placed under `codegen/host/lib` in place of the
+/// sources, each with a `.su` file beside it claiming 8-byte frames. The
+/// bound is never the lie's: for the host (x86-64 code is not read) it is
+/// unknown; for `thumbv7em-none-eabihf` it is read from the Thumb code, and
+/// no lower than the bound of the build from C.
+#[test]
+fn stack_usage_files_beside_prebuilt_objects_never_lower_the_bound() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let has_arm_gcc = std::process::Command::new("arm-none-eabi-gcc").arg("--version").output().is_ok_and(|o| o.status.success());
+    let mut targets = vec![common::host_triple()];
+    if has_arm_gcc {
+        targets.push("thumbv7em-none-eabihf".to_string());
+    } else {
+        common::skip("no arm-none-eabi-gcc: the thumbv7em-none-eabihf half");
+    }
+    for target in targets {
+        let work = common::scratch(&format!("prebuilt-su-{target}"));
+        let from_c = build_for(&work.join("from-c"), &target, Builder::new(case.join("model.tar"))).unwrap_or_else(|e| panic!("{e}"));
+        let bound_from_c = from_c.modules[0].report.stack.clone();
+        // The archive, unpacked, with objects for sources.
+        let tree = work.join("objects-only");
+        tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&tree).unwrap();
+        let src = tree.join("codegen/host/src");
+        let stems: Vec<String> = std::fs::read_dir(&src)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+            .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        let objects = compiled_archive_objects(&work.join("from-c"), &stems);
+        assert_eq!(objects.len(), stems.len(), "{objects:?} for {stems:?}");
+        std::fs::remove_dir_all(&src).unwrap();
+        let lib = tree.join("codegen/host/lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        for (stem, object) in &objects {
+            std::fs::copy(object, lib.join(format!("{stem}.o"))).unwrap();
+            let lie: String = std::fs::read_to_string(object.with_extension("su"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| line.split_once('\t').map(|(location, _)| format!("{location}\t8\tstatic\n")))
+                .collect();
+            std::fs::write(lib.join(format!("{stem}.su")), lie).unwrap();
+        }
+        let built = build_for(&work.join("prebuilt"), &target, Builder::new(&tree)).unwrap_or_else(|e| panic!("{e}"));
+        let bound = &built.modules[0].report.stack;
+        if target == common::host_triple() {
+            let why = bound.unknown.as_deref().unwrap_or_default();
+            assert!(bound.bytes.is_none() && why.contains("x86-64 machine code is not read"), "{bound:?}");
+        } else {
+            let (Some(bytes), Some(from_c)) = (bound.bytes, bound_from_c.bytes) else { panic!("{bound:?} / {bound_from_c:?}") };
+            assert!(bytes >= from_c, "{bytes} below the bound from C, {from_c}: {bound:?}");
+        }
+    }
+}

@@ -25,6 +25,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("relay", fuzzing::relay),
     ("object", fuzzing::object),
     ("memory_x", fuzzing::memory_x),
+    ("stack", fuzzing::stack),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.

@@ -5,6 +5,7 @@
 //! place only when complete, so a killed build leaves no half-written file
 //! under a name a later build reads.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,6 +15,7 @@ use crate::cargo::record::record_struct;
 use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
 use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
 use crate::toolchain::answers;
+use crate::toolchain::elf;
 use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Ran};
@@ -176,6 +178,9 @@ impl Library {
         let is_cxx = |unit: &&Unit<'_>| self.cxx_sources.iter().any(|source| source == unit.source);
         let cxx_objects: Vec<PathBuf> = units.iter().filter(is_cxx).map(|unit| unit.object.clone()).collect();
         let mut objects: Vec<PathBuf> = units.iter().filter(|unit| !is_cxx(unit)).map(|unit| unit.object.clone()).collect();
+        for object in &self.objects {
+            check_prebuilt(object)?;
+        }
         for (index, object) in self.objects.iter().enumerate() {
             if self.sections.is_empty() {
                 objects.push(object.clone());
@@ -193,8 +198,17 @@ impl Library {
         }
         self.archive(base, &self.name, &objects, renaming.as_ref())?;
         write_replacing(&self.privacy_record(), Private::record(self.private.as_ref()).as_bytes())?;
-        // For the stack bound, which a cached build reads again.
-        let mut list: Vec<String> = cxx_objects.iter().chain(&objects).map(|path| path.display().to_string()).collect();
+        // For the stack bound, which a cached build reads again: what this build compiled
+        // (whose `.su` files its compiler wrote) apart from the archive's prebuilt objects.
+        let compiled: HashSet<&PathBuf> = units.iter().map(|unit| &unit.object).collect();
+        let mut list: Vec<String> = cxx_objects
+            .iter()
+            .chain(&objects)
+            .map(|path| {
+                let provenance = if compiled.contains(path) { Provenance::Compiled } else { Provenance::Prebuilt };
+                format!("{}\t{}", provenance.marker(), path.display())
+            })
+            .collect();
         list.push(String::new());
         write_replacing(&self.object_list(), list.join("\n").as_bytes())
     }
@@ -486,14 +500,53 @@ impl Library {
     pub fn is_built(&self) -> bool {
         // A list naming objects elsewhere (its target directory moved or copied) is not this build's.
         let listed_here = std::fs::read_to_string(self.object_list()).is_ok_and(|list| {
-            list.lines()
-                .filter(|line| !line.is_empty())
-                .map(Path::new)
-                .all(|object| object.starts_with(&self.out_dir) || self.objects.iter().any(|own| own == object))
+            listed_objects(&list).all(|listed| {
+                listed.is_some_and(|(_, object)| object.starts_with(&self.out_dir) || self.objects.iter().any(|own| own == object))
+            })
         });
         let same_privacy = std::fs::read(self.privacy_record()).is_ok_and(|text| text == Private::record(self.private.as_ref()).as_bytes());
         listed_here && same_privacy && self.archives().iter().all(|library| library.is_file())
     }
+}
+
+/// Checks a prebuilt object's tables before it is archived and linked ([`elf::validate`]).
+fn check_prebuilt(object: &Path) -> Result<()> {
+    let bytes = std::fs::read(object).map_err(|e| Error::io("read", object, e))?;
+    match elf::validate(&bytes) {
+        Some(Err(malformed)) => Err(Error::new(ErrorKind::Compile, format!("the prebuilt object is malformed: {}", malformed.what()))
+            .in_file(object.display().to_string())
+            .help("objects under codegen/host/lib are linked as they are: pass the archive's original objects, as TVM wrote them")),
+        _ => Ok(()),
+    }
+}
+
+/// Where an object of a library's list ([`Library::object_list`]) comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Provenance {
+    /// Compiled by this build: a `.su` file beside it is its compiler's.
+    Compiled,
+    /// The archive's own machine code (`codegen/host/lib`): anything beside it is the archive's.
+    Prebuilt,
+}
+
+impl Provenance {
+    fn marker(self) -> &'static str {
+        match self {
+            Provenance::Compiled => "compiled",
+            Provenance::Prebuilt => "prebuilt",
+        }
+    }
+}
+
+/// The objects of a list [`Library::compile`] wrote, each with where it comes
+/// from; `None` for a line that is not `<provenance>\t<path>` (a list of
+/// another version, which names no `.su` file to trust).
+pub(crate) fn listed_objects(list: &str) -> impl Iterator<Item = Option<(Provenance, &Path)>> {
+    list.lines().filter(|line| !line.is_empty()).map(|line| {
+        let (marker, path) = line.split_once('\t')?;
+        let provenance = [Provenance::Compiled, Provenance::Prebuilt].into_iter().find(|p| p.marker() == marker)?;
+        Some((provenance, Path::new(path)))
+    })
 }
 
 /// A copy of `command`'s program, arguments and variables (`Command` is not `Clone`).

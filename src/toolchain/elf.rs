@@ -76,6 +76,57 @@ impl Section {
     }
 }
 
+/// Why an object's tables are not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Malformed {
+    /// It declares more than a limit allows.
+    Limit(String),
+    /// Its tables contradict the file or each other.
+    Layout(String),
+}
+
+impl Malformed {
+    pub fn what(&self) -> &str {
+        match self {
+            Malformed::Limit(what) | Malformed::Layout(what) => what,
+        }
+    }
+}
+
+/// Sections an object may declare: many times what a large model's objects hold
+/// (one per function and per constant array), checked before any is read.
+pub(crate) const MAX_SECTIONS: u64 = 1 << 17;
+
+/// Checks a prebuilt object's tables before it is linked: its sections as
+/// [`Header::checked_sections`] checks them, and every relocation naming a
+/// symbol inside its symbol table. `None` for bytes that are not ELF.
+pub(crate) fn validate(object: &[u8]) -> Option<Result<(Header, Vec<Section>), Malformed>> {
+    let header = Header::parse(object)?;
+    Some(header.checked_sections(object).and_then(|sections| {
+        for (index, section) in sections.iter().enumerate() {
+            let explicit_addend = match section.kind {
+                SHT_RELA => true,
+                SHT_REL => false,
+                _ => continue,
+            };
+            // In bounds: checked with the sections.
+            let symbols = &sections[section.link as usize];
+            let count = if symbols.kind == SHT_SYMTAB { symbols.size / header.symbol_len() as u64 } else { 0 };
+            let relocations = section.bytes(object).unwrap_or_default();
+            if let Some(past) = header.relocations(relocations, explicit_addend).find(|relocation| u64::from(relocation.symbol) >= count) {
+                return Err(Malformed::Layout(format!(
+                    "a relocation of section {index} names symbol {}, past the {count} of its symbol table",
+                    past.symbol
+                )));
+            }
+        }
+        Ok((header, sections))
+    }))
+}
+
+/// `SHT_NULL`: an unused section header (the first one).
+const SHT_NULL: u32 = 0;
+
 /// `e_shstrndx` saying the real index is in the first section's `sh_link`.
 const SHN_XINDEX: u64 = 0xffff;
 
@@ -226,6 +277,83 @@ impl Header {
         (0..count).map(|index| self.section(table, index)).collect()
     }
 
+    /// Every section header of a whole object's bytes, checked before any is
+    /// kept: no more than [`MAX_SECTIONS`], entries of the size the class
+    /// says, the table and each section's bytes inside the file and none
+    /// overlapping another, the ELF header or the table; one symbol table at
+    /// most, its string table and every relocation section's symbol table and
+    /// target naming sections that exist.
+    pub fn checked_sections(&self, object: &[u8]) -> Result<Vec<Section>, Malformed> {
+        let layout = |what: String| Err(Malformed::Layout(what));
+        let expected_entry = if self.is_64 { 64 } else { 40 };
+        if self.section_entry != expected_entry {
+            return layout(format!("its section headers are {} bytes each, not the {expected_entry} of its class", self.section_entry));
+        }
+        let table = usize::try_from(self.section_table).ok().and_then(|at| object.get(at..));
+        let Some(table) = table.filter(|table| !table.is_empty()) else {
+            return layout(format!("its section table (at byte {}) lies outside the file ({} bytes)", self.section_table, object.len()));
+        };
+        let count = self.section_count_in(table).ok_or_else(|| Malformed::Layout("its first section header is cut short".to_string()))?;
+        if count > MAX_SECTIONS {
+            return Err(Malformed::Limit(format!("it declares {count} sections, more than the limit of {MAX_SECTIONS}")));
+        }
+        let table_len = self.section_table_len(count).and_then(|len| usize::try_from(len).ok());
+        let Some(table) = table_len.and_then(|len| table.get(..len)) else {
+            return layout(format!("its {count} section headers run past the end of the file ({} bytes)", object.len()));
+        };
+        let sections: Vec<Section> = (0..count)
+            .map(|index| self.section(table, index))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Malformed::Layout("a section header is cut short".to_string()))?;
+        // Byte ranges the file holds: the ELF header, the section table and each section's bytes.
+        let header_len = if self.is_64 { 64 } else { 52 };
+        let mut ranges = vec![
+            (0, header_len, "the ELF header".to_string()),
+            (self.section_table, self.section_table + table.len() as u64, "the section table".to_string()),
+        ];
+        for (index, section) in sections.iter().enumerate() {
+            if section.kind == SHT_NOBITS || section.kind == SHT_NULL || section.size == 0 {
+                continue;
+            }
+            let end = section.offset.checked_add(section.size).filter(|&end| end <= object.len() as u64);
+            let Some(end) = end else {
+                return layout(format!(
+                    "section {index} ({} bytes at byte {}) runs past the end of the file ({} bytes)",
+                    section.size,
+                    section.offset,
+                    object.len()
+                ));
+            };
+            ranges.push((section.offset, end, format!("section {index}")));
+        }
+        ranges.sort_unstable_by_key(|(start, end, _)| (*start, *end));
+        for pair in ranges.windows(2) {
+            let ((_, end, first), (start, _, second)) = (&pair[0], &pair[1]);
+            if start < end {
+                return layout(format!("{second} overlaps {first}"));
+            }
+        }
+        let in_table = |index: u32| usize::try_from(index).is_ok_and(|index| index < sections.len());
+        let mut symbol_tables = sections.iter().enumerate().filter(|(_, section)| section.kind == SHT_SYMTAB);
+        if let (Some(_), Some((second, _))) = (symbol_tables.next(), symbol_tables.next()) {
+            return layout(format!("section {second} is a second symbol table (an object has one)"));
+        }
+        for (index, section) in sections.iter().enumerate() {
+            let linked = match section.kind {
+                SHT_SYMTAB => in_table(section.link),
+                SHT_REL | SHT_RELA => in_table(section.link) && in_table(section.info),
+                _ => true,
+            };
+            if !linked {
+                return layout(format!(
+                    "section {index} links to section {} or {}, past the {count} the object has",
+                    section.link, section.info
+                ));
+            }
+        }
+        Ok(sections)
+    }
+
     /// The index in `sections` of the section holding the sections' names.
     pub fn names_index(&self, sections: &[Section]) -> Option<usize> {
         match self.names_section {
@@ -264,6 +392,91 @@ impl Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 32-bit little-endian Arm object: the ELF header, `sections` (kind,
+    /// offset, size, link, info) as its section table at byte 64, and `body`
+    /// from byte 64 + the table.
+    fn object(sections: &[(u32, u32, u32, u32, u32)], body: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![0u8; 64];
+        bytes[..6].copy_from_slice(b"\x7fELF\x01\x01");
+        bytes[18..20].copy_from_slice(&40u16.to_le_bytes());
+        bytes[0x20..0x24].copy_from_slice(&64u32.to_le_bytes());
+        bytes[0x2e..0x30].copy_from_slice(&40u16.to_le_bytes());
+        bytes[0x30..0x32].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+        for &(kind, offset, size, link, info) in sections {
+            let mut entry = [0u8; 40];
+            entry[4..8].copy_from_slice(&kind.to_le_bytes());
+            entry[16..20].copy_from_slice(&offset.to_le_bytes());
+            entry[20..24].copy_from_slice(&size.to_le_bytes());
+            entry[24..28].copy_from_slice(&link.to_le_bytes());
+            entry[28..32].copy_from_slice(&info.to_le_bytes());
+            bytes.extend(entry);
+        }
+        bytes.extend(body);
+        bytes
+    }
+
+    fn layout_error(bytes: &[u8]) -> String {
+        match validate(bytes) {
+            Some(Err(Malformed::Layout(why) | Malformed::Limit(why))) => why,
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+
+    /// Tables that contradict the file or each other are refused before anything is read from them.
+    #[test]
+    fn refuses_inconsistent_tables() {
+        let body_at = |sections: u32| 64 + 40 * sections;
+        // A sane object: null, string table, symbol table of 2 entries, REL naming symbol 1.
+        let at = body_at(4);
+        let mut body = vec![0u8; 16 + 32 + 8];
+        body[16 + 32 + 4..16 + 32 + 8].copy_from_slice(&((1u32 << 8) | 2).to_le_bytes());
+        let sane = [(0, 0, 0, 0, 0), (3, at, 16, 0, 0), (SHT_SYMTAB, at + 16, 32, 1, 0), (SHT_REL, at + 48, 8, 2, 1)];
+        assert!(matches!(validate(&object(&sane, &body)), Some(Ok(_))));
+        // The relocation names symbol 5 of 2.
+        let mut past = body.clone();
+        past[16 + 32 + 4..16 + 32 + 8].copy_from_slice(&((5u32 << 8) | 2).to_le_bytes());
+        assert!(layout_error(&object(&sane, &past)).contains("names symbol 5, past the 2"));
+        // Overlapping sections, a section over the section table, one past the end.
+        let at = body_at(3);
+        let overlapping = [(0, 0, 0, 0, 0), (3, at, 16, 0, 0), (SHT_SYMTAB, at + 8, 32, 1, 0)];
+        assert!(layout_error(&object(&overlapping, &body)).contains("overlaps"));
+        let over_table = [(0, 0, 0, 0, 0), (3, 70, 16, 0, 0)];
+        assert!(layout_error(&object(&over_table, &body)).contains("overlaps"));
+        let past_end = [(0, 0, 0, 0, 0), (3, body_at(2), 1 << 20, 0, 0)];
+        assert!(layout_error(&object(&past_end, &body)).contains("past the end of the file"));
+        // A link to a section that does not exist.
+        let dangling = [(0, 0, 0, 0, 0), (SHT_SYMTAB, body_at(2), 32, 9, 0)];
+        assert!(layout_error(&object(&dangling, &body)).contains("links to section 9"));
+    }
+
+    /// 60,000 symbol tables over the same 4 MB are refused at the second, quickly and without reading any.
+    #[test]
+    fn refuses_many_symbol_tables_before_reading_them() {
+        let count = 60_000u32;
+        let at = 64 + 40 * count;
+        let mut sections = vec![(0, 0, 0, 0, 0)];
+        sections.extend((1..count).map(|_| (SHT_SYMTAB, at, 4 << 20, 0, 0)));
+        let bytes = object(&sections, &vec![0u8; 4 << 20]);
+        let started = std::time::Instant::now();
+        let why = layout_error(&bytes);
+        assert!(why.contains("overlaps") || why.contains("second symbol table"), "{why}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // The symbol renamer refuses it too, before reading any table.
+        let dir = crate::test_support::scratch("elf-many-symtabs");
+        let path = dir.join("many.o");
+        std::fs::write(&path, &bytes).unwrap();
+        let error = crate::toolchain::symbols::Tables::read(&path).err().expect("refused");
+        assert!(error.to_string().contains("more than one symbol table"), "{error}");
+        // More sections than the limit.
+        let mut header = object(&[], &[]);
+        header[0x30..0x32].copy_from_slice(&0u16.to_le_bytes());
+        let mut first = [0u8; 40];
+        first[20..24].copy_from_slice(&(MAX_SECTIONS as u32 + 1).to_le_bytes());
+        header.extend(first);
+        header.extend(vec![0u8; 40]);
+        assert!(layout_error(&header).contains("more than the limit"), "{}", layout_error(&header));
+    }
 
     /// A 32-bit big-endian header is read in its own byte order.
     #[test]

@@ -308,11 +308,80 @@ fn thumb32(hw1: u16, hw2: u16, frame: &mut Frame) -> Result<(), String> {
         } else {
             return Err(format!("it computes the stack pointer from r{rm}"));
         }
-    } else if hw1 == 0xe93d {
-        // ldmdb sp!: compilers never emit it.
-        return Err("it lowers the stack pointer with ldmdb".to_string());
+    } else if hw1 & 0xfe00 == 0xf800 && hw1 & 0x0010 != 0 && rn == 13 && hw1 & 0x0080 == 0 && hw2 & 0x0900 == 0x0900 {
+        // ldr/ldrb/ldrh/ldrs* Rt, [sp, #±imm8]! or [sp], #±imm8: U clear lowers sp; Rt = sp is no constant.
+        if hw2 >> 12 == 13 {
+            return Err(format!("it loads the stack pointer from memory ({hw1:04x} {hw2:04x})"));
+        }
+        if hw2 & 0x0200 == 0 {
+            frame.lower(u64::from(hw2 & 0xff))?;
+        }
+    } else if thumb32_writes_sp(hw1, hw2) {
+        return Err(format!("it sets the stack pointer with instruction {hw1:04x} {hw2:04x}"));
     }
     Ok(())
+}
+
+/// Whether a 32-bit Thumb instruction the reader does not account for may
+/// write the stack pointer: any encoding with sp as a destination register
+/// (a load, a move from a coprocessor or special register, arithmetic), a
+/// base sp written back lowering it or by an amount not known, or `msr` to a
+/// stack pointer or to CONTROL (which selects the stack pointer). Raising sp
+/// by a constant (`pop`, `ldm sp!`, `vpop`, post-indexed loads) is allowed:
+/// it gives no bytes back to the count.
+fn thumb32_writes_sp(hw1: u16, hw2: u16) -> bool {
+    let rn = hw1 & 0xf;
+    let (rt, rd, rm) = (hw2 >> 12, (hw2 >> 8) & 0xf, hw2 & 0xf);
+    let load = hw1 & 0x0010 != 0;
+    let writeback = hw1 & 0x0020 != 0;
+    match hw1 >> 9 {
+        // Load/store multiple: sp in a loaded list, or sp written back downwards (ldmdb/stmdb sp!, but push is counted).
+        0b1110100 if hw1 & 0x0040 == 0 => {
+            let decrements = hw1 & 0x0180 == 0x0100;
+            (load && hw2 & 0x2000 != 0) || (writeback && rn == 13 && decrements)
+        }
+        // Load/store dual and exclusive, table branch.
+        0b1110100 => {
+            let exclusive = hw1 & 0x0120 == 0;
+            let loaded = load && (rt == 13 || rd == 13);
+            // strex's status register is in bits 11..8; strexb/h/d's in bits 3..0.
+            let status = exclusive && !load && if hw1 & 0x0080 == 0 { rd == 13 } else { rm == 13 };
+            let lowered = writeback && rn == 13 && hw1 & 0x0080 == 0;
+            loaded || status || lowered
+        }
+        // Data processing with a shifted register: the cases handled above.
+        0b1110101 => rd == 13,
+        // Coprocessor, floating point and SIMD.
+        0b1110110 | 0b1110111 | 0b1111110 | 0b1111111 => {
+            let memory = hw1 & 0x0e00 == 0x0c00 && hw1 & 0x01e0 != 0x0040;
+            if memory {
+                // vldm/vstm/ldc/stc with sp written back downwards (vpush is counted).
+                writeback && rn == 13 && hw1 & 0x0080 == 0
+            } else if hw1 & 0x0fe0 == 0x0c40 {
+                // mcrr/mrrc, vmov rt, rt2, dm: two core registers.
+                load && (rt == 13 || rn == 13)
+            } else {
+                // mrc, vmov rt, sn, vmrs: into a core register.
+                hw1 & 0x0f00 == 0x0e00 && load && hw2 & 0x0010 != 0 && rt == 13
+            }
+        }
+        // Data processing with an immediate (handled above); branches and miscellaneous control.
+        0b1111000..=0b1111011 if hw2 & 0x8000 == 0 => rd == 13,
+        0b1111000..=0b1111011 => {
+            let (msr, mrs) = (hw1 & 0xffe0 == 0xf380 && hw2 & 0xd000 == 0x8000, hw1 & 0xffe0 == 0xf3e0 && hw2 & 0xd000 == 0x8000);
+            // MSP, PSP, CONTROL and their non-secure aliases; a banked register (A-profile) may be any sp.
+            let sysm = hw2 & 0x7f;
+            (msr && (matches!(sysm, 8 | 9 | 0x14) || hw2 & 0x0020 != 0)) || (mrs && rd == 13)
+        }
+        // Loads and stores of one register: into sp, or sp written back downwards (a store lowering it is counted).
+        0b1111100 => {
+            let indexed = hw1 & 0x0080 == 0 && hw2 & 0x0800 != 0;
+            (load && rt == 13) || (indexed && rn == 13 && hw2 & 0x0100 != 0 && hw2 & 0x0200 == 0 && load)
+        }
+        // Data processing with registers, multiplies (rd), long multiplies and divides (rdlo too).
+        0b1111101 => rd == 13 || (hw1 & 0x0080 != 0 && rt == 13),
+        _ => false,
+    }
 }
 
 /// `sub`/`add` (`is_sub`/`is_add`) of `imm` from register `rn` into `rd`, as far as the stack pointer goes.
@@ -429,8 +498,7 @@ fn riscv32(word: u32, frame: &mut Frame, registers: &mut Registers) -> Result<()
                 registers.write(rd, value, frame);
             }
         }
-        // Loads into sp restore it (longjmp); any other write to sp is not understood.
-        0x03 if rd == SP => {}
+        // Any other write to sp (a load, as longjmp does; jal, csr, amo...) is not understood.
         _ if rd == SP => return Err(format!("it writes the stack pointer with instruction {word:#010x}")),
         _ => registers.write(rd, None, frame),
     }
@@ -470,9 +538,10 @@ fn riscv16(half: u16, frame: &mut Frame, registers: &mut Registers) -> Result<()
         (1, 3) => registers.write(rd, Some(imm6 << 12), frame),
         // c.srli, c.srai, c.andi, c.sub, c.xor, c.or, c.and on rd'.
         (1, 4) => registers.write(rd_prime, None, frame),
-        // c.slli, c.lwsp/c.ldsp into rd (into sp: a restore), c.fldsp/c.flwsp.
+        // c.slli, c.lwsp/c.ldsp into rd, c.fldsp/c.flwsp.
         (2, 0) | (2, 2) | (2, 3) if rd != SP => registers.write(rd, None, frame),
-        (2, 2) | (2, 3) => {}
+        // Into sp: c.lwsp/c.ldsp set it from memory (c.flwsp of f2 is taken for one).
+        (2, 2) | (2, 3) => return Err("it loads the stack pointer from memory".to_string()),
         (2, 0) => return Err("it shifts the stack pointer".to_string()),
         (2, 4) => {
             let add = bits & 0x1000 != 0;
@@ -566,6 +635,77 @@ mod tests {
         assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }])
             .unwrap_err()
             .contains("x86-64 machine code is not read"));
+    }
+
+    /// Every form that sets the Thumb stack pointer from something not a
+    /// constant the reader counts makes the frame unknown, never smaller.
+    #[test]
+    fn thumb_stack_pointer_writes_it_cannot_count_are_unknown() {
+        let unknown: [(&str, &[u16]); 22] = [
+            ("ldr.w sp, [r0]", &[0xf8d0, 0xd000]),
+            ("ldr sp, [r0, #-4]", &[0xf850, 0xdc04]),
+            ("ldr.w sp, [pc, #8]", &[0xf8df, 0xd008]),
+            ("mov sp, r0", &[0x4685]),
+            ("add sp, r0", &[0x4485]),
+            ("add.w sp, sp, r0", &[0xeb0d, 0x0d00]),
+            ("sub.w sp, sp, r1", &[0xebad, 0x0d01]),
+            ("mov.w sp, #4", &[0xf04f, 0x0d04]),
+            ("movw sp, #100", &[0xf240, 0x0d64]),
+            ("msr msp, r0", &[0xf380, 0x8808]),
+            ("msr psp, r1", &[0xf381, 0x8809]),
+            ("msr control, r0", &[0xf380, 0x8814]),
+            ("msr msp_ns, r0", &[0xf380, 0x8888]),
+            ("mrs sp, msp", &[0xf3ef, 0x8d08]),
+            ("ldm r0, {r4, sp}", &[0xe890, 0x2010]),
+            ("pop.w {r4, sp}", &[0xe8bd, 0x2010]),
+            ("ldmdb sp!, {r0}", &[0xe93d, 0x0001]),
+            ("ldrd sp, r1, [r0]", &[0xe9d0, 0xd100]),
+            ("ldrex sp, [r0]", &[0xe850, 0xdf00]),
+            ("strex sp, r1, [r0]", &[0xe840, 0x1d00]),
+            ("vmov sp, s0", &[0xee10, 0xda10]),
+            ("vmov sp, r1, d0", &[0xec51, 0xdb10]),
+        ];
+        for (form, code) in unknown {
+            // push {r4, lr} first: the count so far must not stand.
+            let code: Vec<u16> = [0xb510].iter().chain(code).copied().collect();
+            assert!(thumb_frame(&code).is_err(), "{form}: {:?}", thumb_frame(&code));
+        }
+        let more: [(&str, &[u16]); 3] =
+            [("vldmdb sp!, {d8}", &[0xed3d, 0x8b02]), ("sdiv sp, r0, r1", &[0xfb90, 0xfdf1]), ("umull sp, r1, r2, r3", &[0xfba2, 0xd103])];
+        for (form, code) in more {
+            assert!(thumb_frame(code).is_err(), "{form}: {:?}", thumb_frame(code));
+        }
+        // Raising it by a constant gives nothing back; a load lowering it with writeback is counted.
+        let counted: [(&str, &[u16], u64); 5] = [
+            ("pop.w {r4-r11, pc}", &[0xe8bd, 0x8ff0], 0),
+            ("vpop {d8}", &[0xecbd, 0x8b02], 0),
+            ("ldr.w r0, [sp], #4", &[0xf85d, 0x0b04], 0),
+            ("ldr r0, [sp, #-8]!", &[0xf85d, 0x0d08], 8),
+            ("msr primask, r0", &[0xf380, 0x8810], 0),
+        ];
+        for (form, code, bytes) in counted {
+            assert_eq!(thumb_frame(code), Ok(bytes), "{form}");
+        }
+    }
+
+    /// Every write to RISC-V's sp other than a constant adjustment makes the frame unknown.
+    #[test]
+    fn riscv_stack_pointer_writes_it_cannot_count_are_unknown() {
+        let unknown: [(&str, &[u32]); 9] = [
+            ("lw sp, 0(a0)", &[0x00052103]),
+            ("c.lwsp sp, 0(sp)", &[0x4102]),
+            ("csrrw sp, mscratch, sp", &[0x34011173]),
+            ("jal sp, 0", &[0x0000016f]),
+            ("mv sp, a0", &[0x00050113]),
+            ("c.mv sp, a0", &[0x812a]),
+            ("c.add sp, a0", &[0x912a]),
+            ("add sp, sp, a0", &[0x00a10133]),
+            ("c.li sp, 0", &[0x4101]),
+        ];
+        for (form, code) in unknown {
+            let code: Vec<u32> = [0x1141].iter().chain(code).copied().collect();
+            assert!(riscv_frame(&code).is_err(), "{form}: {:?}", riscv_frame(&code));
+        }
     }
 
     #[test]

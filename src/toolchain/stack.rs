@@ -21,13 +21,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cargo::cache;
 use crate::cargo::record::{self, record_struct};
 use crate::cargo::write::write_if_changed;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::plan::model::{StackBound, StackFrame};
+use crate::toolchain::compile::{self, Provenance};
 use crate::toolchain::elf::{self, Header};
 use crate::toolchain::inputs;
 use crate::toolchain::prologue;
@@ -231,6 +233,8 @@ enum Target {
     Data(usize),
     /// A symbol this object does not define: another object's, or the C library's.
     Global(String),
+    /// Code whose stack nothing says, and why.
+    Opaque(String),
 }
 
 #[derive(Debug)]
@@ -275,6 +279,8 @@ pub(crate) struct Program {
     global_data: HashMap<String, usize>,
     /// Why an object could not be read, the first time.
     unreadable: Option<String>,
+    /// The limit the last object read went past.
+    over_limit: Option<String>,
 }
 
 /// Where each function's code lies in its section (up to the next function's
@@ -323,14 +329,26 @@ impl CodeMap {
 
     /// The start of the function whose code holds `offset` of `section`.
     fn containing(&self, section: usize, offset: u64) -> Option<u64> {
-        self.starts.get(&section)?.iter().rev().find(|&&start| start <= offset).copied()
+        let starts = self.starts.get(&section)?;
+        starts.get(starts.partition_point(|&start| start <= offset).checked_sub(1)?).copied()
     }
 
     /// The frame of the function at `value` of `section` (whose bytes are `code`), from its machine code.
     fn frame(&self, machine: u16, section: usize, code: &[u8], value: u64) -> std::result::Result<u64, String> {
         let start = self.start(value);
-        let end = self.starts.get(&section).and_then(|starts| starts.iter().find(|&&s| s > start).copied());
+        let starts = self.starts.get(&section).map_or(&[][..], Vec::as_slice);
+        let end = starts.get(starts.partition_point(|&s| s <= start)).copied();
         let end = end.unwrap_or(code.len() as u64).min(code.len() as u64);
+        self.range_frame(machine, section, code, start, end)
+    }
+
+    /// The frame of all the code of `section` (whose bytes are `code`): every decrement of its functions and of any code between them.
+    fn section_frame(&self, section: usize, code: &[u8]) -> std::result::Result<u64, String> {
+        self.range_frame(self.machine, section, code, 0, code.len() as u64)
+    }
+
+    /// The frame of the code from `start` to `end` of `section` (whose bytes are `code`).
+    fn range_frame(&self, machine: u16, section: usize, code: &[u8], start: u64, end: u64) -> std::result::Result<u64, String> {
         let mapping = self.mapping.get(&section).map_or(&[][..], Vec::as_slice);
         // The kind at the start (Thumb when no mapping symbol says), then each change within.
         let mut kind = mapping.iter().rev().find(|(at, _)| *at <= start).map_or(b't', |(_, kind)| *kind);
@@ -355,15 +373,30 @@ fn is_unwind_section(name: &str) -> bool {
     name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
 }
 
+/// Limits on what the objects of one bound may hold, checked before what they
+/// declare is read: many times what the largest models' objects hold.
+const MAX_SYMBOLS: usize = 1 << 20;
+/// Functions across every object of one bound, the toolchain's library code included.
+const MAX_FUNCTIONS: usize = 1 << 20;
+
 impl Program {
     /// Adds object `label` (its bytes) with the text of its `.su` file; without
     /// one its frames are read from its machine code. An object that cannot be
-    /// read makes every bound unknown.
-    pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) {
+    /// read makes every bound unknown; one past a limit is an error.
+    pub fn add_object(&mut self, label: &str, bytes: &[u8], stack_usage: Option<&str>) -> Result<()> {
         let source = stack_usage.map_or(FrameSource::OwnCode, FrameSource::StackUsage);
-        if self.add(bytes, source).is_none() && self.unreadable.is_none() {
+        if self.add(bytes, source).is_some() {
+            return Ok(());
+        }
+        if let Some(what) = self.over_limit.take() {
+            return Err(Error::new(ErrorKind::Unsupported, format!("reading `{label}` for the stack bound: {what}"))
+                .in_file(label.to_string())
+                .help("an object this large is not one TVM or mlf-build writes: check the archive's codegen/host/lib objects"));
+        }
+        if self.unreadable.is_none() {
             self.unreadable = Some(format!("`{label}` is not an ELF object of a machine the bound reads (Arm, RISC-V, x86-64, AArch64)"));
         }
+        Ok(())
     }
 
     /// Adds a member of the toolchain's library `archive`, its frames read
@@ -373,6 +406,7 @@ impl Program {
         if self.add(bytes, FrameSource::MachineCode { archive }).is_some() {
             return;
         }
+        self.over_limit = None;
         // Forget what was read of it: it must not stand half-read.
         self.functions.truncate(functions);
         self.data.truncate(data);
@@ -380,18 +414,42 @@ impl Program {
         self.global_data.retain(|_, node| *node < data);
     }
 
+    /// A new function node; `None` past [`MAX_FUNCTIONS`] (noted in [`Program::over_limit`]).
+    fn push_function(&mut self, function: Function) -> Option<usize> {
+        if self.functions.len() >= MAX_FUNCTIONS {
+            self.over_limit = Some(format!("the objects define more than {MAX_FUNCTIONS} functions, the limit"));
+            return None;
+        }
+        self.functions.push(function);
+        Some(self.functions.len() - 1)
+    }
+
+    /// Reads an object into the program; `None` when it cannot be read, or is past a limit (noted in [`Program::over_limit`]).
     fn add(&mut self, bytes: &[u8], source: FrameSource<'_>) -> Option<()> {
         let header = Header::parse(bytes)?;
         if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
             return None;
         }
-        let sections = header.sections(bytes)?;
+        let sections = match header.checked_sections(bytes) {
+            Ok(sections) => sections,
+            Err(elf::Malformed::Limit(what)) => {
+                self.over_limit = Some(what);
+                return None;
+            }
+            Err(elf::Malformed::Layout(_)) => return None,
+        };
         let section_names = sections.get(header.names_index(&sections)?)?.bytes(bytes)?;
         let names: Vec<&str> =
             sections.iter().map(|s| std::str::from_utf8(elf::string(section_names, s.name)?).ok()).collect::<Option<_>>()?;
         let symtab = sections.iter().find(|s| s.kind == elf::SHT_SYMTAB)?;
         let symbol_names = sections.get(usize::try_from(symtab.link).ok()?)?.bytes(bytes)?;
-        let symbols: Vec<elf::Symbol> = header.symbols(symtab.bytes(bytes)?).collect();
+        let table = symtab.bytes(bytes)?;
+        let declared = table.len() / header.symbol_len();
+        if declared > MAX_SYMBOLS {
+            self.over_limit = Some(format!("its symbol table holds {declared} symbols, more than the limit of {MAX_SYMBOLS}"));
+            return None;
+        }
+        let symbols: Vec<elf::Symbol> = header.symbols(table).collect();
         let symbol_name = |symbol: &elf::Symbol| std::str::from_utf8(elf::string(symbol_names, symbol.name)?).ok();
         let executable = |index: usize| sections.get(index).is_some_and(|s| s.flags & elf::SHF_EXECINSTR != 0);
         let is_data = |index: usize| {
@@ -403,9 +461,15 @@ impl Program {
             FrameSource::OwnCode | FrameSource::MachineCode { .. } => BTreeMap::new(),
         };
         let code_of = CodeMap::new(&header, &symbols, symbol_name);
+        // The build's own code read from its machine code: a section's whole code, read
+        // once, is the frame of each of its functions, which may branch anywhere in it.
+        let mut section_frames: HashMap<usize, std::result::Result<u64, String>> = HashMap::new();
 
         // A node per function; a cold part (`f.cold`) belongs to `f`, whose frame it runs in.
         let mut function_of_symbol: HashMap<usize, usize> = HashMap::new();
+        // Each function's node by its section and start, and by its name (the first of a name).
+        let mut function_at: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut function_named: HashMap<&str, usize> = HashMap::new();
         let mut owners: HashMap<usize, BTreeSet<usize>> = HashMap::new();
         let mut cold_parts = Vec::new();
         let mut node_starts: HashMap<usize, u64> = HashMap::new();
@@ -414,39 +478,67 @@ impl Program {
                 continue;
             }
             let name = symbol_name(symbol)?;
+            let section_index = usize::from(symbol.section);
             if let Some((parent, _)) = name.split_once(".cold") {
-                cold_parts.push((index, parent.to_string()));
+                cold_parts.push((index, parent));
                 continue;
             }
-            let node = self.functions.len();
             let library = match source {
                 FrameSource::MachineCode { archive } => Some(LibraryCode { archive: archive.to_string() }),
                 FrameSource::StackUsage(_) | FrameSource::OwnCode => None,
             };
-            let (frame, undecoded) = match source {
-                FrameSource::StackUsage(_) => (frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing), None),
-                FrameSource::OwnCode | FrameSource::MachineCode { .. } => {
-                    let section = sections.get(usize::from(symbol.section))?;
-                    match code_of.frame(header.machine, usize::from(symbol.section), section.bytes(bytes)?, symbol.value) {
-                        Ok(frame) => (Frame::Bytes(frame), None),
-                        Err(why) => (Frame::Undecoded, Some(why)),
-                    }
+            let frame = match source {
+                FrameSource::StackUsage(_) => Ok(frames.get(&su_name(name)).copied().unwrap_or(Frame::Missing)),
+                FrameSource::OwnCode => {
+                    let section = sections.get(section_index)?;
+                    let code = section.bytes(bytes)?;
+                    let read = section_frames.entry(section_index).or_insert_with(|| code_of.section_frame(section_index, code));
+                    read.clone().map(Frame::Bytes)
+                }
+                FrameSource::MachineCode { .. } => {
+                    let section = sections.get(section_index)?;
+                    code_of.frame(header.machine, section_index, section.bytes(bytes)?, symbol.value).map(Frame::Bytes)
                 }
             };
+            let (frame, undecoded) = match frame {
+                Ok(frame) => (frame, None),
+                Err(why) => (Frame::Undecoded, Some(why)),
+            };
             let (calls, references) = (BTreeSet::new(), BTreeSet::new());
-            self.functions.push(Function { name: name.to_string(), frame, calls, references, library, undecoded });
+            let node = self.push_function(Function { name: name.to_string(), frame, calls, references, library, undecoded })?;
             if symbol.binding != 0 {
                 self.global_functions.entry(name.to_string()).or_insert(node);
             }
             function_of_symbol.insert(index, node);
+            function_at.entry((section_index, code_of.start(symbol.value))).or_insert(node);
+            function_named.entry(name).or_insert(node);
             node_starts.insert(node, code_of.start(symbol.value));
-            owners.entry(usize::from(symbol.section)).or_default().insert(node);
+            owners.entry(section_index).or_default().insert(node);
         }
         for (index, parent) in cold_parts {
-            let node = function_of_symbol.iter().find(|(_, &node)| self.functions[node].name == parent).map(|(_, &node)| node);
-            if let Some(node) = node {
+            if let Some(&node) = function_named.get(parent) {
                 function_of_symbol.insert(index, node);
                 owners.entry(usize::from(symbols[index].section)).or_default().insert(node);
+            }
+        }
+        if !matches!(source, FrameSource::MachineCode { .. }) {
+            // Code several functions share: one node its calls are recorded in, which each of them calls,
+            // so a relocation is recorded once however many functions the section holds.
+            for (&section, nodes) in owners.iter_mut().filter(|(_, nodes)| nodes.len() > 1) {
+                let name = format!("{} (code of {} functions)", names[section], nodes.len());
+                let frame = Frame::Bytes(0);
+                let shared = self.push_function(Function {
+                    name,
+                    frame,
+                    calls: BTreeSet::new(),
+                    references: BTreeSet::new(),
+                    library: None,
+                    undecoded: None,
+                })?;
+                for &node in nodes.iter() {
+                    self.functions[node].calls.insert(Target::Function(shared));
+                }
+                *nodes = BTreeSet::from([shared]);
             }
         }
         let mut data_of_section: HashMap<usize, usize> = HashMap::new();
@@ -500,13 +592,14 @@ impl Program {
                     }
                     _ => &owners,
                 };
-                let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
+                let symbol_index = usize::try_from(relocation.symbol).ok()?;
+                let symbol = symbols.get(symbol_index)?;
                 let section = usize::from(symbol.section);
                 // Whether the target is a label or section rather than a function's own symbol.
                 let mut is_label = false;
                 let target = if section == 0 {
                     Target::Global(symbol_name(symbol)?.to_string())
-                } else if let Some(&node) = function_of_symbol.get(&usize::try_from(relocation.symbol).ok()?) {
+                } else if let Some(&node) = function_of_symbol.get(&symbol_index) {
                     // A jump into a function's own cold part.
                     is_label = symbol_name(symbol)?.contains(".cold");
                     Target::Function(node)
@@ -516,11 +609,7 @@ impl Program {
                     // x86-64 PC-relative addends are 4 short of it.
                     let adjust = if header.machine == EM_X86_64 && matches!(relocation.kind, 2 | 4) { 4 } else { 0 };
                     let offset = relocation.addend.checked_add(adjust)?;
-                    let starts = symbols.iter().enumerate().find(|(index, s)| {
-                        usize::from(s.section) == section
-                            && function_of_symbol.contains_key(index)
-                            && i64::try_from(s.value & !1).ok() == Some(offset)
-                    });
+                    let starts = u64::try_from(offset).ok().and_then(|offset| function_at.get(&(section, offset)));
                     // In a library's code, a branch to a label (RELA: exact) goes to the function around it.
                     let label_offset =
                         if symbol.kind == elf::STT_SECTION { Some(offset) } else { i64::try_from(symbol.value).ok()?.checked_add(offset) };
@@ -530,19 +619,12 @@ impl Program {
                         }
                         _ => None,
                     };
-                    let around = around.and_then(|start| {
-                        symbols.iter().enumerate().find_map(|(index, s)| {
-                            (usize::from(s.section) == section && code_of.start(s.value) == start)
-                                .then(|| function_of_symbol.get(&index))
-                                .flatten()
-                        })
-                    });
-                    if let Some(&node) = around {
+                    if let Some(&node) = around.and_then(|start| function_at.get(&(section, start))) {
                         self.record(owners_here, applies_to, in_code, usage, Target::Function(node), true, &mut data_node);
                         continue;
                     }
                     match (symbol.kind == elf::STT_SECTION, starts, owners.get(&section)) {
-                        (true, Some((index, _)), _) if usage == Use::Reference => Target::Function(function_of_symbol[&index]),
+                        (true, Some(&node), _) if usage == Use::Reference => Target::Function(node),
                         // Any other reference into code is a label: a jump table entry or a literal.
                         _ if usage == Use::Reference => continue,
                         (_, _, Some(nodes)) if nodes.len() == 1 => Target::Function(*nodes.iter().next()?),
@@ -553,7 +635,8 @@ impl Program {
                             }
                             continue;
                         }
-                        (_, _, None) => continue,
+                        // Code no function symbol covers: nothing says what it does.
+                        (_, _, None) => Target::Opaque(format!("a call into section `{}`, code no function symbol covers", names[section])),
                     }
                 } else if is_data(section) {
                     Target::Data(data_node(self, section))
@@ -604,9 +687,8 @@ impl Program {
         let Some(&node) = self.global_functions.get(root) else {
             return StackBound::unknown(format!("no compiled object defines `{root}`"));
         };
-        let mut walk = Walk { program: self, memo: HashMap::new(), active: Vec::new() };
-        match walk.depth(node) {
-            Ok(deepest) => StackBound { bytes: Some(deepest.bytes), unknown: None, path: deepest.path },
+        match Walk::new(self).depth(node) {
+            Ok(deepest) => StackBound { bytes: Some(deepest.bytes), unknown: None, path: deepest.frames() },
             Err(why) => StackBound::unknown(why),
         }
     }
@@ -644,34 +726,140 @@ impl Program {
 #[derive(Debug, Clone)]
 struct Deepest {
     bytes: u64,
-    path: Vec<StackFrame>,
+    path: Option<Rc<PathLink>>,
 }
 
-/// One bound's depth-first walk: results per function, and the functions on the current path.
+/// A deepest path, shared between the functions whose paths end in it: a
+/// function's own frames, then the path below them.
+#[derive(Debug)]
+struct PathLink {
+    frames: Vec<StackFrame>,
+    below: Option<Rc<PathLink>>,
+}
+
+impl Drop for PathLink {
+    /// Unlinks the path below one link at a time: dropped in turn, a long one would recurse.
+    fn drop(&mut self) {
+        let mut below = self.below.take();
+        while let Some(link) = below {
+            below = Rc::try_unwrap(link).ok().and_then(|mut link| link.below.take());
+        }
+    }
+}
+
+impl Deepest {
+    fn new(bytes: u64, frames: Vec<StackFrame>, below: Option<Rc<PathLink>>) -> Deepest {
+        Deepest { bytes, path: Some(Rc::new(PathLink { frames, below })) }
+    }
+
+    /// The path's frames, outermost first.
+    fn frames(&self) -> Vec<StackFrame> {
+        let mut frames = Vec::new();
+        let mut next = self.path.as_deref();
+        while let Some(path) = next {
+            frames.extend(path.frames.iter().cloned());
+            next = path.below.as_deref();
+        }
+        frames
+    }
+
+    /// The first frame of the path (the function's own).
+    fn first(&self) -> Option<&StackFrame> {
+        self.path.as_deref().and_then(|path| path.frames.first())
+    }
+}
+
+/// What a function's depth is made of, before the functions it calls are walked.
+struct Plan {
+    frame: u64,
+    callees: BTreeSet<Target>,
+    /// Addresses its code takes that the callback runners it calls run.
+    taken: BTreeSet<usize>,
+    runs_callbacks: bool,
+}
+
+/// A function on the walk's current path, and the functions whose depth it needs.
+struct Step {
+    node: usize,
+    plan: std::result::Result<Plan, String>,
+    needs: Vec<usize>,
+    next: usize,
+}
+
+/// One bound's depth-first walk, iterative (a call chain as deep as the
+/// objects make it): results per function, and the functions on the current path.
 struct Walk<'a> {
     program: &'a Program,
     memo: HashMap<usize, std::result::Result<Deepest, String>>,
-    active: Vec<usize>,
+    active: Vec<Step>,
+    /// Each function on the current path, by its place in `active`.
+    on_path: HashMap<usize, usize>,
 }
 
 impl Walk<'_> {
-    fn depth(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+    fn new(program: &Program) -> Walk<'_> {
+        Walk { program, memo: HashMap::new(), active: Vec::new(), on_path: HashMap::new() }
+    }
+
+    fn depth(&mut self, root: usize) -> std::result::Result<Deepest, String> {
+        if !self.memo.contains_key(&root) {
+            self.enter(root);
+        }
+        while let Some(step) = self.active.last_mut() {
+            if let Some(&next) = step.needs.get(step.next) {
+                step.next += 1;
+                if !self.memo.contains_key(&next) && !self.on_path.contains_key(&next) {
+                    self.enter(next);
+                }
+                continue;
+            }
+            let node = step.node;
+            let result = self.depth_of(node);
+            self.active.pop();
+            self.on_path.remove(&node);
+            self.memo.insert(node, result);
+        }
+        self.lookup(root)
+    }
+
+    fn enter(&mut self, node: usize) {
+        let plan = self.plan(node);
+        let needs = match &plan {
+            Ok(plan) => {
+                let callees = plan.callees.iter().filter_map(|callee| match callee {
+                    Target::Function(f) => Some(*f),
+                    _ => None,
+                });
+                let callbacks = plan.taken.iter().copied().filter(|_| plan.runs_callbacks);
+                callees.chain(callbacks).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        self.on_path.insert(node, self.active.len());
+        self.active.push(Step { node, plan, needs, next: 0 });
+    }
+
+    /// The depth of `node`, walked already, or the recursion that reaches it on the current path.
+    fn lookup(&self, node: usize) -> std::result::Result<Deepest, String> {
         if let Some(done) = self.memo.get(&node) {
             return done.clone();
         }
-        if let Some(at) = self.active.iter().position(|&n| n == node) {
-            let cycle: Vec<&str> = self.active[at..].iter().chain([&node]).map(|&n| self.program.functions[n].name.as_str()).collect();
-            return Err(format!("recursion: {}", cycle.join(" → ")));
+        // Named by its first and last few calls: a message as long as the cycle would make every lookup cost that much.
+        const SHOWN: usize = 4;
+        let at = self.on_path.get(&node).copied().unwrap_or(self.active.len());
+        let names = |steps: &[Step]| steps.iter().map(|step| self.program.functions[step.node].name.clone()).collect::<Vec<_>>();
+        let cycle = &self.active[at..];
+        let mut shown = names(&cycle[..cycle.len().min(SHOWN)]);
+        if cycle.len() > 2 * SHOWN {
+            shown.push(format!("… {} more …", cycle.len() - 2 * SHOWN));
         }
-        self.active.push(node);
-        let result = self.depth_of(node);
-        self.active.pop();
-        self.memo.insert(node, result.clone());
-        result
+        shown.extend(names(&cycle[cycle.len().min(SHOWN).max(cycle.len().saturating_sub(SHOWN))..]));
+        shown.push(self.program.functions[node].name.clone());
+        Err(format!("recursion: {}", shown.join(" → ")))
     }
 
     /// A library function whose depth is not known falls back to its allowance, if it has one.
-    fn depth_of(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+    fn depth_of(&self, node: usize) -> std::result::Result<Deepest, String> {
         let function = &self.program.functions[node];
         match (&function.library, self.walk(node)) {
             (Some(_), Err(why)) => external_depth(&function.name).map_err(|_| why),
@@ -679,14 +867,15 @@ impl Walk<'_> {
         }
     }
 
-    fn walk(&mut self, node: usize) -> std::result::Result<Deepest, String> {
+    /// Function `node`'s frame and what it calls, or why its depth is not known.
+    fn plan(&self, node: usize) -> std::result::Result<Plan, String> {
         let program = self.program;
         let function = &program.functions[node];
         let name = &function.name;
         if let Some((_, what)) = APPLICATION_CALLS.iter().find(|(n, _)| n == name) {
             return Err(format!("`{name}` calls {what}, whose stack is the application's"));
         }
-        let mut frame = match (function.frame, &function.library) {
+        let frame = match (function.frame, &function.library) {
             (Frame::Bytes(bytes), _) => bytes,
             (Frame::Dynamic, _) => return Err(format!("`{name}` has a dynamic frame (alloca or a variable-length array)")),
             (Frame::Undecoded, library) => {
@@ -701,7 +890,6 @@ impl Walk<'_> {
             }
             (Frame::Missing, _) => return Err(format!("the compiler reported no frame for `{name}` (no -fstack-usage line)")),
         };
-        let own_frame = frame;
         // Addresses the code takes, and the tables it reads (whose functions it may call).
         let mut taken = BTreeSet::new();
         let mut callees: BTreeSet<Target> = function.calls.iter().filter_map(|t| program.resolve(t).or(Some(t.clone()))).collect();
@@ -731,29 +919,45 @@ impl Walk<'_> {
                 program.functions[first].name
             ));
         }
+        Ok(Plan { frame, callees, taken, runs_callbacks })
+    }
+
+    /// Function `node`'s depth, once every function it needs is walked (or on the current path).
+    fn walk(&self, node: usize) -> std::result::Result<Deepest, String> {
+        let program = self.program;
+        let function = &program.functions[node];
+        let name = &function.name;
+        let step = self.active.last().filter(|step| step.node == node);
+        let Plan { frame, callees, taken, runs_callbacks } = match step.map(|step| &step.plan) {
+            Some(Ok(plan)) => plan,
+            Some(Err(why)) => return Err(why.clone()),
+            None => return Err(format!("`{name}` was not planned")),
+        };
+        let (own_frame, mut frame) = (*frame, *frame);
         // A register-saving helper's frame stays until the caller returns: it is part of the caller's.
         let mut kept = Vec::new();
-        for callee in &callees {
+        for callee in callees {
             if let Target::Function(helper) = callee {
                 if program.functions[*helper].name.starts_with(FRAME_EXTENDER) {
-                    let below = self.depth(*helper)?;
+                    let below = self.lookup(*helper)?;
                     frame = frame.checked_add(below.bytes).ok_or_else(|| format!("the stack below `{name}` overflows 64 bits"))?;
-                    kept.extend(below.path);
+                    kept.extend(below.frames());
                 }
             }
         }
-        let mut deepest = Deepest { bytes: 0, path: Vec::new() };
-        for callee in &callees {
+        let mut deepest = Deepest { bytes: 0, path: None };
+        for callee in callees {
             let below = match callee {
                 Target::Function(f) if program.functions[*f].name.starts_with(FRAME_EXTENDER) => continue,
-                Target::Function(f) if runs_callbacks && CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str()) => {
-                    self.runner_depth(*f, &taken)?
+                Target::Function(f) if *runs_callbacks && CALLBACK_RUNNERS.contains(&program.functions[*f].name.as_str()) => {
+                    self.runner_depth(*f, taken)?
                 }
-                Target::Function(f) => self.depth(*f)?,
+                Target::Function(f) => self.lookup(*f)?,
                 Target::Global(external) => external_depth(external)?,
-                Target::Data(_) => continue,
+                Target::Data(_) => return Err(format!("`{name}` calls into data")),
+                Target::Opaque(why) => return Err(format!("`{name}` makes {why}")),
             };
-            if below.bytes > deepest.bytes || deepest.path.is_empty() {
+            if below.bytes > deepest.bytes || deepest.path.is_none() {
                 deepest = below;
             }
         }
@@ -762,24 +966,22 @@ impl Walk<'_> {
             Some(code) => format!("{} ({})", readable(name), code.archive),
             None => name.clone(),
         };
-        let mut path = vec![StackFrame { function: shown, bytes: own_frame }];
-        path.extend(kept);
-        path.extend(deepest.path);
-        Ok(Deepest { bytes, path })
+        let mut frames = vec![StackFrame { function: shown, bytes: own_frame }];
+        frames.extend(kept);
+        Ok(Deepest::new(bytes, frames, deepest.path))
     }
 
     /// A callback runner called with `callbacks`: its frame, then the deepest of its own callees and the callbacks.
-    fn runner_depth(&mut self, runner: usize, callbacks: &BTreeSet<usize>) -> std::result::Result<Deepest, String> {
-        let own = self.depth(runner)?;
-        let frame = own.path.first().map_or(0, |step| step.bytes);
+    fn runner_depth(&self, runner: usize, callbacks: &BTreeSet<usize>) -> std::result::Result<Deepest, String> {
+        let own = self.lookup(runner)?;
+        let first = own.first().cloned();
+        let frame = first.as_ref().map_or(0, |step| step.bytes);
         let mut deepest = own;
         for &callback in callbacks {
-            let below = self.depth(callback)?;
+            let below = self.lookup(callback)?;
             let bytes = frame.checked_add(below.bytes).ok_or("the stack overflows 64 bits")?;
             if bytes > deepest.bytes {
-                let mut path = vec![deepest.path[0].clone()];
-                path.extend(below.path);
-                deepest = Deepest { bytes, path };
+                deepest = Deepest::new(bytes, first.clone().into_iter().collect(), below.path);
             }
         }
         Ok(deepest)
@@ -817,7 +1019,7 @@ fn readable(symbol: &str) -> &str {
 /// A call into a function no object defines: its allowance, or why the bound is unknown.
 fn external_depth(name: &str) -> std::result::Result<Deepest, String> {
     match library_allowance(name) {
-        Some((bytes, what)) => Ok(Deepest { bytes, path: vec![StackFrame { function: format!("{name} ({what} allowance)"), bytes }] }),
+        Some((bytes, what)) => Ok(Deepest::new(bytes, vec![StackFrame { function: format!("{name} ({what} allowance)"), bytes }], None)),
         None => Err(format!("`{name}` is defined by no compiled object and mlf-build has no allowance for it")),
     }
 }
@@ -948,13 +1150,20 @@ pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[
         return Ok(bounds);
     }
     let mut program = Program::default();
+    let mut definitions = Definitions::default();
     for list in object_lists {
         let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
-        for object in text.lines().filter(|line| !line.is_empty()).map(Path::new) {
+        for (provenance, object) in listed(list, &text)? {
             let bytes = std::fs::read(object).map_err(|e| Error::io("read", object, e))?;
-            let stack_usage = std::fs::read_to_string(object.with_extension("su")).ok();
+            definitions.add(object, provenance, &bytes)?;
+            // Only this build's compiler writes a `.su` file to trust: one beside a
+            // prebuilt object is the archive's, and its frames come from its code.
+            let stack_usage = match provenance {
+                Provenance::Compiled => std::fs::read_to_string(object.with_extension("su")).ok(),
+                Provenance::Prebuilt => None,
+            };
             let label = object.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-            program.add_object(&label, &bytes, stack_usage.as_deref());
+            program.add_object(&label, &bytes, stack_usage.as_deref())?;
         }
     }
     let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
@@ -975,6 +1184,90 @@ pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[
         write_if_changed(cache, &record::to_bytes(&stored))?;
     }
     Ok(bounds)
+}
+
+/// The symbols the build's objects define, by where they come from: a
+/// prebuilt object must define none that mlf-build's own code (its support
+/// runtime, the glue, the archive's C it compiled) defines, which would fail at link time.
+#[derive(Default)]
+struct Definitions {
+    compiled: HashMap<String, PathBuf>,
+    prebuilt: HashMap<String, PathBuf>,
+}
+
+impl Definitions {
+    fn add(&mut self, object: &Path, provenance: Provenance, bytes: &[u8]) -> Result<()> {
+        for name in strong_definitions(bytes) {
+            let (own, other) = match provenance {
+                Provenance::Compiled => (&mut self.compiled, &self.prebuilt),
+                Provenance::Prebuilt => (&mut self.prebuilt, &self.compiled),
+            };
+            if let Some(elsewhere) = other.get(&name) {
+                let (prebuilt, compiled) = match provenance {
+                    Provenance::Compiled => (elsewhere.as_path(), object),
+                    Provenance::Prebuilt => (object, elsewhere.as_path()),
+                };
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!("the prebuilt object defines `{name}`, which mlf-build's own code defines too (in `{}`)", compiled.display()),
+                )
+                .in_file(prebuilt.display().to_string())
+                .help("objects under codegen/host/lib must not define mlf-build's support or glue symbols: pass the archive's original objects, as TVM wrote them"));
+            }
+            own.entry(name).or_insert_with(|| object.to_path_buf());
+        }
+        Ok(())
+    }
+}
+
+/// The names of the global (not weak, not common) symbols an ELF object
+/// defines; none for bytes [`elf::Header::checked_sections`] does not read.
+fn strong_definitions(bytes: &[u8]) -> Vec<String> {
+    const STB_GLOBAL: u8 = 1;
+    const STB_GNU_UNIQUE: u8 = 10;
+    const SHN_LORESERVE: u16 = 0xff00;
+    let Some(header) = Header::parse(bytes) else { return Vec::new() };
+    let Ok(sections) = header.checked_sections(bytes) else { return Vec::new() };
+    let Some(symtab) = sections.iter().find(|s| s.kind == elf::SHT_SYMTAB) else { return Vec::new() };
+    let names = usize::try_from(symtab.link).ok().and_then(|link| sections.get(link)?.bytes(bytes));
+    let (Some(table), Some(names)) = (symtab.bytes(bytes), names) else { return Vec::new() };
+    header
+        .symbols(table)
+        .filter(|symbol| [STB_GLOBAL, STB_GNU_UNIQUE].contains(&symbol.binding) && symbol.section != 0 && symbol.section < SHN_LORESERVE)
+        .filter_map(|symbol| Some(String::from_utf8_lossy(elf::string(names, symbol.name)?).into_owned()))
+        .collect()
+}
+
+/// The bound of `f0` in a program of functions `f0`..`f4095` read from
+/// `bytes` (for the `stack` fuzz target): each 4 bytes are a call from one
+/// function to another (little-endian 12-bit numbers), one numbered past
+/// the functions being a call to `memcpy`; function `i` has an `8 * i`-byte frame.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn graph_bound(bytes: &[u8]) -> StackBound {
+    const FUNCTIONS: usize = 4096;
+    let mut program = Program::default();
+    for node in 0..FUNCTIONS {
+        let name = format!("f{node}");
+        program.global_functions.insert(name.clone(), node);
+        let frame = Frame::Bytes(8 * node as u64);
+        let (calls, references) = (BTreeSet::new(), BTreeSet::new());
+        program.functions.push(Function { name, frame, calls, references, library: None, undecoded: None });
+    }
+    for edge in bytes.chunks_exact(4) {
+        let number = |at: usize| usize::from(u16::from_le_bytes([edge[at], edge[at + 1]]) & 0x1fff);
+        let (from, to) = (number(0) % FUNCTIONS, number(2));
+        let target = if to < FUNCTIONS { Target::Function(to) } else { Target::Global("memcpy".to_string()) };
+        program.functions[from].calls.insert(target);
+    }
+    program.bound("f0")
+}
+
+/// The objects object list `list` (its text) names, with where each comes from.
+fn listed<'t>(list: &Path, text: &'t str) -> Result<Vec<(Provenance, &'t Path)>> {
+    compile::listed_objects(text).collect::<Option<Vec<_>>>().ok_or_else(|| {
+        Error::new(ErrorKind::Toolchain, format!("`{}` is not an object list this version of mlf-build wrote", list.display()))
+            .help("remove the build's output directory (cargo clean) and build again")
+    })
 }
 
 /// What [`analyse`] keeps of its bounds, and the key they were computed for.
@@ -1016,7 +1309,7 @@ fn cache_key(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) 
     parts.extend(std::env::current_exe().ok().map(|exe| stamp(&exe)));
     for list in object_lists {
         let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
-        for object in text.lines().filter(|line| !line.is_empty()).map(Path::new) {
+        for (_, object) in listed(list, &text)? {
             parts.push(stamp(object));
             parts.push(stamp(&object.with_extension("su")));
         }
@@ -1190,7 +1483,7 @@ mod tests {
         }
         let mut program = Program::default();
         let usage = std::fs::read_to_string(dir.join("calls.su")).unwrap();
-        program.add_object("calls.o", &std::fs::read(&object).unwrap(), Some(&usage));
+        program.add_object("calls.o", &std::fs::read(&object).unwrap(), Some(&usage)).unwrap();
         // Without the runner's object, nothing is known to call `cb`.
         let unknown = program.bound("root").unknown.unwrap();
         assert!(unknown.contains("`root` takes the address of `cb`"), "{unknown}");
@@ -1205,7 +1498,7 @@ mod tests {
             .unwrap();
         assert!(status.success());
         let usage = std::fs::read_to_string(dir.join("runner.su")).unwrap();
-        program.add_object("runner.o", &std::fs::read(dir.join("runner.o")).unwrap(), Some(&usage));
+        program.add_object("runner.o", &std::fs::read(dir.join("runner.o")).unwrap(), Some(&usage)).unwrap();
         let bound = program.bound("root");
         assert!(bound.bytes.is_some(), "{bound:?}");
         let path = names(&bound);
@@ -1281,7 +1574,10 @@ mod tests {
                 }
             }
         }
-        let listed = lists.iter().flat_map(|list| std::fs::read_to_string(list).unwrap().lines().map(PathBuf::from).collect::<Vec<_>>());
+        let listed = lists.iter().flat_map(|list| {
+            let text = std::fs::read_to_string(list).unwrap();
+            compile::listed_objects(&text).map(|listed| listed.unwrap().1.to_path_buf()).collect::<Vec<_>>()
+        });
         listed
             .filter_map(|object| {
                 let text = std::fs::read_to_string(object.with_extension("su")).ok()?;
@@ -1312,7 +1608,7 @@ mod tests {
                 for (object, bytes, text) in corpus_objects(&corpus.join("tvm-0.18").join(case), target) {
                     let stack_usage = parse_stack_usage(&text);
                     let mut program = Program::default();
-                    program.add_object("corpus.o", &bytes, None);
+                    program.add_object("corpus.o", &bytes, None).unwrap();
                     for function in &program.functions {
                         let Some(&frame) = stack_usage.get(&su_name(&function.name)) else { continue };
                         let expected = match (frame, target) {
@@ -1341,7 +1637,7 @@ mod tests {
     /// A root calling `expf`, bound with the toolchain's libraries.
     fn bound_through_libraries(libraries: &[PathBuf], root_object: &[u8]) -> StackBound {
         let mut program = Program::default();
-        program.add_object("root.o", root_object, Some("root.c:2:7:root\t8\tstatic\n"));
+        program.add_object("root.o", root_object, Some("root.c:2:7:root\t8\tstatic\n")).unwrap();
         let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
         assert_eq!(archives.len(), libraries.len(), "{libraries:?}");
         program.add_library_code(&archives);
@@ -1421,7 +1717,7 @@ mod tests {
         }
         let object = dir.join("root.o");
         let list = dir.join("libmodel.objects");
-        std::fs::write(&list, format!("{}\n", object.display())).unwrap();
+        std::fs::write(&list, format!("compiled\t{}\n", object.display())).unwrap();
         let roots = ["root".to_string()];
         let first = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
         assert!(first[0].bytes.is_some(), "{first:?}");
@@ -1435,5 +1731,103 @@ mod tests {
         std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified + std::time::Duration::from_secs(1)).unwrap();
         let again = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
         assert!(again[0].unknown.as_deref().is_some_and(|why| why.contains("root.o")), "{again:?}");
+    }
+
+    /// A `.su` file beside a prebuilt object is the archive's: the frames come
+    /// from the object's code (unknown for x86-64), never from the file.
+    #[test]
+    fn a_prebuilt_objects_stack_usage_file_is_not_read() {
+        let flags = ["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"];
+        let source = "int root(int n) { volatile char buf[4096]; buf[n & 4095] = 1; return buf[n / 2]; }\n";
+        for (compiler, flags) in [("cc", &[][..]), ("arm-none-eabi-gcc", &flags[..])] {
+            let dir = crate::test_support::scratch(&format!("stack-prebuilt-{compiler}"));
+            std::fs::write(dir.join("root.c"), source).unwrap();
+            let status = std::process::Command::new(compiler)
+                .args(flags)
+                .args(["-O1", "-ffunction-sections", "-c", "root.c", "-o", "root.o"])
+                .current_dir(&dir)
+                .status();
+            if !status.is_ok_and(|status| status.success()) {
+                crate::test_support::skip(&format!("no {compiler}"));
+                continue;
+            }
+            // The archive's lie: an 8-byte frame.
+            std::fs::write(dir.join("root.su"), "root.c:2:5:root\t8\tstatic\n").unwrap();
+            let list = dir.join("libmodel.objects");
+            std::fs::write(&list, format!("prebuilt\t{}\n", dir.join("root.o").display())).unwrap();
+            let bound = analyse(std::slice::from_ref(&list), &[], &["root".to_string()]).unwrap().remove(0);
+            if compiler == "cc" {
+                let why = bound.unknown.unwrap_or_default();
+                assert!(why.contains("machine code is not read") || why.contains("not read from its code"), "{why}");
+            } else {
+                assert!(bound.path[0].bytes >= 4096, "{bound:?}");
+            }
+            // Listed as this build's compile, the same file is the compiler's.
+            std::fs::write(&list, format!("compiled\t{}\n", dir.join("root.o").display())).unwrap();
+            let trusted = analyse(std::slice::from_ref(&list), &[], &["root".to_string()]).unwrap().remove(0);
+            assert_eq!(trusted.path.first().map(|step| step.bytes), Some(8), "{trusted:?}");
+        }
+    }
+
+    /// A call chain thousands of functions deep is walked without recursion.
+    #[test]
+    fn a_deep_call_chain_is_walked_iteratively() {
+        let names: Vec<String> = (0..200_000).map(|i| format!("f{i}")).collect();
+        let calls: Vec<[&str; 1]> = names.iter().skip(1).map(|name| [name.as_str()]).chain([["memcpy"]]).collect();
+        let functions: Vec<(&str, Frame, &[&str], &[&str])> =
+            names.iter().zip(&calls).map(|(name, calls)| (name.as_str(), Frame::Bytes(8), &calls[..], &[][..])).collect();
+        let bound = program(&functions).bound("f0");
+        assert_eq!(bound.bytes, Some(8 * 200_000 + 32), "{:?}", bound.unknown);
+        assert_eq!(bound.path.len(), 200_001);
+    }
+
+    /// Assembles `text` with the host compiler; `None` (after a SKIP line) without one.
+    fn assembled(name: &str, text: &str) -> Option<Vec<u8>> {
+        let dir = crate::test_support::scratch(name);
+        std::fs::write(dir.join("code.s"), text).unwrap();
+        let status = std::process::Command::new("cc").args(["-c", "code.s", "-o", "code.o"]).current_dir(&dir).status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no host C compiler (cc)");
+            return None;
+        }
+        Some(std::fs::read(dir.join("code.o")).unwrap())
+    }
+
+    /// 30 000 functions in one section, each calling the next, and 30 000
+    /// cold parts: read in linear time (every relocation recorded once).
+    #[test]
+    fn many_functions_in_one_section_are_read_in_linear_time() {
+        const COUNT: usize = 30_000;
+        let mut text = String::from(".text\n");
+        let mut usage = String::new();
+        for i in 0..COUNT {
+            text +=
+                &format!(".globl f{i}\n.type f{i},@function\nf{i}:\ncall f{}\nret\n.type f{i}.cold,@function\nf{i}.cold:\nret\n", i + 1);
+            usage += &format!("code.c:1:1:f{i}\t16\tstatic\n");
+        }
+        let Some(object) = assembled("stack-many-functions", &text) else { return };
+        let started = std::time::Instant::now();
+        let mut program = Program::default();
+        program.add_object("code.o", &object, Some(&usage)).unwrap();
+        let bound = program.bound("f0");
+        // They share their code, so each may call any: a cycle.
+        assert!(bound.unknown.as_deref().is_some_and(|why| why.contains("recursion")), "{bound:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    /// A prebuilt object defining a symbol this build's own code defines is refused, naming both.
+    #[test]
+    fn a_prebuilt_object_defining_mlf_builds_symbols_is_refused() {
+        let text = ".text\n.globl TVMPlatformAbort\n.type TVMPlatformAbort,@function\nTVMPlatformAbort:\nret\n";
+        let Some(object) = assembled("stack-collision", text) else { return };
+        let dir = crate::test_support::scratch("stack-collision-lists");
+        let (ours, theirs) = (dir.join("support.o"), dir.join("default_lib0.o"));
+        std::fs::write(&ours, &object).unwrap();
+        std::fs::write(&theirs, &object).unwrap();
+        let (model, support) = (dir.join("libmodel.objects"), dir.join("libsupport.objects"));
+        std::fs::write(&model, format!("prebuilt\t{}\n", theirs.display())).unwrap();
+        std::fs::write(&support, format!("compiled\t{}\n", ours.display())).unwrap();
+        let error = analyse(&[model, support], &[], &["TVMPlatformAbort".to_string()]).unwrap_err().to_string();
+        assert!(error.contains("defines `TVMPlatformAbort`") && error.contains("default_lib0.o") && error.contains("support.o"), "{error}");
     }
 }

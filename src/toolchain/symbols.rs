@@ -116,8 +116,22 @@ impl Tables {
         };
         let first_entry = read_at(header.section_table, header.section_table_len(1).ok_or_else(malformed)?)?;
         let count = header.section_count_in(&first_entry).ok_or_else(malformed)?;
+        if count > elf::MAX_SECTIONS {
+            return Err(Error::new(
+                ErrorKind::Compile,
+                format!("the object declares {count} sections, more than the limit of {}", elf::MAX_SECTIONS),
+            )
+            .in_file(path.display().to_string())
+            .help("a prebuilt object (codegen/host/lib) this large is not one TVM writes: pass the archive's original objects"));
+        }
         let table = read_at(header.section_table, header.section_table_len(count).ok_or_else(malformed)?)?;
         let sections: Vec<Section> = (0..count).map(|index| header.section(&table, index)).collect::<Option<_>>().ok_or_else(malformed)?;
+        // An object has one symbol table: each is read whole, so many over the same bytes would exhaust memory.
+        if sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB).count() > 1 {
+            return Err(Error::new(ErrorKind::Compile, "the object has more than one symbol table")
+                .in_file(path.display().to_string())
+                .help("a prebuilt object (codegen/host/lib) is damaged or crafted: pass the archive's original objects"));
+        }
         let mut tables = Vec::new();
         for symtab in sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB) {
             let strtab = sections.get(symtab.link as usize).ok_or_else(malformed)?;
