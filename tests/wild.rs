@@ -427,6 +427,41 @@ fn codegen_only_tree_whose_code_hides_a_size_is_refused_naming_the_fix() {
     );
 }
 
+// Issue 32: in a codegen-only tree the code's reach sizes a tensor only when it
+// is exact: an output written through TVM's split-loop tail guard (a loop of 10
+// split by 4) is sized exactly and runs; the same loop under a guard the
+// reader cannot follow exactly gives an upper bound, which is refused naming
+// the `#define` that would state the size.
+#[test]
+fn a_codegen_only_output_written_through_a_split_loop_guard_is_sized_exactly() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let softmax = "for (int32_t i1_1 = 0; i1_1 < 10; ++i1_1) {\n    T_softmax_norm[i1_1] = (((float*)T_softmax_exp_let)[i1_1] / ((float*)T_softmax_expsum_let)[0]);\n  }";
+    let split = |guard: &str| {
+        format!(
+            "for (int32_t o = 0; o < 3; ++o) {{\n    for (int32_t i = 0; i < 4; ++i) {{\n      if ({guard}) {{\n        int32_t cse_var_1 = ((o * 4) + i);\n        \
+             T_softmax_norm[cse_var_1] = (((float*)T_softmax_exp_let)[cse_var_1] / ((float*)T_softmax_expsum_let)[0]);\n      }}\n    }}\n  }}"
+        )
+    };
+    let archive = unpack(&case, "codegen-only-split");
+    strip_to_codegen(&archive);
+    edit(&archive.join("codegen/host/src/default_lib1.c"), |text| {
+        assert!(text.contains(softmax), "the softmax loop changed");
+        text.replace(softmax, &split("((o * 2) + (i >> 1)) < 5"))
+    });
+    assert_matches_tvm(&case, &archive);
+    assert_eq!(build_in_process(&archive).unwrap().modules[0].memory.outputs, 40);
+    let archive = unpack(&case, "codegen-only-split-bound");
+    strip_to_codegen(&archive);
+    edit(&archive.join("codegen/host/src/default_lib1.c"), |text| text.replace(softmax, &split("(((o * 4) + i) < 10) && (i != 7)")));
+    let text = build_in_process(&archive).unwrap_err().to_string();
+    assert!(
+        text.contains("output `output` of module `default` has no size in any file")
+            && text.contains("upper bound")
+            && text.contains("#define TVMGEN_DEFAULT_OUTPUT_SIZE <bytes>"),
+        "{text}"
+    );
+}
+
 // Issue 9.7: a codegen-only tree (no metadata.json) runs from its interface header.
 #[test]
 fn archive_without_metadata_runs_from_its_interface_header() {
