@@ -236,7 +236,19 @@ pub(crate) fn check_macros<'f>(files: impl IntoIterator<Item = (&'f str, &'f str
             }
         }
     }
-    let factors = growth_factors(&macros, &function_like, &sizes)?;
+    let mut factors = growth_factors(&macros, &function_like, &sizes)?;
+    // An object-like macro whose body ends in a function-like one's name
+    // (`#define E D`) invokes it when `(` follows: it takes that factor,
+    // through chains of such names at most [`MAX_MACRO_DEPTH`] long.
+    let aliases: Vec<(&str, &str)> = object_like.iter().filter_map(|&(name, body)| Some((name, tokens(body).last()?))).collect();
+    for _ in 0..MAX_MACRO_DEPTH {
+        for &(name, target) in &aliases {
+            if let Some(&factor) = factors.get(target) {
+                let known = factors.entry(name).or_insert(factor);
+                *known = (*known).max(factor);
+            }
+        }
+    }
     let table = Macros { sizes, factors };
     // A body that nests invocations grows where it is used: estimated as code is.
     for (name, body) in object_like {
@@ -769,6 +781,12 @@ mod tests {
         assert!(error.to_string().contains("invoked at line 3"), "{error}");
         assert!(macros.check_code("lib.c", &format!("int z = {};\n", nested("S", 30))).is_err());
         macros.check_code("lib.c", &format!("int z = {} + {};\n", nested("A", 5), nested("S", 5))).unwrap();
+
+        // A name standing for a function-like macro invokes it too.
+        let macros = check_macros([("h", "#define D(x) x x\n#define E D\n#define G E\n")]).unwrap();
+        let error = macros.check_code("lib.c", &format!("int v = {};\n", nested("G", 40))).unwrap_err();
+        assert!(error.to_string().contains("macro `G` invoked at line 1"), "{error}");
+        macros.check_code("lib.c", &format!("int v = {} + G;\n", nested("G", 5))).unwrap();
 
         // A macro whose body nests them grows where it is used: refused at its `#define`.
         let copies = format!("#define D(x) x x\n#define F(y) {}\n", nested("D", 10).replace('1', "y"));
