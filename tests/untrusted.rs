@@ -749,6 +749,16 @@ fn archive_c_is_checked_before_it_is_compiled() {
     let archive = edited("macros", "codegen/host/include/tvmgen_default.h", &format!("#define MLF_M0 x\n{doubling}"));
     let stderr = build_fails(&archive);
     assert!(stderr.contains("tvmgen_default.h") && stderr.contains("macro `MLF_M27` expands to more than 67108864 tokens"), "{stderr}");
+    // A function-like macro defined in the shipped header doubles its argument; the source invokes it 40 deep.
+    let archive = edited("nested-macros", "codegen/host/include/tvmgen_default.h", "\n#define MLF_TWICE(x) x x\n");
+    let nested = format!("\nstatic int twice(void) {{\n  return {}1{};\n}}\n", "MLF_TWICE(".repeat(40), ")".repeat(40));
+    let path = archive.join(lib1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}{nested}")).unwrap();
+    let line = text.lines().count() + 3;
+    let stderr = build_fails(&archive);
+    let refusal = format!("macro `MLF_TWICE` invoked at line {line} expands to more than 67108864 tokens");
+    assert!(stderr.contains(lib1) && stderr.contains(&refusal), "{stderr}");
     let archive = edited("nesting", lib1, &format!("\nstatic int deep(void) {{ return {}0; }}\n", "(".repeat(100_000)));
     let stderr = build_fails(&archive);
     assert!(stderr.contains(lib1) && stderr.contains("brackets nest deeper than 256 levels"), "{stderr}");

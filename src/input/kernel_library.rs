@@ -216,8 +216,9 @@ pub(crate) struct ScratchCall {
     pub buffered: bool,
     /// The call's argument expressions.
     pub args: Vec<String>,
-    /// The `cmsis_nn_*` structures the function initializes, in order.
-    pub locals: Vec<KernelLocal>,
+    /// The `cmsis_nn_*` structures the function initializes, in order:
+    /// shared by its calls, so many calls among many locals stay linear.
+    pub locals: std::sync::Arc<[KernelLocal]>,
 }
 
 /// `cmsis_nn_<type> <name> = {<init>};` in generated code.
@@ -234,7 +235,7 @@ pub(crate) struct KernelLocal {
 pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
     let mut calls = Vec::new();
     for (function, body) in c_text::function_definitions(code) {
-        let locals: Vec<KernelLocal> = body.split(';').filter_map(kernel_local).collect();
+        let locals: std::sync::Arc<[KernelLocal]> = body.split(';').filter_map(kernel_local).collect();
         if locals.iter().all(|local| local.type_name != "cmsis_nn_context") {
             continue;
         }
@@ -258,7 +259,7 @@ pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
                     reserved,
                     buffered,
                     args: args.clone(),
-                    locals: locals.clone(),
+                    locals: std::sync::Arc::clone(&locals),
                 });
             }
         }

@@ -185,7 +185,12 @@ pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
         c_text::check_source(path, &text)?;
         codes.push((path, c_text::define_lines(&strip_comments(&text))));
     }
-    c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))
+    let macros = c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))?;
+    // Every file's code against every file's macros, as one program may include them all.
+    for (path, _) in &codes {
+        macros.check_code(path, &strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default())))?;
+    }
+    Ok(())
 }
 
 /// `code` with every numeric brace initializer (`= { 0x1p-3f, -2, { 4 } }`)
@@ -1336,6 +1341,19 @@ mod graph_reach_tests {
 #[cfg(test)]
 mod pool_reach_tests {
     use super::*;
+
+    /// Every archive of the corpus passes the checks of its C text: its
+    /// macros and their nested invocations among them.
+    #[test]
+    fn corpus_c_text_passes_its_checks() {
+        let Some(dir) = crate::test_support::corpus_dir() else { return };
+        let tars: Vec<_> = glob::glob(&format!("{}/**/model.tar", dir.display())).unwrap().map(|p| p.unwrap()).collect();
+        for tar in &tars {
+            let tree = Tree::load(tar, Default::default()).unwrap();
+            check_c_text(&tree).unwrap_or_else(|error| panic!("{}: {error}", tar.display()));
+        }
+        assert!(tars.len() >= 4, "{tars:?}");
+    }
 
     /// Every pool of the corpus's AOT archives is read by the code: how far it
     /// reaches is the size the interface header (or USMP's static array) states.
