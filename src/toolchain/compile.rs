@@ -159,7 +159,7 @@ impl Library {
         // Largest first, so the longest compile does not start last and leave the other jobs idle.
         let mut stale: Vec<(u64, &Unit<'_>)> = units
             .iter()
-            .filter(|unit| !(unit.object.is_file() && inputs::holds(&unit.record, &unit.key, &digests)))
+            .filter(|unit| !(unit.object.is_file() && inputs::holds(&unit.record, &unit.key, unit.source, &digests)))
             .map(|unit| (std::fs::metadata(unit.source).map_or(0, |m| m.len()), unit))
             .collect();
         stale.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.source.cmp(b.1.source)));

@@ -81,13 +81,15 @@ fn hash_file(path: &Path) -> Option<String> {
     Some(hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-/// Whether the record at `path` was written for `key` and every input it
-/// names still has the bytes it had.
-pub(crate) fn holds(path: &Path, key: &str, digests: &Digests) -> bool {
+/// Whether the record at `path` was written for `key` by a compile of `source`
+/// (this build's own path: a record copied with its target directory from
+/// another checkout names that checkout's files, which may still exist) and
+/// every input it names still has the bytes it had.
+pub(crate) fn holds(path: &Path, key: &str, source: &Path, digests: &Digests) -> bool {
     let Some(record) = std::fs::read(path).ok().and_then(|bytes| record::from_bytes::<Record>(&bytes)) else {
         return false;
     };
-    if record.key != key || record.inputs.is_empty() {
+    if record.key != key || !record.inputs.iter().any(|input| Path::new(&input.path) == source) {
         return false;
     }
     record.inputs.iter().all(|input| {
@@ -172,17 +174,18 @@ mod tests {
         std::fs::write(&header, "#define A 1").unwrap();
         let inputs = [source.clone(), header.clone()];
         record(&record_path, "key", &inputs, &Digests::default()).unwrap();
-        assert!(holds(&record_path, "key", &Digests::default()));
-        assert!(!holds(&record_path, "other key", &Digests::default()));
+        assert!(holds(&record_path, "key", &source, &Digests::default()));
+        assert!(!holds(&record_path, "other key", &source, &Digests::default()));
+        assert!(!holds(&record_path, "key", &dir.join("elsewhere/a.c"), &Digests::default()), "another compile's record");
         // Same size, written within the same second: only the bytes tell.
         std::fs::write(&header, "#define A 2").unwrap();
-        assert!(!holds(&record_path, "key", &Digests::default()));
+        assert!(!holds(&record_path, "key", &source, &Digests::default()));
         std::fs::write(&header, "#define A 1").unwrap();
-        assert!(holds(&record_path, "key", &Digests::default()), "the same bytes again");
+        assert!(holds(&record_path, "key", &source, &Digests::default()), "the same bytes again");
         std::fs::remove_file(&header).unwrap();
-        assert!(!holds(&record_path, "key", &Digests::default()));
+        assert!(!holds(&record_path, "key", &source, &Digests::default()));
         forget(&record_path).unwrap();
-        assert!(!holds(&record_path, "key", &Digests::default()));
+        assert!(!holds(&record_path, "key", &source, &Digests::default()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -197,7 +200,7 @@ mod tests {
         // A digest that would not match: the unchanged size and time are believed.
         let digests = Digests::default();
         digests.known.lock().unwrap().insert(source.clone(), Some("wrong".to_string()));
-        assert!(holds(&record_path, "key", &digests));
+        assert!(holds(&record_path, "key", &source, &digests));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
