@@ -190,7 +190,8 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
             let ldm_pc = matches!(hw & 0xffd0, 0xe890 | 0xe910) && hw2 & 0x8000 != 0 && hw != 0xe8bd;
             if loads_pc || ldm_pc {
                 jumps.push((at, None));
-            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 {
+            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 && !(hw2 & 0x1000 == 0 && (hw >> 7) & 7 == 7) {
+                // (A condition of 111x is not b<cond>.w but msr, mrs, dmb and the other hints.)
                 let s = u32::from(hw >> 10 & 1);
                 let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
                 let imm11 = u32::from(hw2 & 0x7ff);

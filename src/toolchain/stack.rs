@@ -1619,6 +1619,12 @@ mod tests {
                             (frame, _) => frame,
                         };
                         let what = format!("{} in {} ({case}, {target})", function.name, object.display());
+                        // A jump table (Armv6-M's `mov pc, rN`, RV32's `jr`) may go where the code cannot show: unknown, never lower.
+                        if function.frame == Frame::Undecoded
+                            && function.undecoded.as_deref().is_some_and(|why| why.contains("jumps through a register"))
+                        {
+                            continue;
+                        }
                         assert_eq!(function.frame, expected, "{what}: {:?}", function.undecoded);
                         compared += 1;
                     }
@@ -1691,9 +1697,10 @@ mod tests {
         let bound = bound_through_libraries(&[libc, libgcc], &root);
         let path = names(&bound);
         // expf saves its registers with `call t0, __riscv_save_7` (64 bytes read from the helper), then calls __mulsf3...
+        // (__divsf3's jump table, a `jr` the frame cannot be proven past, gives it the runtime allowance).
         assert_eq!(path[..3], ["root", "expf (libc.a)", "__riscv_save_7 (libgcc.a)"], "{bound:?}");
         assert_eq!(bound.path[2].bytes, 64);
-        assert!(path.len() > 3 && !path.iter().any(|name| name.contains("allowance")), "{bound:?}");
+        assert!(path.len() > 3, "{bound:?}");
     }
 
     #[test]
