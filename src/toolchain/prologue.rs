@@ -36,8 +36,15 @@ pub(crate) enum Piece<'a> {
     Arm,
 }
 
+/// Where the branches a relocation completes go, by their offset in the
+/// section: `Some` of the target's offset (a label in the section) and
+/// whether the branch's encoded displacement adds to it (ELF REL's implicit
+/// addend), `None` when they leave it (a function, another section, a
+/// symbol defined elsewhere).
+pub(crate) type Relocated = std::collections::HashMap<u64, Option<(i64, bool)>>;
+
 /// The bytes `pieces` lower the stack pointer by on `machine`, or why that is not known.
-pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
+pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>], relocated: Option<&Relocated>) -> Result<u64, String> {
     let mut frame = Frame::default();
     for piece in pieces {
         let Piece::Code { bytes, section, offset } = *piece else {
@@ -61,7 +68,7 @@ pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
             .iter()
             .filter_map(|piece| if let Piece::Code { bytes, offset, .. } = piece { Some((*offset, offset + bytes.len())) } else { None })
     };
-    frame.runs_once(code().map(|(start, _)| start).min().unwrap_or(0), code().map(|(_, end)| end).max().unwrap_or(0))?;
+    frame.runs_once(code().map(|(start, _)| start).min().unwrap_or(0), code().map(|(_, end)| end).max().unwrap_or(0), relocated)?;
     Ok(frame.bytes)
 }
 
@@ -99,10 +106,18 @@ impl Frame {
     /// a branch at or after a decrement goes back to it or before it. A
     /// branch to itself is a relocation's placeholder (its target is another
     /// function) or a `b .` that stays.
-    fn runs_once(&self, start: usize, end: usize) -> Result<(), String> {
+    fn runs_once(&self, start: usize, end: usize, relocated: Option<&Relocated>) -> Result<(), String> {
         let lowers = !self.lowered_at.is_empty();
         let code = start as i64..end as i64;
         for &(from, to) in &self.jumps {
+            // A relocated branch goes where its symbol and addend say.
+            let to = match (to, relocated.and_then(|map| map.get(&(from as u64)))) {
+                (Some(_), Some(None)) => continue,
+                (Some(to), Some(&Some((base, plus_encoded)))) => {
+                    Some(if plus_encoded { base.saturating_add(to - from as i64) } else { base })
+                }
+                (to, _) => to,
+            };
             let last = self.lowered_at.get(self.lowered_at.partition_point(|&at| at <= from).wrapping_sub(1));
             let why = match to {
                 None if lowers => "jumps through a register, which may go anywhere".to_string(),
@@ -688,14 +703,14 @@ mod tests {
 
     fn thumb_frame(halfwords: &[u16]) -> Result<u64, String> {
         let bytes: Vec<u8> = halfwords.iter().flat_map(|h| h.to_le_bytes()).collect();
-        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
+        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None)
     }
 
     fn riscv_frame(parcels: &[u32]) -> Result<u64, String> {
         // A parcel above 0xffff is a 32-bit instruction.
         let bytes: Vec<u8> =
             parcels.iter().flat_map(|&p| if p & 3 == 3 { p.to_le_bytes().to_vec() } else { (p as u16).to_le_bytes().to_vec() }).collect();
-        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
+        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None)
     }
 
     #[test]
@@ -780,13 +795,13 @@ mod tests {
         let code_len = bytes.len();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..code_len], section: &bytes, offset: 0 };
-        assert_eq!(frame(EM_ARM, &[code]), Ok(8 + 712));
+        assert_eq!(frame(EM_ARM, &[code], None), Ok(8 + 712));
         // A branch target between the load and its use: the value may come from elsewhere.
         // push {r4, lr}; ldr r4, [pc, #4]; b.n +0 (to the next instruction); add sp, r4; pop.
         let mut bytes: Vec<u8> = [0xb510u16, 0x4c02, 0xe7ff, 0x44a5, 0xbd10, 0x46c0].iter().flat_map(|h| h.to_le_bytes()).collect();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..12], section: &bytes, offset: 0 };
-        assert!(frame(EM_ARM, &[code]).unwrap_err().contains("adds r4"));
+        assert!(frame(EM_ARM, &[code], None).unwrap_err().contains("adds r4"));
         // A load from memory (ldr r4, [r0]) is no constant.
         assert!(thumb_frame(&[0x6804, 0x44a5]).unwrap_err().contains("adds r4"));
     }
@@ -803,8 +818,8 @@ mod tests {
         assert!(thumb_frame(&[0xebad, 0x0d03]).unwrap_err().contains("from r3"));
         // add sp, r2
         assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
-        assert!(frame(EM_ARM, &[Piece::Arm]).unwrap_err().contains("A32"));
-        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }])
+        assert!(frame(EM_ARM, &[Piece::Arm], None).unwrap_err().contains("A32"));
+        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }], None)
             .unwrap_err()
             .contains("x86-64 machine code is not read"));
     }
