@@ -481,6 +481,30 @@ fn compiled_archive_objects(out_dir: &Path, stems: &[String]) -> Vec<(String, Pa
     found
 }
 
+/// A prebuilt object of the target's machine but the other ELF class (an
+/// ELF32 x86-64 object for a 64-bit host) is refused by name before linking.
+#[test]
+fn prebuilt_objects_of_the_other_elf_class_are_refused() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    if !common::host_triple().starts_with("x86_64") {
+        common::skip("the host is not x86-64");
+        return;
+    }
+    let work = common::scratch("prebuilt-elf-class");
+    let tree = work.join("archive");
+    tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&tree).unwrap();
+    let lib = tree.join("codegen/host/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    // e_ident: ELF32, little-endian, version 1; e_type REL; e_machine x86-64.
+    let mut object = vec![0u8; 52];
+    object[..7].copy_from_slice(&[0x7f, b'E', b'L', b'F', 1, 1, 1]);
+    object[16] = 1;
+    object[18] = 62;
+    std::fs::write(lib.join("lib_x32.o"), object).unwrap();
+    let error = build_for(&work.join("out"), &common::host_triple(), Builder::new(&tree)).unwrap_err().to_string();
+    assert!(error.contains("lib_x32.o") && error.contains("is ELF32 (32-bit)") && error.contains("links ELF64 (64-bit)"), "{error}");
+}
+
 /// An objects-only variant of a corpus archive, made here: its C compiled by
 /// a first build, the objects placed under `codegen/host/lib` in place of the
 /// sources, each with a `.su` file beside it claiming 8-byte frames. The

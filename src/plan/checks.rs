@@ -92,14 +92,30 @@ pub(crate) fn check_core(plan: &Plan, target: &Target, metadata: &Metadata, comp
     Ok(())
 }
 
-/// Prebuilt objects link only when their architecture is the target's.
+/// Prebuilt objects link only when their architecture and ELF class are the target's.
 pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
     let Some(expected) = target.elf_machine() else { return Ok(()) };
+    let class = |is_64: bool| if is_64 { "ELF64 (64-bit)" } else { "ELF32 (32-bit)" };
     for path in tree.files_under(sources::LIB_DIR).filter(|path| path.ends_with(".o")) {
         let bytes = tree.get(path).unwrap_or_default();
-        let machine = elf::Header::parse(bytes).map(|header| header.machine);
-        match machine {
-            Some(found) if found == expected => {}
+        let header = elf::Header::parse(bytes);
+        match header.as_ref().map(|header| header.machine) {
+            Some(found) if found == expected => {
+                let (Some(header), Some(target_is_64)) = (header, target.elf_is_64()) else { continue };
+                if header.is_64() != target_is_64 {
+                    return Err(Error::new(
+                        ErrorKind::WrongTarget,
+                        format!(
+                            "prebuilt object is {}, but the build target `{}` links {} objects",
+                            class(header.is_64()),
+                            target.triple,
+                            class(target_is_64)
+                        ),
+                    )
+                    .in_file(path)
+                    .help("objects under codegen/host/lib must be compiled for the build's target, with its pointer width: rebuild the archive for it"));
+                }
+            }
             found => {
                 let found = found.map_or_else(|| "not an ELF object".to_string(), target::elf_machine_name);
                 return Err(Error::new(
@@ -116,4 +132,41 @@ pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cargo::directive::Directives;
+    use crate::cargo::env::Env;
+
+    /// An ELF header (`e_ident` and `e_machine`) of `class` (1: ELF32, 2: ELF64) for `machine`.
+    fn object_header(class: u8, machine: u16) -> Vec<u8> {
+        let mut header = vec![0u8; 64];
+        header[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', class, 1]);
+        header[6] = 1;
+        header[16] = 1;
+        header[18..20].copy_from_slice(&machine.to_le_bytes());
+        header
+    }
+
+    fn check(triple: &str, object: Vec<u8>) -> Result<()> {
+        let env = Env { directives: Directives { print: false } };
+        let target = Target::new(triple.to_string(), "x86_64-unknown-linux-gnu".to_string(), None, &env);
+        let tree = Tree::from_files([("codegen/host/lib/lib0.o".to_string(), object)]).unwrap();
+        check_objects(&tree, &target)
+    }
+
+    #[test]
+    fn prebuilt_objects_of_the_other_elf_class_are_refused() {
+        let error = check("x86_64-unknown-linux-gnu", object_header(1, 62)).unwrap_err().to_string();
+        assert!(error.contains("lib0.o") && error.contains("ELF32 (32-bit)") && error.contains("ELF64 (64-bit)"), "{error}");
+        let error = check("thumbv7em-none-eabihf", object_header(2, 40)).unwrap_err().to_string();
+        assert!(error.contains("lib0.o") && error.contains("is ELF64 (64-bit)") && error.contains("links ELF32 (32-bit)"), "{error}");
+        let error = check("riscv32imac-unknown-none-elf", object_header(2, 243)).unwrap_err().to_string();
+        assert!(error.contains("is ELF64 (64-bit)"), "{error}");
+        assert!(check("riscv32imac-unknown-none-elf", object_header(1, 243)).is_ok());
+        assert!(check("x86_64-unknown-linux-gnu", object_header(2, 62)).is_ok());
+        assert!(check("thumbv7em-none-eabihf", object_header(1, 40)).is_ok());
+    }
 }

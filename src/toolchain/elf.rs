@@ -149,6 +149,11 @@ impl Header {
     /// The bytes [`Header::parse`] needs at most: the 64-bit header's size.
     pub const LEN: usize = 64;
 
+    /// Whether the object is ELF64 (else ELF32).
+    pub fn is_64(&self) -> bool {
+        self.is_64
+    }
+
     /// The header at the start of `bytes`; `None` when they are not ELF.
     pub fn parse(bytes: &[u8]) -> Option<Header> {
         if !bytes.starts_with(b"\x7fELF") {

@@ -14,7 +14,11 @@
 //! counted as if one path pushed everything: never less than any path. A
 //! stack pointer set from anything else (a register not known to be a frame
 //! pointer, an unknown amount as `alloca` does) makes the frame unknown; so
-//! does A32 code and any other machine.
+//! does A32 code and any other machine. Each decrement counts once, so one
+//! that could run again makes the frame unknown (a branch at or after it
+//! back to it or before it), and so does code that lowers the stack pointer
+//! and jumps through a register (not a return) or out of its code, or any
+//! branch into the middle of an instruction: code not read may run.
 
 /// `e_machine` values of the code this module reads.
 pub(crate) const EM_ARM: u16 = 40;
@@ -32,8 +36,15 @@ pub(crate) enum Piece<'a> {
     Arm,
 }
 
+/// Where the branches a relocation completes go, by their offset in the
+/// section: `Some` of the target's offset (a label in the section) and
+/// whether the branch's encoded displacement adds to it (ELF REL's implicit
+/// addend), `None` when they leave it (a function, another section, a
+/// symbol defined elsewhere).
+pub(crate) type Relocated = std::collections::HashMap<u64, Option<(i64, bool)>>;
+
 /// The bytes `pieces` lower the stack pointer by on `machine`, or why that is not known.
-pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
+pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>], relocated: Option<&Relocated>) -> Result<u64, String> {
     let mut frame = Frame::default();
     for piece in pieces {
         let Piece::Code { bytes, section, offset } = *piece else {
@@ -41,7 +52,7 @@ pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
         };
         match machine {
             EM_ARM => thumb(bytes, Literals { section, offset }, &mut frame)?,
-            EM_RISCV => riscv(bytes, &mut frame)?,
+            EM_RISCV => riscv(bytes, offset, &mut frame)?,
             other => {
                 let name = match other {
                     62 => "x86-64".to_string(),
@@ -52,6 +63,12 @@ pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>]) -> Result<u64, String> {
             }
         }
     }
+    let code = || {
+        pieces
+            .iter()
+            .filter_map(|piece| if let Piece::Code { bytes, offset, .. } = piece { Some((*offset, offset + bytes.len())) } else { None })
+    };
+    frame.runs_once(code().map(|(start, _)| start).min().unwrap_or(0), code().map(|(_, end)| end).max().unwrap_or(0), relocated)?;
     Ok(frame.bytes)
 }
 
@@ -63,11 +80,60 @@ struct Frame {
     /// A frame pointer holds a value derived from the stack pointer, so
     /// setting the stack pointer back from it restores, never lowers.
     frame_pointer: bool,
+    /// The offset (in its section) of the instruction being read.
+    at: usize,
+    /// The offsets of the instructions that lowered the stack pointer, in order.
+    lowered_at: Vec<usize>,
+    /// The offset of every instruction read, in order.
+    starts: Vec<usize>,
+    /// Every transfer of control other than a return or a call: its offset
+    /// and its target, `None` when a register holds it.
+    jumps: Vec<(usize, Option<i64>)>,
 }
 
 impl Frame {
     fn lower(&mut self, bytes: u64) -> Result<(), String> {
         self.bytes = self.bytes.checked_add(bytes).ok_or("its frame overflows 64 bits")?;
+        self.lowered_at.push(self.at);
+        Ok(())
+    }
+
+    /// Whether the instructions read are all that run and every decrement
+    /// runs at most once, as counting each once assumes. Unknown when a
+    /// direct branch lands inside an instruction; when the code lowers the
+    /// stack pointer and jumps through a register (to anywhere) or branches
+    /// out of its code (`start..end`, from which code may come back); or when
+    /// a branch at or after a decrement goes back to it or before it. A
+    /// branch to itself is a relocation's placeholder (its target is another
+    /// function) or a `b .` that stays.
+    fn runs_once(&self, start: usize, end: usize, relocated: Option<&Relocated>) -> Result<(), String> {
+        let lowers = !self.lowered_at.is_empty();
+        let code = start as i64..end as i64;
+        for &(from, to) in &self.jumps {
+            // A relocated branch goes where its symbol and addend say.
+            let to = match (to, relocated.and_then(|map| map.get(&(from as u64)))) {
+                (Some(_), Some(None)) => continue,
+                (Some(to), Some(&Some((base, plus_encoded)))) => {
+                    Some(if plus_encoded { base.saturating_add(to - from as i64) } else { base })
+                }
+                (to, _) => to,
+            };
+            let last = self.lowered_at.get(self.lowered_at.partition_point(|&at| at <= from).wrapping_sub(1));
+            let why = match to {
+                None if lowers => "jumps through a register, which may go anywhere".to_string(),
+                Some(to) if to == from as i64 => continue,
+                Some(to) if code.contains(&to) && usize::try_from(to).map_or(true, |to| self.starts.binary_search(&to).is_err()) => {
+                    format!("branches into the middle of an instruction at {to:#x}")
+                }
+                Some(to) if lowers && !code.contains(&to) => format!("branches out of its code to {to:#x}"),
+                Some(to) if last.is_some_and(|&last| to <= last as i64) => format!("branches back to {to:#x}"),
+                _ => continue,
+            };
+            let lowered = self.lowered_at.first().map_or(String::new(), |at| format!(" (it lowers the stack pointer at {at:#x})"));
+            return Err(format!(
+                "the instruction at {from:#x} {why}, so a decrement may run more than once or code not read may run{lowered}"
+            ));
+        }
         Ok(())
     }
 
@@ -122,51 +188,71 @@ impl Literals<'_> {
 /// forgets them all.
 type LowConstants = [Option<i64>; 8];
 
-/// The offsets in `code` that its direct branches (`b`, `b<cond>`, `cbz`,
-/// `cbnz`, `b.w`, `b<cond>.w`) go to.
-fn thumb_branch_targets(code: &[u8]) -> std::collections::BTreeSet<i64> {
+/// The jumps in `code` (offsets within it): direct branches (`b`,
+/// `b<cond>`, `cbz`, `cbnz`, `b.w`, `b<cond>.w`, `bl`) with their targets,
+/// and jumps through a register that are not returns (`bx`/`mov pc`/`add pc`
+/// with a register other than lr, `ldr pc` and `ldm` into pc other than a
+/// pop) without. `tbb`/`tbh` only go forward, like the code after them.
+fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
     let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let mut targets = std::collections::BTreeSet::new();
+    let mut jumps = Vec::new();
     let mut at = 0;
     while let Some(hw) = halfword(at) {
         let pc = at as i64 + 4;
         if matches!(hw >> 11, 0b11101..=0b11111) {
             let Some(hw2) = halfword(at + 2) else { break };
-            if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 {
+            let loads_pc = hw & 0xff70 == 0xf850 && hw2 >> 12 == 15 && !(hw == 0xf85d && hw2 == 0xfb04);
+            let ldm_pc = matches!(hw & 0xffd0, 0xe890 | 0xe910) && hw2 & 0x8000 != 0 && hw != 0xe8bd;
+            if loads_pc || ldm_pc {
+                jumps.push((at, None));
+            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 && !(hw2 & 0x1000 == 0 && (hw >> 7) & 7 == 7) {
+                // (A condition of 111x is not b<cond>.w but msr, mrs, dmb and the other hints.)
                 let s = u32::from(hw >> 10 & 1);
                 let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
                 let imm11 = u32::from(hw2 & 0x7ff);
                 let offset = if hw2 & 0x1000 != 0 {
-                    // b.w (T4): S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
+                    // b.w (T4) and bl: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
                     let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
                     sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (imm11 << 1), 25)
                 } else {
                     // b<cond>.w (T3): S:J2:J1:imm6:imm11:0.
                     sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (imm11 << 1), 21)
                 };
-                targets.insert(pc + offset);
+                jumps.push((at, Some(pc + offset)));
             }
             at += 4;
             continue;
         }
-        if hw & 0xf800 == 0xe000 {
-            targets.insert(pc + sign_extend(u32::from(hw & 0x7ff) << 1, 12));
+        let target = if hw & 0xf800 == 0xe000 {
+            Some(pc + sign_extend(u32::from(hw & 0x7ff) << 1, 12))
         } else if hw & 0xf000 == 0xd000 && hw & 0x0e00 != 0x0e00 {
-            targets.insert(pc + sign_extend(u32::from(hw & 0xff) << 1, 9));
+            Some(pc + sign_extend(u32::from(hw & 0xff) << 1, 9))
         } else if hw & 0xf500 == 0xb100 {
-            targets.insert(pc + i64::from(((hw >> 3) & 0x40) | ((hw >> 2) & 0x3e)));
+            Some(pc + i64::from(((hw >> 3) & 0x40) | ((hw >> 2) & 0x3e)))
+        } else {
+            None
+        };
+        // bx rm, mov pc, rm and add pc, rm (rm other than lr).
+        let register_jump = (hw & 0xff87 == 0x4700 || hw & 0xff87 == 0x4687 || hw & 0xff87 == 0x4487) && (hw >> 3) & 0xf != 14;
+        if register_jump || target.is_some() {
+            jumps.push((at, target));
         }
         at += 2;
     }
-    targets
+    jumps
 }
 
 fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), String> {
     let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let targets = thumb_branch_targets(code);
+    let jumps = thumb_jumps(code);
+    let targets: std::collections::BTreeSet<i64> = jumps.iter().filter_map(|&(_, to)| to).collect();
+    let in_section = |at: i64| at + literals.offset as i64;
+    frame.jumps.extend(jumps.iter().map(|&(from, to)| (literals.offset + from, to.map(in_section))));
     let mut constants: LowConstants = [None; 8];
     let mut at = 0;
     while let Some(hw) = halfword(at) {
+        frame.at = literals.offset + at;
+        frame.starts.push(frame.at);
         if targets.contains(&(at as i64)) {
             constants = [None; 8];
         }
@@ -442,20 +528,64 @@ fn move_sp(frame: &mut Frame, delta: i64) -> Result<(), String> {
     Ok(())
 }
 
-fn riscv(code: &[u8], frame: &mut Frame) -> Result<(), String> {
+/// `code` lies at `offset` of its section.
+fn riscv(code: &[u8], offset: usize, frame: &mut Frame) -> Result<(), String> {
     let mut registers = Registers { constants: [None; 32] };
     let mut at = 0;
     while let Some(low) = code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-        if low & 3 == 3 {
+        frame.at = offset + at;
+        frame.starts.push(frame.at);
+        let jump = if low & 3 == 3 {
             let Some(word) = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { break };
             riscv32(word, frame, &mut registers)?;
             at += 4;
+            riscv32_jump(word)
         } else {
             riscv16(low, frame, &mut registers)?;
             at += 2;
+            riscv16_jump(low)
+        };
+        if let Some(by) = jump {
+            frame.jumps.push((frame.at, by.map(|by| frame.at as i64 + by)));
         }
     }
     Ok(())
+}
+
+/// Whether a register (not `ra` or `t0`, the link registers) holds where `jalr x0` goes: not a return.
+fn riscv_register_jump(rs1: u32) -> Option<Option<i64>> {
+    (rs1 != 1 && rs1 != 5).then_some(None)
+}
+
+/// A 32-bit RISC-V jump: `jal` (a call too: it may target this code) and
+/// the branches with how far they go, `jalr x0` through a register that is
+/// not a link register with `None`.
+fn riscv32_jump(word: u32) -> Option<Option<i64>> {
+    let bit = |from: u32, to: u32| ((word >> from) & 1) << to;
+    let bits = |from: u32, count: u32, to: u32| ((word >> from) & ((1 << count) - 1)) << to;
+    match word & 0x7f {
+        0x6f => Some(Some(sign_extend(bit(31, 20) | bits(12, 8, 12) | bit(20, 11) | bits(21, 10, 1), 21))),
+        0x63 => Some(Some(sign_extend(bit(31, 12) | bit(7, 11) | bits(25, 6, 5) | bits(8, 4, 1), 13))),
+        0x67 if (word >> 7) & 31 == 0 => riscv_register_jump((word >> 15) & 31),
+        _ => None,
+    }
+}
+
+/// A compressed RISC-V jump: `c.j`, `c.beqz`, `c.bnez`, and `c.jr` not
+/// through a link register (`c.jal` is RV64's `c.addiw`, so not read).
+fn riscv16_jump(half: u16) -> Option<Option<i64>> {
+    let half = u32::from(half);
+    let bit = |from: u32, to: u32| ((half >> from) & 1) << to;
+    let bits = |from: u32, count: u32, to: u32| ((half >> from) & ((1 << count) - 1)) << to;
+    match (half & 3, half >> 13) {
+        (1, 5) => {
+            let imm = bit(12, 11) | bit(11, 4) | bits(9, 2, 8) | bit(8, 10) | bit(7, 6) | bit(6, 7) | bits(3, 3, 1) | bit(2, 5);
+            Some(Some(sign_extend(imm, 12)))
+        }
+        (1, 6 | 7) => Some(Some(sign_extend(bit(12, 8) | bits(10, 2, 3) | bits(5, 2, 6) | bits(3, 2, 1) | bit(2, 5), 9))),
+        (2, 4) if half & 0x1000 == 0 && bits(2, 5, 0) == 0 && bits(7, 5, 0) != 0 => riscv_register_jump(bits(7, 5, 0)),
+        _ => None,
+    }
 }
 
 fn riscv32(word: u32, frame: &mut Frame, registers: &mut Registers) -> Result<(), String> {
@@ -573,14 +703,14 @@ mod tests {
 
     fn thumb_frame(halfwords: &[u16]) -> Result<u64, String> {
         let bytes: Vec<u8> = halfwords.iter().flat_map(|h| h.to_le_bytes()).collect();
-        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
+        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None)
     }
 
     fn riscv_frame(parcels: &[u32]) -> Result<u64, String> {
         // A parcel above 0xffff is a 32-bit instruction.
         let bytes: Vec<u8> =
             parcels.iter().flat_map(|&p| if p & 3 == 3 { p.to_le_bytes().to_vec() } else { (p as u16).to_le_bytes().to_vec() }).collect();
-        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }])
+        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None)
     }
 
     #[test]
@@ -599,6 +729,63 @@ mod tests {
         assert_eq!(thumb_expand_imm(0xf84), 0x108);
     }
 
+    /// A decrement counted once must run once: one a branch can reach again,
+    /// and code jumping through a register or into an instruction, is unknown.
+    #[test]
+    fn thumb_decrements_that_may_run_again_are_unknown() {
+        let unknown = [
+            // f: push {r4, lr}; subs r0, #1; bne f; pop {r4, pc}
+            ("push in a loop", &[0xb510, 0x3801, 0xd1fc, 0xbd10][..], "branches back to 0x0"),
+            // push {lr}; g: sub sp, #8; subs r0, #1; b.w g; pop {pc}
+            ("sub sp in a loop", &[0xb500, 0xb082, 0x3801, 0xf7ff, 0xbffc, 0xbd00], "branches back to 0x2"),
+            // bx r3; push {lr}; pop {pc}
+            ("bx before a push", &[0x4718, 0xb500, 0xbd00], "jumps through a register"),
+            // push {lr}; mov pc, r3 (Armv6-M's jump table)
+            ("mov pc after a push", &[0xb500, 0x469f], "jumps through a register"),
+            ("ldr.w pc, [r0]", &[0xb500, 0xf8d0, 0xf000], "jumps through a register"),
+            ("ldm r0, {r4, pc}", &[0xb500, 0xe890, 0x8010], "jumps through a register"),
+            // push {lr}; b.n to 8, past the code
+            ("a branch out", &[0xb500, 0xe001, 0xbd00], "branches out of its code to 0x8"),
+            // b.n to 4, the second half of bl
+            ("a branch into an instruction", &[0xe000, 0xf7ff, 0xfffe], "into the middle of an instruction at 0x4"),
+        ];
+        for (what, code, why) in unknown {
+            let error = thumb_frame(code).expect_err(what);
+            assert!(error.contains(why), "{what}: {error}");
+        }
+        // push {r4, lr}; sub sp, #8; loop: subs r0, #1; bne loop; add sp, #8; pop {r4, pc}
+        assert_eq!(thumb_frame(&[0xb510, 0xb082, 0x3801, 0xd1fd, 0xb002, 0xbd10]), Ok(16));
+        // push {lr}; ldr pc, [sp], #4 and pop {pc} return; tbb only goes forward; bl to a relocation's placeholder.
+        assert_eq!(thumb_frame(&[0xb500, 0xe8df, 0xf000, 0xf7ff, 0xfffe, 0xf85d, 0xfb04, 0xbd00]), Ok(4));
+        // A loop before any decrement: subs r0, #1; bne back; push {lr}; pop {pc}
+        assert_eq!(thumb_frame(&[0x3801, 0xd1fd, 0xb500, 0xbd00]), Ok(4));
+    }
+
+    #[test]
+    fn riscv_decrements_that_may_run_again_are_unknown() {
+        let unknown = [
+            // f: addi sp, sp, -16; addi a0, a0, -1; bnez a0, f; ret
+            ("addi sp in a loop", &[0xff010113, 0xfff50513, 0xfe051ce3, 0x00008067][..], "branches back to 0x0"),
+            // f: c.addi16sp sp, -32; c.addi a0, -1; c.bnez a0, f
+            ("c.addi16sp in a loop", &[0x713d, 0x157d, 0xfd75, 0x6105, 0x8082], "branches back to 0x0"),
+            // c.addi16sp; c.addi; c.nop; c.j to 0
+            ("c.j back", &[0x713d, 0x157d, 0x0001, 0xbfed], "branches back to 0x0"),
+            // c.addi16sp; c.addi; four c.nop; jal x0 to 0
+            ("jal back", &[0x713d, 0x157d, 0x0001, 0x0001, 0x0001, 0x0001, 0xff5ff06f], "branches back to 0x0"),
+            // c.jr a5; c.addi16sp sp, -32; c.addi16sp sp, 32; ret
+            ("c.jr before a decrement", &[0x8782, 0x713d, 0x6105, 0x8082], "jumps through a register"),
+            ("jr a5 before a decrement", &[0x00078067, 0x713d, 0x6105, 0x8082], "jumps through a register"),
+        ];
+        for (what, code, why) in unknown {
+            let error = riscv_frame(code).expect_err(what);
+            assert!(error.contains(why), "{what}: {error}");
+        }
+        // addi sp, sp, -16; loop: addi a0, a0, -1; bnez a0, loop; addi sp, sp, 16; ret
+        assert_eq!(riscv_frame(&[0xff010113, 0xfff50513, 0xfe051ee3, 0x01010113, 0x00008067]), Ok(16));
+        // c.addi16sp sp, -32; bnez a0 to a relocation's placeholder; c.jr t0 (a millicode return); c.jr ra
+        assert_eq!(riscv_frame(&[0x713d, 0x00051063, 0x8282, 0x8082]), Ok(32));
+    }
+
     #[test]
     fn reads_armv6m_frames_set_from_constants() {
         // push {r4, lr}; ldr r4, [pc, #4]; subs r0, #20; add sp, r4; movs r3, #169; lsls r3, r3, #2;
@@ -608,13 +795,13 @@ mod tests {
         let code_len = bytes.len();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..code_len], section: &bytes, offset: 0 };
-        assert_eq!(frame(EM_ARM, &[code]), Ok(8 + 712));
+        assert_eq!(frame(EM_ARM, &[code], None), Ok(8 + 712));
         // A branch target between the load and its use: the value may come from elsewhere.
         // push {r4, lr}; ldr r4, [pc, #4]; b.n +0 (to the next instruction); add sp, r4; pop.
         let mut bytes: Vec<u8> = [0xb510u16, 0x4c02, 0xe7ff, 0x44a5, 0xbd10, 0x46c0].iter().flat_map(|h| h.to_le_bytes()).collect();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..12], section: &bytes, offset: 0 };
-        assert!(frame(EM_ARM, &[code]).unwrap_err().contains("adds r4"));
+        assert!(frame(EM_ARM, &[code], None).unwrap_err().contains("adds r4"));
         // A load from memory (ldr r4, [r0]) is no constant.
         assert!(thumb_frame(&[0x6804, 0x44a5]).unwrap_err().contains("adds r4"));
     }
@@ -631,8 +818,8 @@ mod tests {
         assert!(thumb_frame(&[0xebad, 0x0d03]).unwrap_err().contains("from r3"));
         // add sp, r2
         assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
-        assert!(frame(EM_ARM, &[Piece::Arm]).unwrap_err().contains("A32"));
-        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }])
+        assert!(frame(EM_ARM, &[Piece::Arm], None).unwrap_err().contains("A32"));
+        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }], None)
             .unwrap_err()
             .contains("x86-64 machine code is not read"));
     }

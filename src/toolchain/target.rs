@@ -117,6 +117,19 @@ impl Target {
         }
     }
 
+    /// Whether this target's objects are ELF64 (`None` when not known).
+    pub fn elf_is_64(&self) -> Option<bool> {
+        // x32 and ILP32 ABIs put a 64-bit machine's code in ELF32 objects.
+        if self.abi.contains("x32") || self.abi.contains("ilp32") {
+            return Some(false);
+        }
+        match self.arch.as_str() {
+            "x86_64" | "aarch64" | "riscv64" => Some(true),
+            "x86" | "arm" | "riscv32" => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether this target's compilers write ELF objects: not Apple's (Mach-O),
     /// Windows' and UEFI's (COFF) or WebAssembly's.
     pub fn writes_elf_objects(&self) -> bool {
