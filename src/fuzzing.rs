@@ -144,7 +144,7 @@ pub fn memory_x(bytes: &[u8]) -> Result<()> {
 /// a call graph whose stack bound is walked (`toolchain::stack::graph_bound`).
 pub fn stack(bytes: &[u8]) -> Result<()> {
     for machine in [prologue::EM_ARM, prologue::EM_RISCV] {
-        let _ = prologue::frame(machine, &[prologue::Piece::Code { bytes, section: bytes, offset: 0 }], None);
+        let _ = prologue::frame(machine, &[prologue::Piece::Code { bytes, section: bytes, offset: 0 }], None, false);
     }
     stack::graph_bound(bytes);
     Ok(())

@@ -294,11 +294,19 @@ struct CodeMap {
     mapping: HashMap<usize, Vec<(u64, u8)>>,
     /// Each section's branches whose relocation names their target.
     relocated: HashMap<usize, prologue::Relocated>,
+    /// A member of the toolchain's own libraries, not code of the archive (`prologue::frame`).
+    from_toolchain: bool,
 }
 
 impl CodeMap {
-    fn new<'s>(header: &Header, symbols: &'s [elf::Symbol], name: impl Fn(&'s elf::Symbol) -> Option<&'s str>) -> CodeMap {
-        let mut map = CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new(), relocated: HashMap::new() };
+    fn new<'s>(
+        header: &Header,
+        symbols: &'s [elf::Symbol],
+        name: impl Fn(&'s elf::Symbol) -> Option<&'s str>,
+        from_toolchain: bool,
+    ) -> CodeMap {
+        let mut map =
+            CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new(), relocated: HashMap::new(), from_toolchain };
         for symbol in symbols.iter().filter(|symbol| symbol.section != 0) {
             let section = usize::from(symbol.section);
             if symbol.kind == elf::STT_FUNC {
@@ -366,7 +374,7 @@ impl CodeMap {
             }
             (at, kind) = (change, next);
         }
-        prologue::frame(machine, &pieces, self.relocated.get(&section))
+        prologue::frame(machine, &pieces, self.relocated.get(&section), self.from_toolchain)
     }
 }
 
@@ -462,7 +470,7 @@ impl Program {
             FrameSource::StackUsage(text) => parse_stack_usage(text),
             FrameSource::OwnCode | FrameSource::MachineCode { .. } => BTreeMap::new(),
         };
-        let mut code_of = CodeMap::new(&header, &symbols, symbol_name);
+        let mut code_of = CodeMap::new(&header, &symbols, symbol_name, matches!(source, FrameSource::MachineCode { .. }));
         // Branches a relocation completes (RV32 objects' loops, which relaxation leaves
         // for the linker): to a label of their own section, or out of it.
         for relocations in &sections {
@@ -1585,10 +1593,16 @@ mod tests {
             crate::test_support::skip("no riscv64-unknown-elf-gcc");
             return;
         }
+        let bytes = std::fs::read(dir.join("loops.o")).unwrap();
+        // A prebuilt object of the archive: its decrements must be proven to run once.
         let mut program = Program::default();
-        program.add_library_member("libloops.a", &std::fs::read(dir.join("loops.o")).unwrap());
+        program.add_object("loops.o", &bytes, None).unwrap();
         assert_eq!(decoded(&program, "looped"), Frame::Undecoded);
+        // The toolchain's own libraries are read function by function, as compilers write frames.
+        let mut program = Program::default();
+        program.add_library_member("libloops.a", &bytes);
         assert_eq!(decoded(&program, "straight"), Frame::Bytes(16));
+        assert_eq!(decoded(&program, "looped"), Frame::Bytes(16));
     }
 
     #[test]
