@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for SECONDS, JOBS at a time (default: all at once),
-# niced, then prints README.md's "## Fuzzing" table from the logs and exits 1
+# niced, then prints the "## Fuzzing" table of docs/src/internals.md from the logs and exits 1
 # when a target crashed (CI runs `fuzz/run-all.sh 60 2`).
 # Usage: fuzz/run-all.sh [SECONDS] [JOBS]        (default 1800 s)
 #        fuzz/run-all.sh --report SECONDS JOBS    (the table of the last run's logs only)

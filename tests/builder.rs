@@ -203,7 +203,7 @@ fn without_cc_defaults_an_eabihf_build_still_makes_hard_float_objects() {
 }
 
 /// GCC's slim LTO objects carry their symbols only for its linker plugin, so
-/// they cannot be made the crate's own (README "Models as crates"): the build
+/// they cannot be made the crate's own (the book's "Models as crates"): the build
 /// says so and names the fix.
 #[test]
 fn slim_lto_objects_are_refused_naming_fat_ones() {
@@ -426,11 +426,11 @@ fn a_wrong_archive_path_names_the_file_the_package_root_and_what_to_do() {
         root = package.display()
     );
     assert_eq!(error.to_string(), expected);
-    // README's Errors section shows the same error for `modle.tar` in a package at /home/me/app.
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    // The book's Errors chapter shows the same error for `modle.tar` in a package at /home/me/app.
+    let readme = common::book_chapter("errors.md");
     let shown = expected.replace("models/../", "").replace(&package.display().to_string(), "/home/me/app");
     for line in shown.lines() {
-        assert!(readme.contains(line), "README does not show this line of the error:\n{line}");
+        assert!(readme.contains(line), "errors.md does not show this line of the error:\n{line}");
     }
 }
 

@@ -75,7 +75,7 @@ const MATRIX: &[(&str, &[Build])] = &[
 ];
 
 /// The cases built once more with profiling, and on which of their builds:
-/// an AOT, a graph and a CMSIS-NN archive, on Arm and RISC-V; README's
+/// an AOT, a graph and a CMSIS-NN archive, on Arm and RISC-V; the book's
 /// table under "On the device" shows the CMSIS-NN one on the M4F and the M55.
 const PROFILED: &[(&str, &[Build])] =
     &[("kws_int8-aot_c-cortex_m4", &[V7EM_HF, M55]), ("kws_int8-aot_c_usmp", &[RV32]), ("cnn_f32-graph", &[V7EM_HF])];
@@ -189,17 +189,17 @@ fn stack_line(name: &str, build: &Build, stack: &common::Stack) -> Result<(), St
     };
     let _ = writeln!(std::io::stdout().lock(), "stack: {name} [{}] measured {measured} bound {bound}", build.label());
     let readme = readme_stack_row(name, &build.label());
-    // The last column, rounded as README rounds it; README says every bound is within 25%.
+    // The last column, rounded as the book rounds it; the book says every bound is within 25%.
     let above = stack.bound.clone().ok().and_then(|bound| Some((bound.checked_sub(measured)? * 100 + measured / 2) / measured.max(1)));
     if readme != Some((measured, stack.bound.clone().ok(), above)) {
         return Err(format!(
-            "README's stack table says {readme:?} for `{name}` [{}]; this run measured {measured} with bound {bound}: update the row",
+            "memory.md's stack table says {readme:?} for `{name}` [{}]; this run measured {measured} with bound {bound}: update the row",
             build.label()
         ));
     }
     match stack.bound {
         Ok(bound) if above.is_some_and(|percent| percent > 25) => {
-            Err(format!("the bound {bound} is more than 25% above the {measured} bytes measured, which README says none is"))
+            Err(format!("the bound {bound} is more than 25% above the {measured} bytes measured, which memory.md says none is"))
         }
         Ok(bound) if measured <= bound => Ok(()),
         Ok(bound) => Err(format!("the run took {measured} bytes of stack, more than STACK_BYTES = {bound}")),
@@ -207,11 +207,11 @@ fn stack_line(name: &str, build: &Build, stack: &common::Stack) -> Result<(), St
     }
 }
 
-/// The measured stack, bound and percentage above README's table (under "How
+/// The measured stack, bound and percentage above the book's table (under "How
 /// deep is its stack?") states for `name` on `label`, so the table stays what the suite measures.
 fn readme_stack_row(name: &str, label: &str) -> Option<(u64, Option<u64>, Option<u64>)> {
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).ok()?;
-    let section = readme.split("### How deep is its stack?").nth(1)?.split("\n## ").next()?;
+    let chapter = common::book_chapter("memory.md");
+    let section = chapter.split("### How deep is its stack?").nth(1)?.split("\n## ").next()?;
     section.lines().find_map(|line| {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         let number = |cell: &str| cell.replace(',', "").parse::<u64>().ok();
@@ -477,7 +477,7 @@ fn call_windows_plugin() -> Result<std::path::PathBuf, String> {
 
 /// The ELF's functions: name and entry (the Thumb bit cleared).
 /// The firmware's functions, named as in C and Rust: the tag the runner
-/// crate's build gives the symbols it compiled (README, "Models as crates":
+/// crate's build gives the symbols it compiled (the book, "Models as crates":
 /// its name and version, each byte not a letter or digit as `_`, each followed
 /// by `_`) is taken off.
 fn function_symbols(elf: &std::path::Path, triple: &str) -> Result<Vec<(String, u64)>, String> {
@@ -572,18 +572,18 @@ fn run_between(windows: &[Window], paint: u64, used: u64) -> Result<(u64, u64), 
     }
 }
 
-/// README's "On the device": the table after "`<case>` on `<label>`:" (every
+/// The book's "On the device" (profiling.md): the table after "`<case>` on `<label>`:" (every
 /// call's instructions and share of the run, glue and total) and the number
-/// after "`<case>` on `<label>` profiling adds", where README shows them.
+/// after "`<case>` on `<label>` profiling adds", where the book shows them.
 fn readme_profile(case: &Case, build: &Build, profile: &Profile, per_call: u64) -> Result<(), String> {
-    let section = common::readme_section("### On the device");
+    let section = common::doc_section("profiling.md", "## On the device");
     let named = format!("`{}` on `{}`", case.name, build.label());
     let (table_anchor, added_anchor) = (format!("{named}:"), format!("{named} profiling adds"));
     let shows = |anchor: &str| section.iter().any(|(_, line)| line.contains(anchor));
     let command = format!("corpus_qemu's profiled run of {} on {}", case.name, build.label());
-    let mut figures = common::ReadmeFigures::default();
+    let mut figures = common::DocFigures::default();
     if shows(&table_anchor) {
-        let table = common::readme_table_after(&section, &table_anchor);
+        let table = common::table_after(&section, &table_anchor);
         let share = |spent: u64| ((spent * 1000 / profile.total.max(1) + 5) / 10) as i64;
         for (index, (name, spent)) in profile.calls.iter().enumerate() {
             figures.row_of(&table, &[&(index + 1).to_string(), &format!("`{name}`")], &[*spent as i64, share(*spent)], &command);

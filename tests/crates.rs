@@ -1,4 +1,4 @@
-//! Models as crates (README "Models as crates"): two crates that each build
+//! Models as crates (the book's "Models as crates", crates.md): two crates that each build
 //! an archive's `default` module, neither renamed, link into one program on
 //! the host and as Cortex-M firmware under QEMU, and each runs its own model;
 //! a model crate packages with its archive and builds as a dependency.
@@ -178,9 +178,9 @@ fn two_model_crates_with_default_modules_run_as_firmware() {
     std::fs::create_dir_all(&shared_dir).unwrap();
     let shared = firmware(&fixture(&shared_dir, &kws, &mlp, |text| text.replace(".build()", ".share_support_runtime(true).build()")));
     let saved = private_flash as i64 - flash_bytes(&shared) as i64;
-    // README's figure for what sharing the support runtime saves.
-    let lines = common::readme_section("## Models as crates");
-    let mut figures = common::ReadmeFigures::default();
+    // The book's figure for what sharing the support runtime saves.
+    let lines = common::doc_section("crates.md", "## Models as crates");
+    let mut figures = common::DocFigures::default();
     figures.after(&lines, "sharing it saves", saved, "cargo test --release --locked --test crates -- firmware");
     figures.check();
     let _ = std::fs::remove_dir_all(&work);

@@ -82,7 +82,7 @@ fn check(archive: &Path) -> Result<String, String> {
             return Err(format!("the program links `{symbol}`"));
         }
     }
-    // Under host-runner's tag: its symbols are its own (README "Models as crates").
+    // Under host-runner's tag: its symbols are its own (the book's "Models as crates").
     if !binary.iter().any(|symbol| symbol == "host_runner_0_1_0_mlf_default_invoke") {
         return Err("the program does not link the generated entry point".to_string());
     }

@@ -1,5 +1,5 @@
-//! `mlf-build inspect`: its JSON schema as README.md documents it, the memory-map
-//! SVG (well-formed, labels equal to the numbers, README's picture current),
+//! `mlf-build inspect`: its JSON schema as the book's inspect.md documents it, the memory-map
+//! SVG (well-formed, labels equal to the numbers, the book's picture current),
 //! errors, and `--target` measuring compiled objects without `cargo:` noise.
 
 mod common;
@@ -23,12 +23,10 @@ fn inspect_json(archive: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
 }
 
-/// The keys README.md's schema section lists, as `` `key` `` in its table rows.
+/// The keys the book's schema section (inspect.md) lists, as `` `key` `` in its table rows.
 fn documented_keys() -> Vec<String> {
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README.md");
-    let section = readme.split("### JSON schema").nth(1).expect("README has a JSON schema section");
-    let section = section.split("\n## ").next().unwrap_or_default();
-    section.lines().filter(|line| line.starts_with("| `")).filter_map(|line| line.split('`').nth(1).map(str::to_string)).collect()
+    let section = common::doc_section("inspect.md", "## JSON schema");
+    section.iter().filter(|(_, line)| line.starts_with("| `")).filter_map(|(_, line)| line.split('`').nth(1).map(str::to_string)).collect()
 }
 
 /// Every key path of a JSON value (`modules[].memory.arena`), arrays as `[]`.
@@ -74,20 +72,20 @@ fn json_follows_the_documented_schema() {
     seen.sort();
     seen.dedup();
     for key in &seen {
-        assert!(documented.contains(key), "README's JSON schema does not document `{key}`");
+        assert!(documented.contains(key), "inspect.md's JSON schema does not document `{key}`");
     }
     let footprint_keys = ["footprint.target", "footprint.cpu", "footprint.model.flash", "footprint.support.ram"];
     for key in &documented {
         // A path's steps exist only with --target (target_measures_the_compiled_objects_quietly checks them).
         let compiled_only = key.starts_with("footprint") || key.starts_with("modules[].stack_path[]");
-        assert!(seen.contains(key) || compiled_only, "README documents `{key}`, which inspect does not write");
+        assert!(seen.contains(key) || compiled_only, "inspect.md documents `{key}`, which inspect does not write");
     }
     for key in footprint_keys {
-        assert!(documented.iter().any(|k| k == key), "README's JSON schema does not document `{key}`");
+        assert!(documented.iter().any(|k| k == key), "inspect.md's JSON schema does not document `{key}`");
     }
 }
 
-/// README's "Ask first" `memory.x`: a small RAM and a second bank.
+/// The book's "Ask first" (memory.md) `memory.x`: a small RAM and a second bank.
 const SPLIT_MEMORY_X: &str = "MEMORY
 {
   FLASH : ORIGIN = 0x00000000, LENGTH = 64K
@@ -100,9 +98,8 @@ SECTIONS { .sram2 (NOLOAD) : { *(.sram2 .sram2.*) } > SRAM2 } INSERT AFTER .bss;
 #[test]
 fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
     let Some(archive) = archive("kws_int8-aot_c_usmp") else { return };
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
-    let section = readme.split("## Will it fit?").nth(1).expect("README has a Will it fit? section");
-    assert!(section.contains(SPLIT_MEMORY_X), "README's Ask first memory.x differs from the test's");
+    let section: String = common::doc_section("memory.md", "## Will it fit?").into_iter().map(|(_, line)| line + "\n").collect();
+    assert!(section.contains(SPLIT_MEMORY_X), "the book's Ask first memory.x (memory.md) differs from the test's");
     let memory_x = common::scratch("inspect-memory-x").join("memory.x");
     std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
     // `--option=value`, as well as `--option value` elsewhere.
@@ -113,22 +110,22 @@ fn memory_x_answers_will_it_fit_per_region_as_readme_shows() {
         let output = inspect(&args);
         (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
     };
-    // Everything in RAM: 8 KiB is too small, the exit status says so and the error is README's.
+    // Everything in RAM: 8 KiB is too small, the exit status says so and the error is the book's.
     let (status, stdout, stderr) = run(&[]);
     assert_eq!(status, Some(1), "{stderr}");
     assert!(stdout.contains("DOES NOT FIT by 7,432 B"), "{stdout}");
-    // README shows the build's error, which names the archive first.
+    // The book shows the build's error, which names the archive first.
     let error = stderr.replacen("mlf-build: ", "mlf-build: …/model.tar: ", 1).replace(&memory_x.display().to_string(), "…/memory.x");
     for line in error.lines() {
-        assert!(section.contains(line), "README's Will it fit? section does not show this line of the error:\n{line}");
+        assert!(section.contains(line), "memory.md's Will it fit? section does not show this line of the error:\n{line}");
     }
-    // The workspace in the second bank, code measured for the M4F: it fits, as README shows.
+    // The workspace in the second bank, code measured for the M4F: it fits, as the book shows.
     let (status, stdout, stderr) = run(&["--link-section", "workspace=.sram2", "--target", "thumbv7em-none-eabihf"]);
     assert_eq!(status, Some(0), "{stderr}");
     let regions: Vec<&str> = stdout.lines().skip_while(|line| !line.starts_with("memory fit in")).skip(1).collect();
     assert_eq!(regions.len(), 3, "{stdout}");
     for line in regions {
-        assert!(section.contains(line), "README's Will it fit? section does not show this line of inspect's output:\n{line}");
+        assert!(section.contains(line), "memory.md's Will it fit? section does not show this line of inspect's output:\n{line}");
     }
     // The picture shows each region to scale with its headroom.
     let svg = memory_x.with_file_name("fit.svg");
@@ -182,9 +179,8 @@ fn svg_is_well_formed_and_labels_match_the_numbers() {
         let sum: u64 = labels.iter().filter(|(m, _, _)| m == memory).map(|(_, _, b)| b).sum();
         assert_eq!(total.attribute("data-bytes").unwrap().parse::<u64>().unwrap(), sum, "{memory} total is the sum of its segments");
     }
-    let in_readme =
-        std::fs::read_to_string(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg")).expect("docs/kws_int8-aot_c_usmp.svg");
-    assert_eq!(in_readme, svg, "README's picture is out of date: regenerate it with the command in README.md");
+    let in_book = std::fs::read_to_string(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg")).expect("docs/kws_int8-aot_c_usmp.svg");
+    assert_eq!(in_book, svg, "the book's picture is out of date: regenerate it with the command in docs/src/inspect.md");
 }
 
 #[test]
@@ -227,9 +223,10 @@ fn help_and_version_exit_0_and_usage_errors_exit_2_with_a_hint() {
     }
     let (status, stdout, _) = mlf_build(&["--version"]);
     assert_eq!((status, stdout.trim()), (Some(0), concat!("mlf-build ", env!("CARGO_PKG_VERSION"))));
-    // Every option README's command line shows is in the subcommand's help.
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
-    let command = readme.lines().find(|line| line.contains("--bin mlf-build -- inspect")).expect("README shows the command");
+    // Every option the book's command line shows is in the subcommand's help.
+    let chapter = common::book_chapter("inspect.md");
+    let command =
+        chapter.lines().find(|line| line.contains("--bin mlf-build -- inspect")).expect("the book's inspect.md shows the command");
     let (_, help, _) = mlf_build(&["inspect", "--help"]);
     let arguments = command.split("-- inspect").nth(1).unwrap_or_default();
     let options: Vec<&str> = arguments.split(['[', ']', ' ']).filter(|word| word.starts_with("--")).collect();
@@ -245,12 +242,12 @@ fn help_and_version_exit_0_and_usage_errors_exit_2_with_a_hint() {
         assert_eq!(status, Some(2), "{wrong:?}: {stderr}");
         assert!(stdout.is_empty() && stderr.contains("Usage: mlf-build") && stderr.contains("--help"), "{wrong:?}: {stderr}");
     }
-    // README shows this one.
+    // The book shows this one.
     let (_, _, stderr) = mlf_build(&["inspect", "model.tar", "--targte", "x"]);
     assert!(stderr.contains("a similar argument exists: '--target'"), "a near miss is named: {stderr}");
-    let section = readme.split("## Inspect an archive").nth(1).expect("README has an Inspect section");
+    let section = chapter.split("# Inspect an archive").nth(1).expect("inspect.md has an Inspect section");
     for line in stderr.lines().filter(|line| !line.is_empty()) {
-        assert!(section.contains(line), "README's Inspect section does not show this line of the usage error:\n{line}");
+        assert!(section.contains(line), "inspect.md does not show this line of the usage error:\n{line}");
     }
 }
 
@@ -365,19 +362,22 @@ fn target_adds_the_cmsis_nn_scratch_the_core_needs_to_the_memory_map() {
     assert_eq!(value(&memory["static_ram"]), value(&memory["code_workspace"]) + 1024);
     let model = &document["footprint"]["model"];
     assert_eq!(value(&model["bss"]) + value(&model["data"]), value(&memory["static_ram"]), "the objects reserve what the map says");
-    // README's CMSIS-NN section states these figures, for the cores whose DSP code needs the scratch.
-    let number = |v: &serde_json::Value| common::readme_number(v.as_i64().unwrap());
-    let section: String = common::readme_section("## CMSIS-NN").into_iter().map(|(_, line)| line + " ").collect();
+    // The book's CMSIS-NN chapter states these figures, for the cores whose DSP code needs the scratch.
+    let number = |v: &serde_json::Value| common::doc_number(v.as_i64().unwrap());
+    let section: String = common::doc_section("cmsis-nn.md", "# CMSIS-NN").into_iter().map(|(_, line)| line + " ").collect();
     let (workspace, scratch) = (number(&memory["code_workspace"]), number(&memory["kernel_scratch"]));
     for said in [
         format!("that is {scratch} bytes for `arm_avgpool_s8`"),
         format!("`CODE_WORKSPACE_BYTES + KERNEL_SCRATCH_BYTES` ({workspace} + {scratch})"),
         format!("(DSP code, {scratch} bytes of scratch supplied)"),
     ] {
-        assert!(section.contains(&said), "README's CMSIS-NN section must say `{said}`, as inspect --target thumbv7em-none-eabihf printed");
+        assert!(section.contains(&said), "cmsis-nn.md must say `{said}`, as inspect --target thumbv7em-none-eabihf printed");
     }
     for (triple, cpu) in [("thumbv7em-none-eabihf", "cortex-m7"), ("thumbv8m.main-none-eabihf", "cortex-m33")] {
         let (document, _) = run(&["--target", triple, "--cpu", cpu]);
-        assert_eq!(document["modules"][0]["memory"]["kernel_scratch"], memory["kernel_scratch"], "{cpu}: README says the same scratch");
+        assert_eq!(
+            document["modules"][0]["memory"]["kernel_scratch"], memory["kernel_scratch"],
+            "{cpu}: cmsis-nn.md says the same scratch"
+        );
     }
 }

@@ -97,9 +97,9 @@ fn firmware_that_does_not_fit_fails_and_a_second_bank_holds_the_workspace() {
     common::check_vector(&case, 0, &case.modules[0].vectors[0], &outputs).unwrap();
     let elf = common::repo_root().join("target").join(QEMU_TARGET_DIR).join(TRIPLE).join("release/cortex-m-runner");
     assert_workspace_in_sram2(&elf, "arm-none-eabi-", SRAM2_ORIGIN, workspace);
-    let said = format!("holding the {}-byte `global_workspace`", common::readme_number(workspace as i64));
-    let section: Vec<String> = common::readme_section("## Will it fit?").into_iter().map(|(_, line)| line).collect();
-    assert!(section.join(" ").contains(&said), "README's Will it fit? must say `{said}`, the size this firmware's .sram2 holds");
+    let said = format!("holding the {}-byte `global_workspace`", common::doc_number(workspace as i64));
+    let section: Vec<String> = common::doc_section("memory.md", "## Will it fit?").into_iter().map(|(_, line)| line).collect();
+    assert!(section.join(" ").contains(&said), "memory.md's Will it fit? must say `{said}`, the size this firmware's .sram2 holds");
 
     // RISC-V: riscv-rt's linker script, `.sbss` among the renamed sections.
     if Command::new("qemu-system-riscv32").arg("--version").output().is_err() {

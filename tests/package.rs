@@ -1,6 +1,7 @@
 //! The crate as `cargo package` ships it, used by a new crate outside the
 //! workspace: README's two snippets (taken from README.md, so they cannot
-//! drift) under `#![deny(warnings)]`, building and running a corpus archive,
+//! drift, and equal to the book's) reading the case's inputs and comparing
+//! its outputs, under `#![deny(warnings)]`, building and running a corpus archive,
 //! built from clean twice under a local sccache.
 
 mod common;
@@ -13,10 +14,9 @@ use serde_json::Value;
 /// The corpus case the consumer builds: small, AOT, one input and one output.
 const CASE: &str = "mlp_f32-aot_c";
 
-/// The Rust snippets of README.md's "Use it" section: build.rs, then src/main.rs.
-fn readme_snippets() -> (String, String) {
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README.md");
-    let section = readme.split("\n## Use it\n").nth(1).expect("README has a `## Use it` section");
+/// The Rust snippets of `page`'s "Use it" section (`heading`): build.rs, then src/main.rs.
+fn use_it_snippets(page: &str, heading: &str) -> (String, String) {
+    let section: String = common::doc_section(page, heading).into_iter().map(|(_, line)| line + "\n").collect();
     let mut blocks = section.split("```rust").skip(1).map(|block| {
         let body = block.split_once('\n').map_or("", |(_, body)| body);
         body.split("\n```").next().unwrap_or_default().to_string()
@@ -25,9 +25,17 @@ fn readme_snippets() -> (String, String) {
     let main_rs = blocks.next().expect("a src/main.rs snippet");
     assert!(
         build_rs.starts_with("// build.rs") && main_rs.starts_with("// src/main.rs"),
-        "README's snippets moved:\n{build_rs}\n{main_rs}"
+        "{page}'s snippets moved:\n{build_rs}\n{main_rs}"
     );
     (build_rs, main_rs)
+}
+
+/// README.md's "Use it" files, which the book's "Use it" (using-it.md) repeats.
+fn readme_snippets() -> (String, String) {
+    let front = use_it_snippets("README.md", "## Use it");
+    let book = use_it_snippets("using-it.md", "## Use it");
+    assert_eq!(front, book, "README.md's and the book's (using-it.md) Use it snippets differ");
+    (front.0, front.1)
 }
 
 fn run(command: &mut Command) -> Output {
@@ -115,6 +123,14 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
     // The versions this repository tests with, not whatever is newest today.
     std::fs::copy(common::repo_root().join("Cargo.lock"), consumer.join("Cargo.lock")).expect("copy Cargo.lock");
     std::fs::copy(case.join("model.tar"), consumer.join("model.tar")).expect("copy the archive");
+    // The inputs and TVM's outputs, where README's main.rs reads them.
+    for folder in ["inputs", "expected"] {
+        std::fs::create_dir_all(consumer.join(folder)).expect("data dir");
+        for entry in std::fs::read_dir(case.join(folder)).expect("the case's data") {
+            let path = entry.expect("an entry").path();
+            std::fs::copy(&path, consumer.join(folder).join(path.file_name().unwrap())).expect("copy the data");
+        }
+    }
 
     let sccache = if sccache_available() {
         Some(Sccache { port: (20000 + std::process::id() % 20000).to_string(), dir: work.join("sccache") })
@@ -138,11 +154,16 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
 
     // Built under #![deny(warnings)] from a clean target directory, then run.
     cargo(&["build"]);
-    let ran = run(&mut Command::new(target.join("debug/readme-consumer")));
+    let ran = run(Command::new(target.join("debug/readme-consumer")).current_dir(&consumer));
     let stdout = String::from_utf8_lossy(&ran.stdout);
-    let expected_bytes = std::fs::metadata(case.join("expected/output0.bin")).expect("expected output").len();
-    let printed_bytes = stdout.split_once('[').map_or(0, |(_, list)| list.trim_end().trim_end_matches(']').split(',').count());
-    assert_eq!(printed_bytes as u64, expected_bytes, "one output of the model's size:\n{stdout}");
+    // One line per output, equal to TVM's or within the case's float tolerance; README quotes the line.
+    let line = stdout.lines().next().unwrap_or_default();
+    assert_eq!(stdout.lines().count(), 1, "one line for the one output:\n{stdout}");
+    let close = line.ends_with(": as expected")
+        || line.split("within ").nth(1).and_then(|rest| rest.split(' ').next()?.parse::<f32>().ok()).is_some_and(|most| most <= 1e-5);
+    assert!(line.starts_with("output0 `output`: ") && close, "the output is TVM's:\n{stdout}");
+    let readme = common::book_chapter("README.md");
+    assert!(readme.contains(&format!("``{line}``")), "README.md does not quote the line its main.rs printed:\n{line}");
 
     // A second clean build takes everything sccache can cache, Rust and the model's C, from it.
     if let Some(sccache) = &sccache {

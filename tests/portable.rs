@@ -17,7 +17,7 @@ use serde_json::Value;
 const CASE: &str = "mlp_f32-aot_c";
 
 /// Files under `OUT_DIR/mlf` that are the build's own state, naming the
-/// paths it read (README.md, "Compiler caching with sccache"): what each
+/// paths it read (the book's crates.md, "Compiler caching with sccache"): what each
 /// object was compiled from, the object lists, the stack bounds' cache, the
 /// stamps and digests, the module registry and the toolchain's answers.
 fn is_build_state(relative: &Path) -> bool {

@@ -104,7 +104,7 @@ fn objects(out_dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// The same objects, byte for byte, as a build that never heard of
 /// profiling: no hook, no instrumented call, no `profile` module. (The
 /// generated C and Rust with profiling off are also held by the golden files,
-/// and the footprint figures in README.md by tests/readme.rs.)
+/// and the footprint figures in the book by tests/readme.rs.)
 #[test]
 fn profiling_off_leaves_the_objects_and_rust_unchanged() {
     let Some(corpus) = common::corpus_dir() else { return };

@@ -1,15 +1,16 @@
-//! README.md states only what the commands it names print: the footprint
-//! and inspect tables are measured here (the firmware built in the QEMU
-//! tests' target directory, so CI builds the runner's dependencies once), the
-//! variables the build script prints are read from its output, and the
-//! picture is one docs.rs can show.
+//! README.md and the book (docs/src) state only what the commands they name
+//! print: the footprint and inspect tables are measured here (the firmware
+//! built in the QEMU tests' target directory, so CI builds the runner's
+//! dependencies once), the variables the build script prints are read from
+//! its output, the picture is one any host of the book can show, and the
+//! front page's figures are its chapters'.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::ReadmeFigures;
+use common::DocFigures;
 
 const TRIPLE: &str = "thumbv7em-none-eabihf";
 /// tests/corpus_qemu.rs's target directory.
@@ -40,7 +41,7 @@ fn firmware_lock() -> std::sync::MutexGuard<'static, ()> {
     FIRMWARE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The command README shows for `case`: the archive's path from the
+/// The command the book shows for `case`: the archive's path from the
 /// workspace root as written, since the firmware keeps it as text.
 fn footprint_command(case: &str) -> String {
     let archive = common::corpus_case(case).expect("the corpus is present").join("model.tar");
@@ -48,7 +49,7 @@ fn footprint_command(case: &str) -> String {
     format!("cargo run --release -p footprint -- --target {TRIPLE} {}", relative.display())
 }
 
-/// README's "The C optimisation level" command, `<level>` and `<archive>` to fill in.
+/// The book's "The C optimisation level" command, `<level>` and `<archive>` to fill in.
 fn opt_level_command() -> String {
     let archive = footprint_command("kws_int8-aot_c_usmp");
     let archive = archive.split_whitespace().last().unwrap().replace("kws_int8-aot_c_usmp", "<archive>");
@@ -89,7 +90,7 @@ fn run_footprint(command: &str, case: &str) -> Footprint {
 fn arm_toolchain_present() -> bool {
     let present = Command::new("arm-none-eabi-gcc").arg("--version").output().is_ok_and(|o| o.status.success());
     if !present {
-        common::skip("arm-none-eabi-gcc is not installed (README's sizes are measured with it)");
+        common::skip("arm-none-eabi-gcc is not installed (the book's sizes are measured with it)");
     }
     present
 }
@@ -100,17 +101,17 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
         return;
     }
     let _firmware = firmware_lock();
-    let mut figures = ReadmeFigures::default();
+    let mut figures = DocFigures::default();
     let command = |case: &str| format!("`{}`", footprint_command(case));
 
     // ### Footprint: the AOT table, the graph table and the prose around them.
-    let section = common::readme_section("### Footprint");
+    let section = common::doc_section("firmware.md", "## Footprint");
     let kws = footprint("kws_int8-aot_c_usmp");
     figures.quoted(&section, &kws.toolchain, "the toolchain footprint measured with (its `toolchain:` line)");
     for case in ["kws_int8-aot_c_usmp", "cnn_f32-graph", "cnn_f32-aot_c"] {
         figures.quoted(&section, &footprint_command(case), "the command that measures these sizes");
     }
-    let table = common::readme_table_after(&section, "`kws_int8-aot_c_usmp` on `thumbv7em-none-eabihf`");
+    let table = common::table_after(&section, "`kws_int8-aot_c_usmp` on `thumbv7em-none-eabihf`");
     let on_kws = command("kws_int8-aot_c_usmp");
     let (needs, flash, ram) = (&kws.needs, &kws.flash, &kws.ram);
     assert_eq!((needs[2], needs[5]), (0, 0), "no pools in this archive: {needs:?}");
@@ -121,7 +122,7 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
 
     let graph = footprint("cnn_f32-graph");
     let on_graph = command("cnn_f32-graph");
-    let table = common::readme_table_after(&section, "`cnn_f32-graph` (graph executor");
+    let table = common::table_after(&section, "`cnn_f32-graph` (graph executor");
     let (needs, flash, ram) = (&graph.needs, &graph.flash, &graph.ram);
     figures.row(&table, "flash", &[flash[0], flash[1], needs[0], needs[1] + needs[2], flash[2]], &on_graph);
     figures.row(&table, "RAM", &[ram[0], ram[1], needs[3], needs[4], ram[2]], &on_graph);
@@ -133,7 +134,7 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     figures.after(&section, "(`cnn_f32-aot_c`) takes", aot.ram[0], &command("cnn_f32-aot_c"));
 
     // ## Inspect an archive: the objects inspect measures against the same firmware.
-    let section = common::readme_section("## Inspect an archive: `mlf-build inspect`");
+    let section = common::doc_section("inspect.md", "# Inspect an archive: `mlf-build inspect`");
     let archive = common::corpus_case("kws_int8-aot_c_usmp").unwrap().join("model.tar");
     let output = Command::new(env!("CARGO_BIN_EXE_mlf-build"))
         .args(["inspect".as_ref(), archive.as_os_str(), "--json".as_ref(), "--target".as_ref(), TRIPLE.as_ref()])
@@ -144,7 +145,7 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     let size = |part: &str, what: &str| document["footprint"][part][what].as_i64().expect("a size");
     let inspect = format!("`mlf-build inspect --target {TRIPLE} kws_int8-aot_c_usmp` and {on_kws}");
     figures.quoted(&section, &footprint_command("kws_int8-aot_c_usmp"), "the footprint command of the table");
-    let table = common::readme_table_after(&section, "| inspect: model + support objects |");
+    let table = common::table_after(&section, "| inspect: model + support objects |");
     let (model_flash, support_flash) = (size("model", "flash"), size("support", "flash"));
     let (model_ram, support_ram) = (size("model", "ram"), size("support", "ram"));
     let flash_runner = kws.flash[0] - model_flash - support_flash;
@@ -156,35 +157,35 @@ fn footprint_and_inspect_figures_are_what_the_commands_measure() {
     figures.quoted(&section, &kws.toolchain, "the toolchain these sizes come from (footprint's `toolchain:` line)");
 
     // ### JSON schema: the example of a stack path's function is one inspect prints for this archive.
-    let schema = common::readme_section("### JSON schema");
+    let schema = common::doc_section("inspect.md", "## JSON schema");
     let row = schema.iter().find(|(_, line)| line.starts_with("| `modules[].stack_path[].function` |")).expect("the schema documents it");
     let path: Vec<&str> =
         document["modules"][0]["stack_path"].as_array().unwrap().iter().filter_map(|step| step["function"].as_str()).collect();
     for example in row.1.split('`').skip(3).step_by(2) {
-        assert!(path.contains(&example), "README.md:{}: `{example}` is not in the stack path {inspect} printed: {path:?}", row.0);
+        assert!(path.contains(&example), "{}: `{example}` is not in the stack path {inspect} printed: {path:?}", row.0);
     }
 
     // ### Rebuilds: which variables the build script asks Cargo to watch, as the runner's build printed them.
     let printed = rerun_variables(&firmware_build_output());
-    let rebuilds = common::readme_section("### Rebuilds");
+    let rebuilds = common::doc_section("rebuilds.md", "## Rebuilds");
     let text: String = rebuilds.iter().map(|(_, line)| format!("{line} ")).collect();
     let listed = |anchor: &str| -> Vec<String> {
-        let after = text.split(anchor).nth(1).unwrap_or_else(|| panic!("README's Rebuilds section no longer says `{anchor}`"));
+        let after = text.split(anchor).nth(1).unwrap_or_else(|| panic!("rebuilds.md's Rebuilds section no longer says `{anchor}`"));
         after.split(')').next().unwrap_or_default().split('`').skip(1).step_by(2).map(str::to_string).collect()
     };
     let not_printed = listed("those it tracks itself (");
     let also_printed = listed("and those it does not (");
     assert!(not_printed.contains(&"TARGET".to_string()) && !also_printed.is_empty(), "{not_printed:?} {also_printed:?}");
     for name in &not_printed {
-        assert!(!printed.contains(name), "README's Rebuilds says `{name}` is not printed, but the build script printed it: {printed:?}");
+        assert!(!printed.contains(name), "rebuilds.md says `{name}` is not printed, but the build script printed it: {printed:?}");
     }
     for name in &also_printed {
-        assert!(printed.contains(name), "README's Rebuilds says `{name}` is printed, but the build script did not: {printed:?}");
+        assert!(printed.contains(name), "rebuilds.md says `{name}` is printed, but the build script did not: {printed:?}");
     }
     figures.check();
 }
 
-/// README's "The C optimisation level" table: footprint's flash, RAM and
+/// The book's "The C optimisation level" table: footprint's flash, RAM and
 /// instructions per inference for each archive and level, the runner built
 /// in the QEMU tests' target directory (`3` is the release profile's own).
 #[test]
@@ -193,14 +194,14 @@ fn c_optimisation_level_table_is_what_footprint_measures() {
         return;
     }
     if Command::new("qemu-system-arm").arg("--version").output().is_err() {
-        return common::skip("qemu-system-arm is not installed (README's instruction counts come from it)");
+        return common::skip("qemu-system-arm is not installed (the book's instruction counts come from it)");
     }
     let _firmware = firmware_lock();
-    let section = common::readme_section("### The C optimisation level");
-    let mut figures = ReadmeFigures::default();
+    let section = common::doc_section("performance.md", "## The C optimisation level");
+    let mut figures = DocFigures::default();
     let template = opt_level_command();
     figures.quoted(&section, &template, "the command that measures the table");
-    let table = common::readme_table_after(&section, "| archive |");
+    let table = common::table_after(&section, "| archive |");
     for case in ["kws_int8-aot_c_usmp", "cnn_f32-aot_c", "cnn_f32-graph"] {
         for level in ["2", "3", "s"] {
             let command = template.replace("<level>", level).replace("<archive>", case);
@@ -233,20 +234,20 @@ fn rerun_variables(output: &str) -> Vec<String> {
     output.lines().filter_map(|line| line.strip_prefix("cargo:rerun-if-env-changed=")).map(str::to_string).collect()
 }
 
-/// README's picture: an absolute URL (docs.rs shows README as the crate's
-/// page, where a relative image path leads nowhere) to the file
-/// tests/inspect.rs keeps current.
+/// The book's picture: an absolute URL (the SVG lies outside the book's
+/// `src/`, so a relative path leads nowhere once the book is built) to the
+/// file tests/inspect.rs keeps current.
 #[test]
 fn the_picture_is_an_absolute_url_to_the_file_the_suite_checks() {
-    let section = common::readme_section("### Memory-map picture");
+    let section = common::doc_section("inspect.md", "## Memory-map picture");
     let repository = env!("CARGO_PKG_REPOSITORY").trim_start_matches("https://github.com/");
     let images: Vec<&str> = section.iter().filter_map(|(_, line)| line.split("](").nth(1)).collect();
     let url = format!("https://raw.githubusercontent.com/{repository}/main/docs/kws_int8-aot_c_usmp.svg)");
-    assert!(images.iter().any(|image| *image == url), "README's picture must be {url}, found {images:?}");
+    assert!(images.iter().any(|image| *image == url), "the book's picture must be {url}, found {images:?}");
     assert!(common::repo_root().join("docs/kws_int8-aot_c_usmp.svg").is_file());
 }
 
-/// README's "Your first hour": the demo's output on the host and on the
+/// The book's "Your first hour": the demo's output on the host and on the
 /// emulated board, and each error it quotes, as the commands print them for
 /// an application at /home/me/my-app.
 #[test]
@@ -254,9 +255,9 @@ fn first_hour_shows_what_the_commands_print() {
     if common::corpus_dir().is_none() || !arm_toolchain_present() {
         return;
     }
-    let section = common::readme_section("## Your first hour");
+    let section = common::doc_section("using-it.md", "## Your first hour");
     let _firmware = firmware_lock();
-    let mut figures = ReadmeFigures::default();
+    let mut figures = DocFigures::default();
     let run = |command: &mut Command| {
         let output = command.output().expect("the command runs");
         assert!(output.status.success(), "{}", common::failure_text(&output));
@@ -298,13 +299,13 @@ fn first_hour_shows_what_the_commands_print() {
         } else if in_text {
             assert!(
                 printed.iter().any(|p| p.trim() == trimmed),
-                "README.md:{number}: `{trimmed}` is printed by none of the commands run: {printed:#?}"
+                "{number}: `{trimmed}` is printed by none of the commands run: {printed:#?}"
             );
         }
     }
 }
 
-/// The errors README's first hour explains, from `mlf-build inspect` in an
+/// The errors the book's first hour explains, from `mlf-build inspect` in an
 /// application directory, its path shown as /home/me/my-app.
 fn first_hour_errors() -> Vec<String> {
     let kws = common::corpus_case("kws_int8-aot_c_usmp").expect("the corpus is present");
@@ -349,4 +350,40 @@ fn first_hour_errors() -> Vec<String> {
 fn which_rustc() -> std::path::PathBuf {
     let output = Command::new("sh").args(["-c", "command -v rustc"]).output().expect("sh runs");
     std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+/// The front page's "Headline figures": every figure in a row is stated in
+/// the chapter section the row links to, whose figures the tests above and
+/// tests/corpus_qemu.rs keep measured.
+#[test]
+fn front_page_figures_are_the_chapters() {
+    let section = common::doc_section("README.md", "## Headline figures");
+    let rows = common::table_after(&section, "| what |");
+    assert!(rows.len() >= 5, "README.md has a headline figures table: {rows:?}");
+    for (place, row) in rows.into_iter().skip(2) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (figure, link) = (cells[2], cells[3]);
+        let target = link.split("](docs/src/").nth(1).and_then(|rest| rest.strip_suffix(')')).expect("a link into the book");
+        let (page, anchor) = target.split_once('#').unwrap_or((target, ""));
+        let text = common::book_chapter(page);
+        let section: String = if anchor.is_empty() {
+            text.clone()
+        } else {
+            let heading = text
+                .lines()
+                .find(|line| line.starts_with('#') && slug(line) == anchor)
+                .unwrap_or_else(|| panic!("{place}: {page} has no heading #{anchor}"));
+            common::doc_section(page, heading).into_iter().map(|(_, line)| line + "\n").collect()
+        };
+        let figures = figure.split(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.')).map(|word| word.trim_matches([',', '.']));
+        for number in figures.filter(|word| word.chars().any(|c| c.is_ascii_digit())) {
+            assert!(section.contains(number), "{place}: `{number}` is not in {page}#{anchor}, which the row links to");
+        }
+    }
+}
+
+/// A heading's anchor as GitHub and mdBook make it.
+fn slug(heading: &str) -> String {
+    let text = heading.trim_start_matches('#').trim().to_lowercase();
+    text.chars().filter_map(|c| if c == ' ' { Some('-') } else { (c.is_alphanumeric() || c == '-' || c == '_').then_some(c) }).collect()
 }

@@ -420,7 +420,7 @@ fn sizes_no_target_can_hold_are_refused_naming_the_limit() {
 }
 
 /// Item 3: two crates in one program that each build a `default` module link,
-/// each crate's symbols its own (README "Models as crates"), and each runs
+/// each crate's symbols its own (the book's "Models as crates"), and each runs
 /// its own model, whether or not one renames its module.
 #[test]
 fn two_crates_with_a_default_module_each_run_their_own() {

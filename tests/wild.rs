@@ -328,13 +328,13 @@ fn tvm011_size_macros_lose_to_metadata_and_the_code() {
         let lost_line =
             format!("so {bytes} bytes are used and {lost} bytes from {macro_name} in codegen/host/include/tvmgen_default.h is not");
         assert!(run.build_stderr.contains(&want) && run.build_stderr.contains(&lost_line), "{}", run.build_stderr);
-        // README's archive table gives the input's pair as its example.
+        // The book's archive table (archives.md) gives the input's pair as its example.
         if name == "image" {
-            let example = format!("({} for a {}-byte input", common::readme_number(lost), common::readme_number(bytes));
-            let section = common::readme_section("## What archives work");
+            let example = format!("({} for a {}-byte input", common::doc_number(lost), common::doc_number(bytes));
+            let section = common::doc_section("archives.md", "# What archives work");
             assert!(
                 section.iter().any(|(_, line)| line.contains("TVM 0.11 `_SIZE` macros") && line.contains(&example)),
-                "README's row on TVM 0.11 `_SIZE` macros must say `{example}`, as this build warned"
+                "archives.md's row on TVM 0.11 `_SIZE` macros must say `{example}`, as this build warned"
             );
         }
     }
@@ -549,7 +549,7 @@ fn a_cmsis_nn_call_given_no_scratch_runs_with_the_builds_and_the_memory_map_coun
     let rust = std::fs::read_to_string(&module.rust_file).unwrap();
     assert!(rust.contains("pub const KERNEL_SCRATCH_BYTES: usize = 108;"), "{rust}");
     assert!(rust.contains("+ KERNEL_SCRATCH_BYTES;"), "STATIC_RAM_BYTES counts it: {rust}");
-    let said = format!("with the supplied {} bytes", common::readme_number(module.memory.kernel_scratch as i64));
-    let section = common::readme_section("## CMSIS-NN");
-    assert!(section.iter().any(|(_, line)| line.contains(&said)), "README's CMSIS-NN section must say `{said}`, as this build supplied");
+    let said = format!("with the supplied {} bytes", common::doc_number(module.memory.kernel_scratch as i64));
+    let section = common::doc_section("cmsis-nn.md", "# CMSIS-NN");
+    assert!(section.iter().any(|(_, line)| line.contains(&said)), "cmsis-nn.md must say `{said}`, as this build supplied");
 }

@@ -32,7 +32,7 @@ fn main() -> Result<(), mlf_build::Error> {
         if let Some(path) = given.as_deref().filter(|path| Path::new(path).is_relative() && !archive.exists()) {
             eprintln!(
                 "host-runner: MLF_ARCHIVE `{path}` is taken from the workspace root {}, not from where cargo runs \
-                 (README.md, \"The host runner\"): give a path from there, or an absolute one",
+                 (docs/src/using-it.md, \"The host runner\"): give a path from there, or an absolute one",
                 root.display()
             );
         }

@@ -483,22 +483,51 @@ pub fn run_on_host<V: AsRef<std::ffi::OsStr>>(
     Ok(HostRun { outputs, build_stderr })
 }
 
-/// README.md's lines, numbered from 1.
-pub fn readme_lines() -> Vec<(usize, String)> {
-    let text = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
-    text.lines().enumerate().map(|(index, line)| (index + 1, line.to_string())).collect()
+/// A line's place in the documentation, shown as `docs/src/firmware.md:12`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub page: String,
+    pub line: usize,
 }
 
-/// The lines of README's section headed `heading` (`### Footprint`), up to
-/// the next heading of its level or above; `#` lines in code blocks are not headings.
-pub fn readme_section(heading: &str) -> Vec<(usize, String)> {
+impl std::fmt::Display for Place {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}:{}", self.page, self.line)
+    }
+}
+
+/// The file of a documentation page: `README.md` (the front page) or a
+/// chapter of the book (`firmware.md` is `docs/src/firmware.md`).
+pub fn doc_path(page: &str) -> PathBuf {
+    if page == "README.md" {
+        repo_root().join(page)
+    } else {
+        repo_root().join("docs/src").join(page)
+    }
+}
+
+/// A chapter of the book (`memory.md`), or README.md, as text.
+pub fn book_chapter(page: &str) -> String {
+    let path = doc_path(page);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A page's lines, each with its place.
+pub fn doc_lines(page: &str) -> Vec<(Place, String)> {
+    let shown = doc_path(page).strip_prefix(repo_root()).map_or_else(|_| page.to_string(), |path| path.display().to_string());
+    book_chapter(page).lines().enumerate().map(|(index, line)| (Place { page: shown.clone(), line: index + 1 }, line.to_string())).collect()
+}
+
+/// The lines of the section of `page` headed `heading` (`## Footprint`), up
+/// to the next heading of its level or above; `#` lines in code blocks are not headings.
+pub fn doc_section(page: &str, heading: &str) -> Vec<(Place, String)> {
     let level = |line: &str| {
         let hashes = line.len() - line.trim_start_matches('#').len();
         (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
     };
     let wanted = level(heading).expect("a heading starts with #");
     let (mut in_code, mut inside, mut section) = (false, false, Vec::new());
-    for (number, line) in readme_lines() {
+    for (place, line) in doc_lines(page) {
         if line.starts_with("```") {
             in_code = !in_code;
         }
@@ -509,15 +538,15 @@ pub fn readme_section(heading: &str) -> Vec<(usize, String)> {
         if line == heading {
             inside = true;
         } else if inside {
-            section.push((number, line));
+            section.push((place, line));
         }
     }
-    assert!(inside, "README has no `{heading}` section");
+    assert!(inside, "{page} has no `{heading}` section");
     section
 }
 
 /// The rows of the first table after the line of `lines` containing `anchor`.
-pub fn readme_table_after(lines: &[(usize, String)], anchor: &str) -> Vec<(usize, String)> {
+pub fn table_after(lines: &[(Place, String)], anchor: &str) -> Vec<(Place, String)> {
     let start = lines.iter().position(|(_, line)| line.contains(anchor)).unwrap_or(lines.len());
     lines[start..].iter().skip_while(|(_, line)| !line.starts_with('|')).take_while(|(_, line)| line.starts_with('|')).cloned().collect()
 }
@@ -550,8 +579,8 @@ pub fn numbers(text: &str) -> Vec<i64> {
     found
 }
 
-/// `value` as README writes it: thousands separated by commas, `−` for minus.
-pub fn readme_number(value: i64) -> String {
+/// `value` as the documentation writes it: thousands separated by commas, `−` for minus.
+pub fn doc_number(value: i64) -> String {
     let digits = value.unsigned_abs().to_string();
     let mut grouped = String::new();
     for (index, digit) in digits.chars().enumerate() {
@@ -567,84 +596,88 @@ pub fn readme_number(value: i64) -> String {
     }
 }
 
-/// README figures compared with what a command measured; every mismatch is
-/// collected, so one run names all the lines to update.
+/// Figures of the documentation (README.md and the book) compared with what
+/// a command measured; every mismatch is collected, so one run names all the
+/// lines to update.
 #[derive(Default)]
-pub struct ReadmeFigures {
+pub struct DocFigures {
     wrong: Vec<String>,
 }
 
-impl ReadmeFigures {
+impl DocFigures {
     /// The row of `table` whose first cell is `first_cell` must state
     /// `measured`, in order, as its numbers (the first cell's aside).
-    pub fn row(&mut self, table: &[(usize, String)], first_cell: &str, measured: &[i64], command: &str) {
+    pub fn row(&mut self, table: &[(Place, String)], first_cell: &str, measured: &[i64], command: &str) {
         let row = table.iter().find(|(_, line)| line.split('|').nth(1).is_some_and(|cell| cell.trim() == first_cell));
         let Some((number, line)) = row else {
-            return self.wrong.push(format!("README has no `| {first_cell} |` row where {command} measured {measured:?}"));
+            return self.wrong.push(format!("the documentation has no `| {first_cell} |` row where {command} measured {measured:?}"));
         };
         let stated = numbers(line.split('|').skip(2).collect::<Vec<_>>().join("|").as_str());
         if stated != measured {
-            let measured: Vec<String> = measured.iter().map(|&value| readme_number(value)).collect();
-            self.wrong.push(format!("README.md:{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
+            let measured: Vec<String> = measured.iter().map(|&value| doc_number(value)).collect();
+            self.wrong.push(format!("{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
         }
     }
 
     /// The number right after `anchor` on a line of `lines` must be `measured`.
-    pub fn after(&mut self, lines: &[(usize, String)], anchor: &str, measured: i64, command: &str) {
+    pub fn after(&mut self, lines: &[(Place, String)], anchor: &str, measured: i64, command: &str) {
         let found = lines.iter().find_map(|(number, line)| line.find(anchor).map(|at| (number, line, &line[at + anchor.len()..])));
         let Some((number, line, rest)) = found else {
-            return self.wrong.push(format!("README has no line with `{anchor}` where {command} measured {}", readme_number(measured)));
+            return self
+                .wrong
+                .push(format!("the documentation has no line with `{anchor}` where {command} measured {}", doc_number(measured)));
         };
         let rest = rest.trim_start();
         let stated = if rest.starts_with(|c: char| c.is_ascii_digit()) { numbers(rest).first().copied() } else { None };
         if stated != Some(measured) {
             self.wrong.push(format!(
-                "README.md:{number}: `{line}`\n  states {} after `{anchor}`; {command} measured {}",
-                stated.map_or_else(|| "no number".to_string(), readme_number),
-                readme_number(measured)
+                "{number}: `{line}`\n  states {} after `{anchor}`; {command} measured {}",
+                stated.map_or_else(|| "no number".to_string(), doc_number),
+                doc_number(measured)
             ));
         }
     }
 
     /// `text` must be on a line of `lines` (a toolchain, a quoted message).
-    pub fn quoted(&mut self, lines: &[(usize, String)], text: &str, why: &str) {
+    pub fn quoted(&mut self, lines: &[(Place, String)], text: &str, why: &str) {
         if !lines.iter().any(|(_, line)| line.contains(text)) {
-            self.wrong.push(format!("README does not show {why}:\n  {text}"));
+            self.wrong.push(format!("the documentation does not show {why}:\n  {text}"));
         }
     }
 
-    /// Every README line that differs from what was measured, for a test that reports them with others.
+    /// Every documentation line that differs from what was measured, for a test that reports them with others.
     pub fn result(self) -> Result<(), String> {
         if self.wrong.is_empty() {
             Ok(())
         } else {
-            Err(format!("README.md states figures the commands do not print:\n{}", self.wrong.join("\n")))
+            Err(format!("the documentation states figures the commands do not print:\n{}", self.wrong.join("\n")))
         }
     }
 
-    /// Fails naming every README line that differs from what was measured.
+    /// Fails naming every documentation line that differs from what was measured.
     pub fn check(self) {
-        assert!(self.wrong.is_empty(), "README.md states figures the commands do not print:\n{}", self.wrong.join("\n"));
+        assert!(self.wrong.is_empty(), "the documentation states figures the commands do not print:\n{}", self.wrong.join("\n"));
     }
 }
 
-impl ReadmeFigures {
+impl DocFigures {
     /// The row of `table` whose first cells are `first_cells` must state
     /// `measured`, in order, as the numbers of its other cells.
-    pub fn row_of(&mut self, table: &[(usize, String)], first_cells: &[&str], measured: &[i64], command: &str) {
+    pub fn row_of(&mut self, table: &[(Place, String)], first_cells: &[&str], measured: &[i64], command: &str) {
         let cells = |line: &str| line.split('|').skip(1).map(|cell| cell.trim().to_string()).collect::<Vec<_>>();
         let row = table
             .iter()
             .find(|(_, line)| cells(line).iter().zip(first_cells).filter(|(cell, first)| cell == *first).count() == first_cells.len());
         let Some((number, line)) = row else {
-            return self
-                .wrong
-                .push(format!("README has no row starting `| {} |` where {command} measured {measured:?}", first_cells.join(" | ")));
+            return self.wrong.push(format!(
+                "the documentation has no row starting `| {} |` where {command} measured {measured:?}",
+                first_cells.join(" | ")
+            ));
         };
         let stated = numbers(&cells(line)[first_cells.len()..].join("|"));
         if stated != measured {
-            let measured: Vec<String> = measured.iter().map(|&value| readme_number(value)).collect();
-            self.wrong.push(format!("README.md:{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
+            let measured: Vec<String> = measured.iter().map(|&value| doc_number(value)).collect();
+            self.wrong.push(format!("{number}: `{line}`\n  states {stated:?}; {command} measured {}", measured.join(", ")));
         }
     }
 }

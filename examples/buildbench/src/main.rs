@@ -1,4 +1,4 @@
-//! Measures what building an archive costs, for the README's tables:
+//! Measures what building an archive costs, for the book's tables (docs/src/performance.md):
 //!
 //! - the cold build script of a consumer crate (fresh `OUT_DIR`): its own
 //!   wall time and peak RSS (`VmHWM`), and the whole `cargo build`;
