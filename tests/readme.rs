@@ -387,3 +387,25 @@ fn slug(heading: &str) -> String {
     let text = heading.trim_start_matches('#').trim().to_lowercase();
     text.chars().filter_map(|c| if c == ' ' { Some('-') } else { (c.is_alphanumeric() || c == '-' || c == '_').then_some(c) }).collect()
 }
+
+/// The front page: at most 250 lines; its two commands are the ones the
+/// suite and CI run (the demo in `first_hour_shows_what_the_commands_print`,
+/// the test command in .ci/run); its links into the book lead to chapters
+/// that `docs/src/SUMMARY.md` lists.
+#[test]
+fn front_page_is_short_and_its_commands_and_links_hold() {
+    let lines = common::doc_lines("README.md");
+    assert!(lines.len() <= 250, "README.md is the front page: {} lines, at most 250 (the rest goes in the book)", lines.len());
+    let try_it = common::doc_section("README.md", "## Try it");
+    let commands: Vec<&str> = try_it.iter().map(|(_, line)| line.trim()).filter(|line| line.starts_with("cargo ")).collect();
+    assert_eq!(commands, ["cargo run --release -p host-runner", "cargo test --release --locked"], "README's Try it commands");
+    let ci = std::fs::read_to_string(common::repo_root().join(".ci/run")).expect(".ci/run");
+    assert!(ci.lines().any(|line| line.trim() == commands[1]), ".ci/run does not run `{}`", commands[1]);
+    let summary = common::book_chapter("SUMMARY.md");
+    for (place, line) in &lines {
+        for target in line.split("](docs/src/").skip(1).filter_map(|rest| rest.split([')', '#']).next()) {
+            assert!(common::doc_path(target).is_file(), "{place}: docs/src/{target} does not exist");
+            assert!(target == "SUMMARY.md" || summary.contains(&format!("]({target})")), "{place}: SUMMARY.md does not list {target}");
+        }
+    }
+}
