@@ -700,7 +700,7 @@ impl Builder {
         for (module, file) in plan.modules.iter().zip(rust_files) {
             let rust_file = settings.out_dir.join(&file.path);
             write_if_changed(&rust_file, &file.bytes)?;
-            let report = ModuleReport::new(module, metadata.version);
+            let report = ModuleReport::new(module, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
             let json = codegen::report_file(&report);
             let json_file = settings.out_dir.join(&json.path);
             write_if_changed(&json_file, &json.bytes)?;
