@@ -126,6 +126,16 @@ pub fn inspect_with_cmsis_nn(path: impl AsRef<Path>, cmsis_nn: Option<impl AsRef
     read().map_err(|error| error.in_archive(path))
 }
 
+/// `a, b, c` (at most eight names, then how many more).
+pub(crate) fn listed(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
 /// What `module`'s code needs from outside the archive; a CMSIS-NN need is
 /// met by `cmsis_nn` when it defines every kernel the code calls.
 fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
@@ -137,7 +147,7 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
         let called = if kernels.is_empty() {
             String::new()
         } else {
-            format!(" and calls {} of its functions ({})", kernels.len(), kernels.join(", "))
+            format!(" and calls {} of its functions ({})", kernels.len(), listed(&kernels))
         };
         let mut what = format!(
             "CMSIS-NN: the code includes <{}>{called}; give the folder holding its Include/ and Source/ with Builder::cmsis_nn(dir), CMSIS_NN_PATH or `inspect --cmsis-nn DIR` (TVM 0.14-0.18 used v4.1.0)",
@@ -152,7 +162,7 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
             if missing.is_empty() {
                 met_by = Some(format!("CMSIS-NN at {given}, which defines every function called"));
             } else {
-                what = format!("CMSIS-NN: the code calls {}, which CMSIS-NN at {given} does not define: give the release the archive was compiled against", missing.join(", "));
+                what = format!("CMSIS-NN: the code calls {}, which CMSIS-NN at {given} does not define: give the release the archive was compiled against", listed(&missing));
             }
         }
         needs.push(Need { kind: "cmsis-nn".to_string(), what, file: calls.file.clone(), met_by });
