@@ -68,7 +68,7 @@ pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
 pub use plan::fit::{memory_fit, FitPart, MemoryFit, RegionFit};
 pub use plan::model::{MemoryNeeds, StackBound, StackFrame};
-pub use plan::report::{inspect, Inspection, ModuleReport, TensorData, SCHEMA};
+pub use plan::report::{inspect, inspect_with_cmsis_nn, Inspection, ModuleReport, Need, TensorData, SCHEMA};
 pub use toolchain::measure::{Footprint, Sizes};
 pub use toolchain::sections::Storage;
 

@@ -383,3 +383,43 @@ fn a_target_directory_copied_from_elsewhere_is_rebuilt_not_trusted() {
         assert!(!text.contains(&elsewhere.display().to_string()), "{} still names the old place:\n{text}", list.display());
     }
 }
+
+/// A failing build script prints the `mlf_build::Error` block alone: the
+/// Builder holds its `cargo:rerun-if-*` and link lines until it succeeds, and
+/// Cargo runs a failed build script again anyway, so the fix is picked up.
+#[test]
+fn a_failing_build_prints_its_error_without_cargo_lines_and_the_fix_is_picked_up() {
+    let _serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let setup = Setup::new("error-alone", "");
+    let source = setup.archive.join("codegen/host/src/default_lib1.c");
+    let good = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, format!("{good}\nthis is not C;\n")).unwrap();
+    let failed = setup.build();
+    assert!(!failed.status.success(), "a source that is not C fails the build");
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    // The fixture's own line is all its stdout holds; none of mlf-build's.
+    let fixture_line = "cargo:rerun-if-env-changed=MLF_FAULTS_ARCHIVE";
+    let directives: Vec<&str> = stderr.lines().map(str::trim).filter(|line| line.contains("cargo:") && *line != fixture_line).collect();
+    assert!(directives.is_empty(), "a failing build printed mlf-build's cargo: lines {directives:?}:\n{stderr}");
+    // The script's stderr is the error block, from its first line to its help.
+    let block: Vec<&str> = stderr.lines().skip_while(|line| line.trim() != "--- stderr").skip(1).map(str::trim).collect();
+    assert!(
+        block.first().is_some_and(|line| line.starts_with("Error: mlf-build: ")),
+        "the error block does not start the script's stderr:\n{stderr}"
+    );
+    let help = block.iter().position(|line| line.starts_with("help: "));
+    assert!(help.is_some_and(|at| block[..at].iter().all(|line| !line.is_empty())), "the error block is not one piece:\n{stderr}");
+
+    // The fix alone reruns the script (Cargo reruns one that failed), and a
+    // success prints the held lines, the archive's among them.
+    std::fs::write(&source, good).unwrap();
+    succeeded(&setup.build());
+    // Cargo keeps what a build script printed in `output` beside its OUT_DIR.
+    let archive_line = format!("cargo:rerun-if-changed={}", setup.archive.display());
+    let printed = std::fs::read_dir(common::repo_root().join("target/faults/release/build"))
+        .expect("a build ran")
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("output")).ok())
+        .any(|output| output.lines().any(|line| line == archive_line));
+    assert!(printed, "the successful build printed no `{archive_line}`");
+}

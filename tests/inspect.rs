@@ -50,13 +50,20 @@ fn key_paths(value: &serde_json::Value, prefix: &str, paths: &mut Vec<String>) {
 
 #[test]
 fn json_follows_the_documented_schema() {
-    let (Some(graph), Some(pools)) = (archive("cnn_f32-graph"), archive("kws_int8-aot_c_pools")) else { return };
+    let (Some(graph), Some(pools), Some(arm)) =
+        (archive("cnn_f32-graph"), archive("kws_int8-aot_c_pools"), archive("kws_int8-aot_c-cortex_m4"))
+    else {
+        return;
+    };
     let documented = documented_keys();
     let mut seen = Vec::new();
     let memory_x = common::scratch("inspect-schema").join("memory.x");
     std::fs::write(&memory_x, SPLIT_MEMORY_X).unwrap();
     let memory_x = memory_x.display().to_string();
-    for (archive, extra) in [(graph, vec![]), (pools, vec!["--memory-x", memory_x.as_str(), "--link-section", "workspace=.sram2"])] {
+    // The Arm archive has needs, so their keys show.
+    for (archive, extra) in
+        [(graph, vec![]), (pools, vec!["--memory-x", memory_x.as_str(), "--link-section", "workspace=.sram2"]), (arm, vec![])]
+    {
         let document = inspect_json(&archive, &extra);
         assert_eq!(document["schema"], mlf_build::SCHEMA);
         assert!(document["footprint"].is_null(), "no --target, no footprint");
@@ -380,4 +387,85 @@ fn target_adds_the_cmsis_nn_scratch_the_core_needs_to_the_memory_map() {
             "{cpu}: cmsis-nn.md says the same scratch"
         );
     }
+}
+
+/// `case`'s `model.tar` unpacked into a fresh directory, to edit.
+fn unpacked(case: &Path, name: &str) -> PathBuf {
+    let dir = common::scratch(name);
+    tar::Archive::new(std::fs::File::open(case.join("model.tar")).unwrap()).unpack(&dir).unwrap();
+    dir
+}
+
+/// The `kind`s of the first module's needs, with whether each is met.
+fn needs(document: &serde_json::Value) -> Vec<(String, bool)> {
+    let needs = document["modules"][0]["needs"].as_array().expect("modules[].needs is a list");
+    needs.iter().map(|need| (need["kind"].as_str().unwrap_or_default().to_string(), !need["met_by"].is_null())).collect()
+}
+
+/// Without `--target`, inspect names what an archive needs from outside it:
+/// CMSIS-NN (met by the folder `--cmsis-nn` gives), a header nobody supplies
+/// and Arm-only code; a graph missing its `.params` file is an error naming it.
+#[test]
+fn needs_are_named_without_target_and_cmsis_nn_meets_its_own() {
+    let (Some(cmsis), Some(arm), Some(plain), Some(graph)) = (
+        common::corpus_case("etiss-vww-muriscvnn-rvv-tvm017"),
+        archive("kws_int8-aot_c-cortex_m4"),
+        common::corpus_case("kws_int8-aot_c_usmp"),
+        common::corpus_case("cnn_f32-graph"),
+    ) else {
+        return;
+    };
+    let text = |args: &[&std::ffi::OsStr]| {
+        let output = inspect(args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+
+    // CMSIS-NN, named with the kernels the code calls.
+    let archive = cmsis.join("model.tar");
+    let report = text(&[archive.as_os_str()]);
+    assert!(report.contains("needs CMSIS-NN: the code includes <arm_nnfunctions.h> and calls 5 of its functions"), "{report}");
+    assert!(report.contains("arm_avgpool_s8") && report.contains("--cmsis-nn DIR"), "{report}");
+    assert_eq!(needs(&inspect_json(&archive, &[])), [("cmsis-nn".to_string(), false)]);
+    match common::case_at(&cmsis).library_env() {
+        Ok(libraries) => {
+            let dir =
+                libraries.iter().find(|(name, _)| *name == "CMSIS_NN_PATH").map(|(_, dir)| dir.clone()).expect("the case needs CMSIS-NN");
+            let report = text(&[archive.as_os_str(), "--cmsis-nn".as_ref(), dir.as_os_str()]);
+            assert!(!report.contains("needs") && report.contains("uses CMSIS-NN at"), "{report}");
+            let dir = dir.display().to_string();
+            assert_eq!(needs(&inspect_json(&archive, &["--cmsis-nn", &dir])), [("cmsis-nn".to_string(), true)]);
+        }
+        Err(verdict) => common::skip(&format!("--cmsis-nn: {verdict:?}")),
+    }
+    // A folder that is not CMSIS-NN is an error, not a silent "met".
+    let not_cmsis = inspect(&[archive.as_os_str(), "--cmsis-nn".as_ref(), common::scratch("not-cmsis-nn").as_os_str()]);
+    assert_eq!(not_cmsis.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&not_cmsis.stderr).contains("is not a CMSIS-NN checkout"));
+
+    // Arm-only code: the target string's core, the Arm header, the DSP intrinsic.
+    let document = inspect_json(&arm, &[]);
+    assert_eq!(needs(&document), vec![("arm".to_string(), false); 3], "{document}");
+    let report = text(&[arm.as_os_str()]);
+    assert!(report.contains("`-mcpu=cortex-m4`") && report.contains("<arm_acle.h>") && report.contains("DSP extension"), "{report}");
+
+    // Portable C needs nothing; the same code including a header nobody ships needs it.
+    assert_eq!(needs(&inspect_json(&plain.join("model.tar"), &[])), []);
+    let tree = unpacked(&plain, "inspect-header");
+    let source = tree.join("codegen/host/src/default_lib1.c");
+    let code = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, format!("#include \"vendor_accel.h\"\n#include <stdint.h>\n{code}")).unwrap();
+    let report = text(&[tree.as_os_str()]);
+    assert!(
+        report.contains("needs <vendor_accel.h>: included but not in the archive") && report.contains("codegen/host/src/default_lib1.c"),
+        "{report}"
+    );
+    assert_eq!(needs(&inspect_json(&tree, &[])), [("header".to_string(), false)]);
+
+    // A graph without its weights file: refused, naming the file.
+    let tree = unpacked(&graph, "inspect-params");
+    std::fs::remove_dir_all(tree.join("parameters")).unwrap();
+    let output = inspect(&[tree.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.code() == Some(1) && stderr.contains("parameters/default.params"), "{stderr}");
 }

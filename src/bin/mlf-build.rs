@@ -1,10 +1,10 @@
-//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--memory-x <file>]
-//! [--link-section <storage>=<section>] [--json] [--svg <file>]`:
+//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--cmsis-nn <dir>]
+//! [--memory-x <file>] [--link-section <storage>=<section>] [--json] [--svg <file>]`:
 //! what an archive holds and needs, before any firmware exists (see README.md).
 //! Arguments are parsed by clap; `--help` and `--version` exit 0, a usage
 //! error exits 2, an error about the archive (or a model that does not fit) 1.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -23,9 +23,10 @@ struct Cli {
 enum Command {
     /// What an archive holds and needs, before any firmware exists.
     ///
-    /// Per module: its kind, tensors and memory map; with --target its compiled
-    /// size and stack bound; with --memory-x whether it fits. Relative paths are
-    /// taken from the current directory.
+    /// Per module: its kind, tensors, memory map and what its code needs from
+    /// outside the archive (CMSIS-NN, other headers, an Arm core); with --target
+    /// its compiled size and stack bound; with --memory-x whether it fits.
+    /// Relative paths are taken from the current directory.
     Inspect(Args),
 }
 
@@ -40,6 +41,9 @@ struct Args {
     /// The Arm core to compile for with --target (e.g. cortex-m7); default: the triple's usual core.
     #[arg(long, value_name = "CORE")]
     cpu: Option<String>,
+    /// The CMSIS-NN folder (holding Include/ and Source/) the archive's calls are checked against, and built with under --target.
+    #[arg(long, value_name = "DIR")]
+    cmsis_nn: Option<PathBuf>,
     /// Lay the model onto the regions of this cortex-m-rt style memory.x; exits 1 when it does not fit.
     #[arg(long, value_name = "FILE")]
     memory_x: Option<PathBuf>,
@@ -73,10 +77,10 @@ fn main() -> ExitCode {
 }
 
 fn inspect(args: &Args) -> Result<(), String> {
-    let mut inspection = mlf_build::inspect(&args.archive).map_err(|e| e.to_string())?;
+    let mut inspection = mlf_build::inspect_with_cmsis_nn(&args.archive, args.cmsis_nn.as_ref()).map_err(|e| e.to_string())?;
     let footprint = match &args.target {
         Some(triple) => {
-            let (footprint, output) = compile_and_measure(&args.archive, triple, args.cpu.as_deref())?;
+            let (footprint, output) = compile_and_measure(args, triple)?;
             // The build knows the core: what it adds to the memory map for it (CMSIS-NN scratch) and why.
             inspection.modules = output.modules.into_iter().map(|module| module.report).collect();
             inspection.warnings = output.warnings;
@@ -196,14 +200,17 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
 
 /// Builds the archive for `triple` in a fresh directory, as a build script
 /// would but printing nothing for Cargo, and measures the compiled libraries.
-fn compile_and_measure(archive: &Path, triple: &str, cpu: Option<&str>) -> Result<(Footprint, Output), String> {
+fn compile_and_measure(args: &Args, triple: &str) -> Result<(Footprint, Output), String> {
     let out_dir = std::env::temp_dir().join(format!("mlf-build-inspect-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     // Absolute: the Builder takes a relative path from CARGO_MANIFEST_DIR, which `cargo run` sets to mlf-build's own.
-    let archive = std::env::current_dir().map_err(|e| format!("mlf-build: the current directory: {e}"))?.join(archive);
-    let mut builder = Builder::new(archive).out_dir(&out_dir).target(triple).cargo_metadata(false);
-    if let Some(cpu) = cpu {
+    let current = std::env::current_dir().map_err(|e| format!("mlf-build: the current directory: {e}"))?;
+    let mut builder = Builder::new(current.join(&args.archive)).out_dir(&out_dir).target(triple).cargo_metadata(false);
+    if let Some(cpu) = &args.cpu {
         builder = builder.cpu(cpu);
+    }
+    if let Some(dir) = &args.cmsis_nn {
+        builder = builder.cmsis_nn(current.join(dir));
     }
     let result = builder.build().and_then(|output| Ok((Footprint::measure(&out_dir)?, output))).map_err(|e| e.to_string());
     let _ = std::fs::remove_dir_all(&out_dir);

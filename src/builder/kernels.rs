@@ -14,6 +14,7 @@ use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall,
 use crate::input::user_path;
 use crate::plan::limits;
 use crate::plan::model::Plan;
+use crate::plan::report::listed;
 use crate::toolchain::target::{CoreIsa, Target};
 
 /// The environment variable naming a CMSIS-NN checkout when `Builder::cmsis_nn` is not called.
@@ -77,16 +78,6 @@ pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dir
     let wrappers = codegen::kernel_wrappers(&root, &selection.sources)?;
     let originals = selection.sources.iter().map(|source| root.join(source)).collect();
     Ok(Some(KernelCode { include_dir: root.join("Include"), library, originals, wrappers }))
-}
-
-/// `a, b, c` (at most eight names, then how many more).
-fn listed(names: &[&str]) -> String {
-    const SHOWN: usize = 8;
-    let mut text = names.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
-    if names.len() > SHOWN {
-        text.push_str(&format!(" and {} more", names.len() - SHOWN));
-    }
-    text
 }
 
 /// Refuses calls to what CMSIS-NN defines only for cores with an extension the

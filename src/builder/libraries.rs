@@ -146,7 +146,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         defines: Vec::new(),
         out_dir: out_dir.join("mlf").join(dir),
         root: out_dir.join("mlf"),
-        directives: config.env.directives,
+        directives: config.env.directives.clone(),
         sections: SectionNames::default(),
         external_sources: Vec::new(),
         instrumented: Vec::new(),
@@ -258,7 +258,7 @@ pub(super) fn model_library(
         out_dir: work.join("lib"),
         // `work` is `OUT_DIR/mlf/build/<stem>`.
         root: work.ancestors().nth(2).unwrap_or(work).to_path_buf(),
-        directives: extra.directives,
+        directives: extra.directives.clone(),
         sections: sections.clone(),
         external_sources,
         instrumented,

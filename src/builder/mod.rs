@@ -406,11 +406,15 @@ impl Builder {
     pub fn build(self) -> Result<Output> {
         let base = Base::package_root();
         let archive = base.resolve(&self.archive);
-        self.run(&base).map_err(|error| error.in_archive(&archive))
+        // Held until the build succeeded: a failing build script prints its error alone.
+        let directives = Directives::new(self.cargo_metadata);
+        let output = self.run(&base, &directives).map_err(|error| error.in_archive(&archive))?;
+        directives.flush();
+        Ok(output)
     }
 
-    fn run(self, base: &Base) -> Result<Output> {
-        let settings = self.settings(base)?;
+    fn run(self, base: &Base, directives: &Directives) -> Result<Output> {
+        let settings = self.settings(base, directives)?;
         settings.env.directives.rerun_if_changed(&settings.paths.archive)?;
         let (toolchain, mut prepared) = self.probe_and_prepare(&settings)?;
         check_core(&prepared.plan, &settings.target, &prepared.metadata, toolchain.compiled_isa)?;
@@ -429,7 +433,7 @@ impl Builder {
         bound_stacks(&mut prepared, &support, &toolchain)?;
         prepared.model.link()?;
         support.link()?;
-        toolchain.link(settings.env.directives)?;
+        toolchain.link(&settings.env.directives)?;
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
@@ -438,9 +442,9 @@ impl Builder {
     }
 
     /// Where to write, what for, and what to print: the Builder's options, else Cargo's variables.
-    fn settings(&self, base: &Base) -> Result<Settings> {
+    fn settings(&self, base: &Base, directives: &Directives) -> Result<Settings> {
         let paths = self.user_paths(base)?;
-        let env = Env { directives: Directives { print: self.cargo_metadata } };
+        let env = Env { directives: directives.clone() };
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => env::cargo_provided("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
@@ -507,7 +511,7 @@ impl Builder {
             defines: &self.defines,
             support_dir: &settings.support_dir,
             kernels,
-            directives: settings.env.directives,
+            directives: settings.env.directives.clone(),
         }
     }
 
@@ -696,7 +700,7 @@ impl Builder {
         for (module, file) in plan.modules.iter().zip(rust_files) {
             let rust_file = settings.out_dir.join(&file.path);
             write_if_changed(&rust_file, &file.bytes)?;
-            let report = ModuleReport::new(module, metadata.version);
+            let report = ModuleReport::new(module, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
             let json = codegen::report_file(&report);
             let json_file = settings.out_dir.join(&json.path);
             write_if_changed(&json_file, &json.bytes)?;

@@ -1,30 +1,19 @@
 //! Every environment variable the crate reads goes through here, so Cargo
 //! reruns the build script exactly when one of them changes.
 
-use std::collections::BTreeSet;
-use std::sync::Mutex;
-
 use crate::cargo::directive::Directives;
 
 /// The process environment as one build reads it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Env {
     pub directives: Directives,
 }
 
 impl Env {
-    /// Reads `name`, telling Cargo to rerun the build script when it changes
-    /// (once per name and build script run).
+    /// Reads `name`, telling Cargo to rerun the build script when it changes.
     pub fn var(&self, name: &str) -> Option<String> {
-        static TRACKED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-        if self.directives.print {
-            let mut tracked = TRACKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if !tracked.contains(name) {
-                // A name Cargo cannot track is not read at all, so no read goes untracked.
-                self.directives.rerun_if_env_changed(name).ok()?;
-                tracked.insert(name.to_string());
-            }
-        }
+        // A name Cargo cannot track is not read at all, so no read goes untracked.
+        self.directives.rerun_if_env_changed(name).ok()?;
         cargo_provided(name)
     }
 }

@@ -62,6 +62,13 @@ pub(crate) fn defines(name: &str) -> bool {
         .any(|defined| defined == name)
 }
 
+/// Whether mlf-build's support code puts `header` on the archive's include
+/// path (`mlf_support.h`, TVM's runtime headers), or writes it there (`crt_config.h`).
+pub(crate) fn supplies_header(header: &str) -> bool {
+    header == "crt_config.h"
+        || FILES.iter().any(|(path, _)| ["include/", "runtime-include/"].iter().any(|dir| path.strip_prefix(dir) == Some(header)))
+}
+
 /// Writes the files below `dir` (only those whose bytes changed).
 pub(crate) fn write(dir: &Path) -> Result<()> {
     for (path, bytes) in FILES {

@@ -626,6 +626,51 @@ pub(crate) struct CodeNeeds {
     pub mve: Option<(String, String)>,
     /// What the code calls of CMSIS-NN, when it includes CMSIS-NN's headers.
     pub cmsis_nn: Option<KernelCalls>,
+    /// Headers the sources include that the archive does not ship, each with
+    /// the first source including it: not found beside that source, in
+    /// `codegen/host/include` or `runtime/include`, and not the C library's,
+    /// an Arm toolchain's ([`CodeNeeds::arm_only`]) or CMSIS-NN's ([`CodeNeeds::cmsis_nn`]).
+    pub unshipped_headers: BTreeMap<String, String>,
+}
+
+/// The C standard library's headers (C17), which every toolchain has.
+const C_LIBRARY_HEADERS: &[&str] = &[
+    "assert.h",
+    "complex.h",
+    "ctype.h",
+    "errno.h",
+    "fenv.h",
+    "float.h",
+    "inttypes.h",
+    "iso646.h",
+    "limits.h",
+    "locale.h",
+    "math.h",
+    "setjmp.h",
+    "signal.h",
+    "stdalign.h",
+    "stdarg.h",
+    "stdatomic.h",
+    "stdbool.h",
+    "stddef.h",
+    "stdint.h",
+    "stdio.h",
+    "stdlib.h",
+    "stdnoreturn.h",
+    "string.h",
+    "tgmath.h",
+    "threads.h",
+    "time.h",
+    "uchar.h",
+    "wchar.h",
+    "wctype.h",
+];
+
+/// Whether `header`, included by `source`, is found in the archive: beside
+/// the source (a quoted include) or in its include directories.
+fn ships(tree: &Tree, source: &str, header: &str) -> bool {
+    let own_dir = source.rsplit_once('/').map_or("", |(dir, _)| dir);
+    [own_dir, INCLUDE_DIR, "runtime/include"].iter().any(|dir| tree.contains(&format!("{dir}/{header}")))
 }
 
 /// A kernel library the code includes, and what the code calls without defining it.
@@ -710,6 +755,13 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         }
         if needs.mve.is_none() {
             needs.mve = included_headers(text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
+        }
+        for header in included_headers(text) {
+            // C++'s own headers have no extension (<cstdint>).
+            let library = C_LIBRARY_HEADERS.contains(&header) || ARM_ONLY_HEADERS.contains(&header) || CMSIS_NN_HEADERS.contains(&header);
+            if !(library || !header.contains('.') || ships(sources.tree, path, header)) {
+                needs.unshipped_headers.entry(header.to_string()).or_insert_with(|| path.clone());
+            }
         }
         if needs.cmsis_nn.is_none() {
             needs.cmsis_nn = included_headers(text).find(|header| CMSIS_NN_HEADERS.contains(header)).map(|header| KernelCalls {

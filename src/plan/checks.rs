@@ -151,7 +151,7 @@ mod tests {
     }
 
     fn check(triple: &str, object: Vec<u8>) -> Result<()> {
-        let env = Env { directives: Directives { print: false } };
+        let env = Env { directives: Directives::new(false) };
         let target = Target::new(triple.to_string(), "x86_64-unknown-linux-gnu".to_string(), None, &env);
         let tree = Tree::from_files([("codegen/host/lib/lib0.o".to_string(), object)]).unwrap();
         check_objects(&tree, &target)

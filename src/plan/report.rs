@@ -5,10 +5,15 @@
 
 use serde_json::{json, Value};
 
+use std::collections::BTreeSet;
+use std::path::Path;
+
 use crate::error::Result;
+use crate::input::kernel_library::KernelLibrary;
 use crate::input::user_path::Base;
 use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
+use crate::toolchain::target;
 
 /// The `schema` value of every JSON document mlf-build writes about a module;
 /// its number changes only when a field changes meaning or goes away.
@@ -58,6 +63,23 @@ pub struct ModuleReport {
     pub inferred: Vec<String>,
     /// The worst-case stack of one run (`STACK_BYTES`), known once the C is compiled.
     pub stack: StackBound,
+    /// What the module's code needs from outside the archive.
+    pub needs: Vec<Need>,
+}
+
+/// Something a module's code needs that the archive does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Need {
+    /// `cmsis-nn` (the kernel library), `header` (another header nobody
+    /// supplies) or `arm` (code only an Arm core runs).
+    pub kind: String,
+    /// What is needed, why, and how to supply it.
+    pub what: String,
+    /// The archive's file that shows it.
+    pub file: String,
+    /// What meets it among what the inspection was given (`--cmsis-nn`), in words; `None`: nothing yet.
+    pub met_by: Option<String>,
 }
 
 /// What `mlf-build inspect` reports on one archive.
@@ -77,12 +99,105 @@ pub struct Inspection {
 /// # Errors
 /// The Builder's own errors for an archive it cannot build.
 pub fn inspect(path: impl AsRef<std::path::Path>) -> Result<Inspection> {
-    let path = &Base::current_dir().archive(path.as_ref(), "the archive path")?;
+    inspect_with_cmsis_nn(path, None::<&Path>)
+}
+
+/// [`inspect`], checking the archive's calls into CMSIS-NN against the
+/// CMSIS-NN folder `cmsis_nn` (as [`crate::Builder::cmsis_nn`] takes it):
+/// a [`Need`] it meets says so in [`Need::met_by`]. A relative path is taken
+/// from the current directory.
+///
+/// # Errors
+/// As [`inspect`]; and a `cmsis_nn` folder that is not CMSIS-NN.
+pub fn inspect_with_cmsis_nn(path: impl AsRef<Path>, cmsis_nn: Option<impl AsRef<Path>>) -> Result<Inspection> {
+    let base = Base::current_dir();
+    let path = &base.archive(path.as_ref(), "the archive path")?;
+    let library = match cmsis_nn {
+        Some(dir) => Some(KernelLibrary::read_cmsis_nn(&base.dir(dir.as_ref(), "the CMSIS-NN folder given")?)?),
+        None => None,
+    };
     let read = || -> Result<Inspection> {
         let Planned { metadata, plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
-        Ok(Inspection { modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version)).collect(), warnings })
+        Ok(Inspection {
+            modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version, library.as_ref())).collect(),
+            warnings,
+        })
     };
     read().map_err(|error| error.in_archive(path))
+}
+
+/// `a, b, c` (at most eight names, then how many more).
+pub(crate) fn listed(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names.iter().take(SHOWN).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
+/// What `module`'s code needs from outside the archive; a CMSIS-NN need is
+/// met by `cmsis_nn` when it defines every kernel the code calls.
+fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
+    let mut needs = Vec::new();
+    let code = &module.needs;
+    if let Some(calls) = &code.cmsis_nn {
+        // CMSIS-NN's names all start `arm_`; the rest may be the C library's.
+        let kernels: Vec<&str> = calls.undefined.keys().map(String::as_str).filter(|name| name.starts_with("arm_")).collect();
+        let called = if kernels.is_empty() {
+            String::new()
+        } else {
+            format!(" and calls {} of its functions ({})", kernels.len(), listed(&kernels))
+        };
+        let mut what = format!(
+            "CMSIS-NN: the code includes <{}>{called}; give the folder holding its Include/ and Source/ with Builder::cmsis_nn(dir), CMSIS_NN_PATH or `inspect --cmsis-nn DIR` (TVM 0.14-0.18 used v4.1.0)",
+            calls.header
+        );
+        let mut met_by = None;
+        if let Some(library) = cmsis_nn {
+            let undefined: BTreeSet<String> = calls.undefined.keys().cloned().collect();
+            let left = library.select(&undefined).undefined;
+            let missing: Vec<&str> = kernels.iter().copied().filter(|name| left.contains(*name)).collect();
+            let given = format!("{} ({})", library.root.display(), library.version.as_deref().unwrap_or("revision unknown"));
+            if missing.is_empty() {
+                met_by = Some(format!("CMSIS-NN at {given}, which defines every function called"));
+            } else {
+                what = format!("CMSIS-NN: the code calls {}, which CMSIS-NN at {given} does not define: give the release the archive was compiled against", listed(&missing));
+            }
+        }
+        needs.push(Need { kind: "cmsis-nn".to_string(), what, file: calls.file.clone(), met_by });
+    }
+    for (header, file) in &code.unshipped_headers {
+        if crate::codegen::support::supplies_header(header) {
+            continue;
+        }
+        needs.push(Need {
+            kind: "header".to_string(),
+            what: format!("<{header}>: included but not in the archive; add its directory with Builder::include_dir(..) and its library's sources with Builder::source(..)"),
+            file: file.clone(),
+            met_by: None,
+        });
+    }
+    let mcpu = module.targets.iter().flat_map(|t| t.split_whitespace()).find_map(|option| option.strip_prefix("-mcpu="));
+    let arm = [
+        mcpu.filter(|core| target::arm_core(core).is_some()).map(|core| {
+            (
+                format!("on an Arm target, a core that runs `{core}` code: the target string says `-mcpu={core}`"),
+                "metadata.json".to_string(),
+            )
+        }),
+        code.arm_only
+            .as_ref()
+            .map(|(file, header)| (format!("an Arm target: the code includes <{header}>, which only Arm toolchains have"), file.clone())),
+        code.dsp.as_ref().map(|(file, intrinsic)| {
+            (format!("an Arm core with the DSP extension (Cortex-M4, M7, M33, M55): the code uses `{intrinsic}`"), file.clone())
+        }),
+        code.mve
+            .as_ref()
+            .map(|(file, header)| (format!("an Arm core with Helium (Cortex-M55): the code includes <{header}>"), file.clone())),
+    ];
+    needs.extend(arm.into_iter().flatten().map(|(what, file)| Need { kind: "arm".to_string(), what, file, met_by: None }));
+    needs
 }
 
 impl TensorData {
@@ -102,7 +217,7 @@ impl TensorData {
 }
 
 impl ModuleReport {
-    pub(crate) fn new(module: &ModulePlan, mlf_version: u32) -> ModuleReport {
+    pub(crate) fn new(module: &ModulePlan, mlf_version: u32, cmsis_nn: Option<&KernelLibrary>) -> ModuleReport {
         let (executor, interface) = match &module.entry {
             Entry::CInterface(_) => ("aot", "c"),
             Entry::Packed { .. } => ("aot", "packed"),
@@ -145,6 +260,7 @@ impl ModuleReport {
             alignment: module.alignment,
             inferred,
             stack: module.stack.clone(),
+            needs: needs(module, cmsis_nn),
         }
     }
 
@@ -181,6 +297,7 @@ impl ModuleReport {
             "stack_bytes": self.stack.bytes,
             "stack_unknown": self.stack.unknown,
             "stack_path": self.stack.path.iter().map(|step| json!({ "function": step.function, "bytes": step.bytes })).collect::<Vec<_>>(),
+            "needs": self.needs.iter().map(|need| json!({ "kind": need.kind, "what": need.what, "file": need.file, "met_by": need.met_by })).collect::<Vec<_>>(),
         })
     }
 
@@ -224,6 +341,12 @@ impl ModuleReport {
         }
         for fact in &self.inferred {
             text += &format!("  inferred: {fact}\n");
+        }
+        for need in &self.needs {
+            match &need.met_by {
+                None => text += &format!("  needs {} (from {})\n", need.what, need.file),
+                Some(given) => text += &format!("  uses {given} (the code includes it in {})\n", need.file),
+            }
         }
         text
     }

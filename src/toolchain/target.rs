@@ -338,7 +338,7 @@ pub(crate) struct Toolchain {
 
 impl Toolchain {
     /// Prints the link directives for [`Toolchain::system_libs`].
-    pub fn link(&self, directives: Directives) -> Result<()> {
+    pub fn link(&self, directives: &Directives) -> Result<()> {
         for lib in &self.system_libs {
             let (Some(dir), Some(name)) = (lib.parent(), lib.file_stem().and_then(|stem| stem.to_str())) else { continue };
             directives.link_static(dir, name.trim_start_matches("lib"))?;
