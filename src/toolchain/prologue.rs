@@ -211,7 +211,7 @@ impl Literals<'_> {
 type LowConstants = [Option<i64>; 8];
 
 /// The jumps in `code` (offsets within it): direct branches (`b`,
-/// `b<cond>`, `cbz`, `cbnz`, `b.w`, `b<cond>.w`, `bl`) with their targets,
+/// `b<cond>`, `cbz`, `cbnz`, `b.w`, `b<cond>.w`, and `bl`/`blx` into `code`) with their targets,
 /// and jumps through a register that are not returns (`bx`/`mov pc`/`add pc`
 /// with a register other than lr, `ldr pc` and `ldm` into pc other than a
 /// pop) without. `tbb`/`tbh` only go forward, like the code after them.
@@ -229,18 +229,21 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
                 jumps.push((at, None));
             } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 && !(hw2 & 0x1000 == 0 && (hw >> 7) & 7 == 7) {
                 // (A condition of 111x is not b<cond>.w but msr, mrs, dmb and the other hints.)
-                let s = u32::from(hw >> 10 & 1);
-                let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
-                let imm11 = u32::from(hw2 & 0x7ff);
                 let offset = if hw2 & 0x1000 != 0 {
-                    // b.w (T4) and bl: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
-                    let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
-                    sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (imm11 << 1), 25)
+                    thumb_long_branch_offset(hw, hw2)
                 } else {
                     // b<cond>.w (T3): S:J2:J1:imm6:imm11:0.
-                    sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (imm11 << 1), 21)
+                    let s = u32::from(hw >> 10 & 1);
+                    let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
+                    sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (u32::from(hw2 & 0x7ff) << 1), 21)
                 };
                 jumps.push((at, Some(pc + offset)));
+            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000 {
+                // bl and blx into this code (a call the assembler resolved) run it again: a branch there.
+                let to = pc + thumb_long_branch_offset(hw, hw2);
+                if to != at as i64 && (0..code.len() as i64).contains(&to) {
+                    jumps.push((at, Some(to)));
+                }
             }
             at += 4;
             continue;
@@ -264,6 +267,14 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
     jumps
 }
 
+/// How far `b.w` (T4), `bl` and `blx` go from the PC: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
+fn thumb_long_branch_offset(hw: u16, hw2: u16) -> i64 {
+    let s = u32::from(hw >> 10 & 1);
+    let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
+    let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
+    sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (u32::from(hw2 & 0x7ff) << 1), 25)
+}
+
 fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), String> {
     let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let jumps = thumb_jumps(code);
@@ -281,7 +292,12 @@ fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), S
         if matches!(hw >> 11, 0b11101..=0b11111) {
             let Some(hw2) = halfword(at + 2) else { break };
             thumb32(hw, hw2, frame)?;
-            if thumb32_writes_lr(hw, hw2) {
+            // bl and blx into this code (not to themselves, a relocation's placeholder)
+            // leave lr pointing into it: a return through lr goes there.
+            let call = hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000;
+            let to = at as i64 + 4 + thumb_long_branch_offset(hw, hw2);
+            let local_call = call && to != at as i64 && (0..code.len() as i64).contains(&to);
+            if local_call || thumb32_writes_lr(hw, hw2) {
                 frame.links_written.push(LR);
             }
             constants = [None; 8];
@@ -615,17 +631,26 @@ fn riscv(code: &[u8], offset: usize, frame: &mut Frame) -> Result<(), String> {
     while let Some(low) = code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])) {
         frame.at = offset + at;
         frame.starts.push(frame.at);
-        let (jump, link) = if low & 3 == 3 {
+        let (jump, link, call_link) = if low & 3 == 3 {
             let Some(word) = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { break };
             riscv32(word, frame, &mut registers)?;
             at += 4;
             let next = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            (riscv32_jump(word), riscv32_link(word, next))
+            let call_link = Some(((word >> 7) & 31) as u16).filter(|&rd| word & 0x7f == 0x6f && is_riscv_link(u32::from(rd)));
+            (riscv32_jump(word), riscv32_link(word, next), call_link)
         } else {
             riscv16(low, frame, &mut registers)?;
             at += 2;
-            (riscv16_jump(low), riscv16_link(low))
+            // c.jal writes ra.
+            (riscv16_jump(low), riscv16_link(low), (low & 0xe003 == 0x2001).then_some(1))
         };
+        // A call into this code (jal, c.jal) leaves its link register pointing into it.
+        let start = (frame.at - offset) as i64;
+        if let (Some(register), Some(Some(by))) = (call_link, jump) {
+            if by != 0 && (0..code.len() as i64).contains(&(start + by)) {
+                frame.links_written.push(register);
+            }
+        }
         match link {
             Some(Link::Written(register)) => frame.links_written.push(register),
             Some(Link::Return(register)) => frame.returns.push((frame.at, register)),
@@ -967,6 +992,13 @@ mod tests {
         assert_eq!(riscv_frame(&[0xff010113, 0x00112623, 0x000000ef, 0x00c12083, 0x01010113, 0x00008067]), Ok(16));
         // call as auipc ra, 0; jalr ra, 0(ra): a call, then ret.
         assert_eq!(riscv_frame(&[0xff010113, 0x00112623, 0x00000097, 0x000080e7, 0x00c12083, 0x01010113, 0x00008067]), Ok(16));
+        // A call into the function's own code leaves lr/ra pointing into it:
+        // push {r4, lr}; bl to 6; bx lr. addi sp, sp, -16; jal ra to 8 (or c.jal to 6); ret.
+        assert!(thumb_frame(&[0xb510, 0xf000, 0xf800, 0x4770]).is_err_and(|why| why.contains("jumps through a register")));
+        assert!(riscv_frame(&[0xff010113, 0x004000ef, 0x00008067]).is_err_and(|why| why.contains("jumps through a register")));
+        assert!(riscv_frame(&[0xff010113, 0x2009, 0x8082]).is_err_and(|why| why.contains("jumps through a register")));
+        // push {lr}; bl back to it (resolved, no relocation): recursion the call graph does not see.
+        assert!(thumb_frame(&[0xb500, 0xf7ff, 0xfffd, 0xbd00]).is_err_and(|why| why.contains("branches back to 0x0")));
         // c.addi16sp sp, -32; c.jal back to it.
         assert!(riscv_frame(&[0x713d, 0x3ffd]).is_err_and(|why| why.contains("branches back to 0x0")));
     }
