@@ -461,12 +461,9 @@ impl Library {
             .help(out_of_space_help(kind).unwrap_or_default());
         }
         if let Some(limit) = limit_reached(&started.limits, output, &stderr) {
-            return Error::new(
-                ErrorKind::Compile,
-                format!("compiling `{}` took the C compiler past {limit}, its limit for this source: it was stopped", source.display()),
-            )
-            .in_file(source.display().to_string())
-            .help(format!(
+            return Error::new(ErrorKind::Compile, format!("the C compiler reached {limit}, its limit for this source, and was stopped"))
+                .in_file(source.display().to_string())
+                .help(format!(
                 "the limits (set to the size of the C a compile reads) are far above what TVM's generated code needs: C that reaches one \
                  most likely expands macros without bound (`##` pasting, macros passed as arguments); pass the archive as TVM wrote it, \
                  or, for C you trust, raise the limits with {ADDRESS_SPACE_VARIABLE}=<MiB> and {CPU_TIME_VARIABLE}=<seconds> (0 for none)"
