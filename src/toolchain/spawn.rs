@@ -7,9 +7,9 @@
 //! watcher's `read` returns and it kills the whole group: the drivers and
 //! what they started (`cc1`, `as`). Elsewhere compilers run as plain children.
 //!
-//! There a compiler may also run under resource limits ([`Limits`]): the
-//! watcher's shell sets them (`ulimit`) and execs it, so the compiler and
-//! what it starts (`cc1`) each get them. Without the watcher it runs unlimited.
+//! There a compiler may also run under resource limits ([`Limits`]): a
+//! shell in the watcher's group sets them (`ulimit`) and execs it, so the
+//! compiler and what it starts (`cc1`) each get them. Without the watcher it runs unlimited.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
