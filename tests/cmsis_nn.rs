@@ -165,6 +165,21 @@ fn nothing_an_archive_writes_in_a_kernel_call_runs_on_the_build_machine() {
     assert!(!probe_dir.join("made").exists() && !probe_dir.join("ran").exists(), "the archive's calls ran on the build machine");
 }
 
+/// Review of issue 38: a probe that cannot be written in OUT_DIR is an I/O
+/// error saying what failed, not a refusal blaming the archive.
+#[test]
+fn a_scratch_probe_that_cannot_be_written_is_an_io_error() {
+    let (Some(archive), Some(library)) = (unpack("probe-unwritable"), cmsis_nn("v4.1.0")) else { return };
+    // A file where the probe's directory goes: nothing can be written under it.
+    let probe_dir = archive.with_file_name("out").join("mlf/build/default/kernel-probe");
+    std::fs::create_dir_all(probe_dir.parent().unwrap()).unwrap();
+    std::fs::write(&probe_dir, "not a directory").unwrap();
+    let error = build(&archive, Some(&library)).unwrap_err();
+    let text = error.to_string();
+    assert_eq!(error.kind(), ErrorKind::Io, "{text}");
+    assert!(text.contains("kernel-probe/probe.c") && !text.contains("could not say how much scratch"), "{text}");
+}
+
 #[test]
 fn a_size_query_the_library_answers_negatively_is_refused_and_disables_no_other_check() {
     let (Some(archive), Some(library)) = (unpack("probe-negative"), cmsis_nn("v4.1.0")) else { return };

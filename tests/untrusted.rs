@@ -768,6 +768,39 @@ fn archive_c_is_checked_before_it_is_compiled() {
     builds_and_computes_expected(&case, &archive, &dir.join("out"));
 }
 
+/// Issue 38: C whose macros explode where mlf-build's estimate cannot see them
+/// (the macro invoked is built by `##` pasting) stops at the compiler's
+/// address-space limit with mlf-build's error, not the compiler's.
+#[test]
+fn a_macro_explosion_the_estimate_misses_stops_at_the_compilers_limits() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    if !cfg!(target_os = "linux") {
+        println!("SKIP a_macro_explosion_the_estimate_misses_stops_at_the_compilers_limits: the limits are set on Linux only");
+        return;
+    }
+    let dir = common::scratch("pasted-macros");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    let lib1 = "codegen/host/src/default_lib1.c";
+    let path = archive.join(lib1);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    // Each level doubles its argument: 2^40 tokens, through a name the estimate never sees invoked.
+    text.push_str("\n#define MLF_PASTE(a, b) a##b\n#define MLF_TWICE0(x) x x\n");
+    text.push_str(&format!("int mlf_pasted(void) {{ return {}1{}; }}\n", "MLF_PASTE(MLF_TWICE, 0)(".repeat(40), ")".repeat(40)));
+    std::fs::write(&path, text).unwrap();
+    // The first build may compile the runner's crates; the second runs only the build script.
+    build_fails(&archive);
+    let started = std::time::Instant::now();
+    let stderr = build_fails(&archive);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(
+        stderr.contains(lib1) && stderr.contains("MiB of address space, its limit") && stderr.contains("MLF_BUILD_CC_MEMORY_MIB"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cc1:"), "the compiler's own error reached the user:\n{stderr}");
+}
+
 /// Issue 38: a tensor name holding a bidirectional control is refused by name,
 /// escaped; two modules whose names differ only in case are refused naming both.
 #[test]

@@ -209,15 +209,15 @@ pub(super) fn check_scratch(code: &KernelCode, plan: &Plan, isa: Option<CoreIsa>
         .collect();
     let mut check = ScratchCheck { warnings, supplies: Vec::new() };
     let Some(source) = &probe.source else { return Ok(check) };
-    let needed = match run_probe(code, &probe, source, host, dir) {
-        Ok(ProbeRun::Sizes(needed)) => needed,
-        Ok(ProbeRun::NoHostCompiler(why)) => {
+    let needed = match run_probe(code, &probe, source, host, dir)? {
+        ProbeRun::Sizes(needed) => needed,
+        ProbeRun::NoHostCompiler(why) => {
             check.warnings.push(format!("the scratch sizes of the archive's CMSIS-NN calls are not checked: {why}"));
             return Ok(check);
         }
         // Only the library's code and the calls' integers reach the probe, so
         // this is the archive's doing: refused, never a check switched off.
-        Err(why) => {
+        ProbeRun::Failed(why) => {
             let first = call_refs[probe.asked[0].0];
             return Err(Error::new(
                 ErrorKind::Config,
@@ -294,10 +294,13 @@ enum ProbeRun {
     Sizes(Vec<i64>),
     /// The build machine has no C compiler to run it with.
     NoHostCompiler(String),
+    /// The compiler refused it, or it failed or printed no sizes: the calls' numbers, why.
+    Failed(String),
 }
 
-/// Compiles and runs the probe on the host (cached by its inputs).
-fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> std::result::Result<ProbeRun, String> {
+/// Compiles and runs the probe on the host (cached by its inputs). What
+/// fails to be read, written or started in `dir` is an I/O error, not the archive's.
+fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, dir: &Path) -> Result<ProbeRun> {
     let selection = code.library.select(&probe.size_functions());
     let root = &code.library.root;
     let compiler =
@@ -308,29 +311,31 @@ fn run_probe(code: &KernelCode, probe: &ScratchProbe, source: &str, host: &str, 
     let mut key_parts: Vec<Vec<u8>> = vec![source.as_bytes().to_vec(), format!("{:?} {:?}", compiler.path(), compiler.args()).into_bytes()];
     for original in &selection.sources {
         let path = root.join(original);
-        let bytes = user_path::read_regular(&path, MAX_LIBRARY_FILE_BYTES, "a CMSIS-NN source").map_err(|e| e.to_string())?;
+        let bytes = user_path::read_regular(&path, MAX_LIBRARY_FILE_BYTES, "a CMSIS-NN source")?;
         key_parts.push(bytes);
     }
     let stamp = cache::Stamp { path: dir.join("stamp"), key: cache::key(&key_parts.iter().map(Vec::as_slice).collect::<Vec<_>>()) };
     let sizes_file = dir.join("sizes.txt");
     let output = if stamp.is_current() && sizes_file.is_file() {
-        std::fs::read_to_string(&sizes_file).map_err(|e| format!("{}: {e}", sizes_file.display()))?
+        std::fs::read_to_string(&sizes_file).map_err(|e| Error::io("read", &sizes_file, e))?
     } else {
-        let wrappers = codegen::kernel_wrappers(root, &selection.sources).map_err(|e| e.to_string())?;
-        let output = compile_and_run(&compiler, source, &wrappers, &code.include_dir, dir)?;
-        write_if_changed(&sizes_file, output.as_bytes()).map_err(|e| e.to_string())?;
-        stamp.record().map_err(|e| e.to_string())?;
+        let wrappers = codegen::kernel_wrappers(root, &selection.sources)?;
+        let output = match compile_and_run(&compiler, source, &wrappers, &code.include_dir, dir)? {
+            Ok(output) => output,
+            Err(why) => return Ok(ProbeRun::Failed(why)),
+        };
+        write_if_changed(&sizes_file, output.as_bytes())?;
+        stamp.record()?;
         output
     };
-    let sizes: Vec<i64> = output
-        .lines()
-        .map(|line| line.trim().parse::<i64>())
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| format!("the probe printed `{}`: {e}", printable(output.trim())))?;
-    if sizes.len() != probe.asked.len() {
-        return Err(format!("the probe printed {} sizes for {} calls", sizes.len(), probe.asked.len()));
-    }
-    Ok(ProbeRun::Sizes(sizes))
+    let sizes = output.lines().map(|line| line.trim().parse::<i64>()).collect::<std::result::Result<Vec<_>, _>>();
+    Ok(match sizes {
+        Err(e) => ProbeRun::Failed(format!("the probe printed `{}`: {e}", printable(output.trim()))),
+        Ok(sizes) if sizes.len() != probe.asked.len() => {
+            ProbeRun::Failed(format!("the probe printed {} sizes for {} calls", sizes.len(), probe.asked.len()))
+        }
+        Ok(sizes) => ProbeRun::Sizes(sizes),
+    })
 }
 
 fn compile_and_run(
@@ -339,9 +344,9 @@ fn compile_and_run(
     wrappers: &[GeneratedFile],
     include_dir: &Path,
     dir: &Path,
-) -> std::result::Result<String, String> {
+) -> Result<std::result::Result<String, String>> {
     let main = dir.join("probe.c");
-    write_if_changed(&main, source.as_bytes()).map_err(|e| e.to_string())?;
+    write_if_changed(&main, source.as_bytes())?;
     let mut command = compiler.to_command();
     let executable = dir.join(if cfg!(windows) { "probe.exe" } else { "probe" });
     if compiler.is_like_msvc() {
@@ -355,20 +360,31 @@ fn compile_and_run(
     command.arg(&main);
     for wrapper in wrappers {
         let path = dir.join(&wrapper.path);
-        write_if_changed(&path, &wrapper.bytes).map_err(|e| e.to_string())?;
+        write_if_changed(&path, &wrapper.bytes)?;
         command.arg(path);
     }
-    let built = command.output().map_err(|e| format!("{:?}: {e}", compiler.path()))?;
+    let built = command.output().map_err(|e| {
+        Error::new(
+            ErrorKind::Toolchain,
+            format!("could not start the host C compiler {:?} for the CMSIS-NN scratch probe: {e}", compiler.path()),
+        )
+        .help("install a C compiler for the build machine, or name one with HOST_CC")
+        .with_source(e)
+    })?;
     if !built.status.success() {
-        return Err(format!(
+        return Ok(Err(format!(
             "the host compiler failed: {}",
             String::from_utf8_lossy(&built.stderr).lines().take(5).collect::<Vec<_>>().join(" | ")
-        ));
+        )));
     }
     // In its own directory, so that nothing it does lands outside OUT_DIR.
-    let ran = std::process::Command::new(&executable).current_dir(dir).output().map_err(|e| format!("{}: {e}", executable.display()))?;
+    let ran = std::process::Command::new(&executable).current_dir(dir).output().map_err(|e| {
+        Error::new(ErrorKind::Io, format!("could not run the CMSIS-NN scratch probe `{}`: {e}", executable.display()))
+            .help("the build runs this program it compiled in OUT_DIR: OUT_DIR must be on a file system that allows running programs")
+            .with_source(e)
+    })?;
     if !ran.status.success() {
-        return Err(format!("{} failed: {}", executable.display(), ran.status));
+        return Ok(Err(format!("{} failed: {}", executable.display(), ran.status)));
     }
-    Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
+    Ok(Ok(String::from_utf8_lossy(&ran.stdout).into_owned()))
 }

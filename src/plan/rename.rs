@@ -203,12 +203,33 @@ fn rename_symbols(text: &str, from: &str, to: &str) -> Result<String> {
 mod tests {
     use super::*;
     use crate::plan::model::Entry;
-    use crate::plan::{read_and_plan, PlanOptions, Planned};
+    use crate::plan::{plan_tree, read_and_plan, PlanOptions, Planned};
 
     fn plan_renamed(case: &str, renames: &[(&str, &str)]) -> Option<Planned> {
         let archive = crate::test_support::corpus_dir()?.join(case).join("model.tar");
         let renames: Vec<(String, String)> = renames.iter().map(|(from, to)| (from.to_string(), to.to_string())).collect();
         Some(read_and_plan(&archive, &PlanOptions { renames: &renames, ..Default::default() }).unwrap_or_else(|e| panic!("{case}: {e}")))
+    }
+
+    /// The archive's C may not define the glue's symbols as the glue names
+    /// them: after the module's rename, not before.
+    #[test]
+    fn the_glue_symbols_an_archive_may_not_define_are_the_renamed_modules() {
+        let Some(corpus) = crate::test_support::corpus_dir() else { return };
+        let with_definition = |symbol: &str| {
+            let archive = corpus.join("tvm-0.18/mlp_f32-aot_c/model.tar");
+            let mut files = Tree::load(&archive, Default::default()).unwrap().into_files();
+            let source = files.get_mut("codegen/host/src/default_lib1.c").unwrap();
+            source.extend(format!("\nint {symbol}(void) {{ return 0; }}\n").bytes());
+            Tree::from_files(files).unwrap()
+        };
+        let renames = vec![("default".to_string(), "speech".to_string())];
+        let renamed = PlanOptions { renames: &renames, ..Default::default() };
+        let error = plan_tree(with_definition("mlf_speech_invoke"), &renamed).err().expect("the renamed glue's symbol is refused");
+        assert!(error.to_string().contains("defines `mlf_speech_invoke`"), "{error}");
+        // The name TVM gave the module is the glue's only without the rename.
+        assert!(plan_tree(with_definition("mlf_default_invoke"), &renamed).is_ok());
+        assert!(plan_tree(with_definition("mlf_default_invoke"), &PlanOptions::default()).is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::cargo::directive::Directives;
+use crate::cargo::env::Env;
 use crate::cargo::record::record_struct;
 use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
 use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
@@ -18,7 +19,7 @@ use crate::toolchain::answers;
 use crate::toolchain::elf;
 use crate::toolchain::inputs::{self, Digests};
 use crate::toolchain::sections::{self, SectionNames};
-use crate::toolchain::spawn::{self, CompilerCommand, Ran};
+use crate::toolchain::spawn::{self, CompilerCommand, Limits, Ran};
 use crate::toolchain::static_lib;
 use crate::toolchain::symbols::{Private, Renaming};
 
@@ -95,6 +96,47 @@ impl CompilerCommand {
     }
 }
 
+/// The address space each process of a compile may use: this much, plus
+/// [`ADDRESS_SPACE_PER_INPUT_BYTE`] per byte of C it reads. gcc's peak on the
+/// corpus's largest source (51 MB of weights, `-O3`) is under 1.6 GB where
+/// this allows 4.3 GiB; an operator source of 261 KB takes 220 MB where it allows 1 GiB.
+const BASE_ADDRESS_SPACE_BYTES: u64 = 1 << 30;
+const ADDRESS_SPACE_PER_INPUT_BYTE: u64 = 64;
+/// The CPU time each process of a compile may use: this much, plus
+/// [`CPU_SECONDS_PER_INPUT_MIB`] per MiB of C it reads (gcc `-O3` takes 8 s
+/// on the 51 MB source, allowed 1,600 s, and 5 s on the 261 KB one, allowed 68 s).
+const BASE_CPU_SECONDS: u64 = 60;
+const CPU_SECONDS_PER_INPUT_MIB: u64 = 32;
+/// The variables that set the limits instead (a number, `0` for none).
+pub(crate) const ADDRESS_SPACE_VARIABLE: &str = "MLF_BUILD_CC_MEMORY_MIB";
+pub(crate) const CPU_TIME_VARIABLE: &str = "MLF_BUILD_CC_CPU_SECONDS";
+
+/// A backstop for C the checks of `input::c_text` let through that would
+/// still exhaust the compiler (macros built by `##` pasting, passed as
+/// arguments): the limits a compile reading `input_bytes` of C runs under,
+/// scaled to them unless the variables above set them.
+fn compile_limits(env: &Env, input_bytes: u64) -> Result<Limits> {
+    let setting = |name: &str| -> Result<Option<u64>> {
+        env.var(name)
+            .map(|value| {
+                value.trim().parse::<u64>().map_err(|_| {
+                    Error::new(ErrorKind::Config, format!("{name}={} is not a number", printable(&value)))
+                        .help(format!("set {name} to a whole number, or 0 for no limit"))
+                })
+            })
+            .transpose()
+    };
+    let address_space = match setting(ADDRESS_SPACE_VARIABLE)? {
+        Some(mib) => (mib > 0).then(|| mib.saturating_mul(1 << 20)),
+        None => Some(BASE_ADDRESS_SPACE_BYTES.saturating_add(input_bytes.saturating_mul(ADDRESS_SPACE_PER_INPUT_BYTE))),
+    };
+    let cpu = match setting(CPU_TIME_VARIABLE)? {
+        Some(seconds) => (seconds > 0).then_some(seconds),
+        None => Some(BASE_CPU_SECONDS.saturating_add((input_bytes >> 20).saturating_mul(CPU_SECONDS_PER_INPUT_MIB))),
+    };
+    Ok(Limits { address_space_bytes: address_space, cpu_seconds: cpu })
+}
+
 /// Calls the profiling hooks on entry to and exit from every function of the
 /// source (`Builder::profile`): GCC and Clang alike, inlined functions included.
 pub(crate) const PROFILE_FLAG: &str = "-finstrument-functions";
@@ -147,6 +189,7 @@ struct Started<'a> {
     object: PathBuf,
     depfile: PathBuf,
     command: Command,
+    limits: Limits,
 }
 
 impl Library {
@@ -168,7 +211,18 @@ impl Library {
             // The list marks the libraries complete: gone until they are rewritten.
             inputs::forget(&self.object_list())?;
         }
-        let started: Vec<Started<'_>> = stale.iter().map(|(_, unit)| self.start(unit)).collect();
+        let header_bytes = self.archive_header_bytes();
+        let env = Env { directives: self.directives };
+        let mut started = Vec::new();
+        for (source_bytes, unit) in &stale {
+            // A wrapper compiles elsewhere (sccache's server, distcc): limits would hold its client only.
+            let limits = if unit.compiler.under_wrapper {
+                Limits::default()
+            } else {
+                compile_limits(&env, source_bytes.saturating_add(header_bytes))?
+            };
+            started.push(self.start(unit, limits));
+        }
         let result = self.finish_all(started, &digests);
         remove_temporaries(&self.out_dir)?;
         result?;
@@ -306,8 +360,16 @@ impl Library {
         args
     }
 
-    /// The command compiling `unit` to temporaries.
-    fn start<'a>(&self, unit: &'a Unit<'a>) -> Started<'a> {
+    /// The size of the headers directly in the include directories under
+    /// [`Library::root`] (the archive's, unpacked there): what any compile may read besides its source.
+    fn archive_header_bytes(&self) -> u64 {
+        let own = self.include_dirs.iter().filter(|dir| dir.starts_with(&self.root));
+        let files = own.filter_map(|dir| std::fs::read_dir(dir).ok()).flatten().filter_map(|entry| entry.ok()?.metadata().ok());
+        files.filter(std::fs::Metadata::is_file).fold(0u64, |total, metadata| total.saturating_add(metadata.len()))
+    }
+
+    /// The command compiling `unit` to temporaries, run under `limits`.
+    fn start<'a>(&self, unit: &'a Unit<'a>, limits: Limits) -> Started<'a> {
         let object = temporary(&unit.object);
         let depfile = object.with_extension("d");
         let mut command = self.in_root(unit.compiler.program_command());
@@ -319,14 +381,14 @@ impl Library {
         } else {
             command.arg("-MD").arg("-MF").arg(self.given(&depfile)).arg("-o").arg(self.given(&object));
         }
-        Started { unit, object, depfile, command }
+        Started { unit, object, depfile, command, limits }
     }
 
     /// Runs the compiles; every object compiled is renamed into place with
     /// its record, even when another failed (the next build compiles only
     /// the failed ones). The first failure is the error.
     fn finish_all(&self, started: Vec<Started<'_>>, digests: &Digests) -> Result<()> {
-        let commands: Vec<Command> = started.iter().map(|s| clone_command(&s.command)).collect();
+        let commands: Vec<(Command, Limits)> = started.iter().map(|s| (clone_command(&s.command), s.limits)).collect();
         let ran = spawn::run_all(commands);
         let mut first_error = None;
         for (started, ran) in started.iter().zip(ran) {
@@ -397,6 +459,15 @@ impl Library {
                 format!("the C compiler could not write a file compiling `{}`: {}", source.display(), printable(line.trim())),
             )
             .help(out_of_space_help(kind).unwrap_or_default());
+        }
+        if let Some(limit) = limit_reached(&started.limits, output, &stderr) {
+            return Error::new(ErrorKind::Compile, format!("the C compiler reached {limit}, its limit for this source, and was stopped"))
+                .in_file(source.display().to_string())
+                .help(format!(
+                "the limits (set to the size of the C a compile reads) are far above what TVM's generated code needs: C that reaches one \
+                 most likely expands macros without bound (`##` pasting, macros passed as arguments); pass the archive as TVM wrote it, \
+                 or, for C you trust, raise the limits with {ADDRESS_SPACE_VARIABLE}=<MiB> and {CPU_TIME_VARIABLE}=<seconds> (0 for none)"
+            ));
         }
         let text = if stderr.trim().is_empty() { stdout } else { stderr };
         let lines: Vec<String> = text.lines().filter(|line| !line.trim().is_empty()).take(MAX_LINES).map(printable).collect();
@@ -565,6 +636,25 @@ fn clone_command(command: &Command) -> Command {
     copy
 }
 
+/// Which of `limits` a failed compile reached, said as a limit: the compiler
+/// (`cc1`, `clang`) stopped by SIGXCPU at its CPU time, as its driver or its
+/// status says, or an allocation the address space refused.
+fn limit_reached(limits: &Limits, output: &Output, stderr: &str) -> Option<String> {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&output.status);
+    #[cfg(not(unix))]
+    let signal: Option<i32> = None;
+    const SIGXCPU: i32 = 24;
+    let out_of_memory = ["out of memory", "virtual memory exhausted", "memory exhausted", "Cannot allocate memory", "std::bad_alloc"];
+    if let Some(seconds) = limits.cpu_seconds {
+        if signal == Some(SIGXCPU) || stderr.contains("CPU time limit exceeded") {
+            return Some(format!("{seconds} s of CPU time"));
+        }
+    }
+    let bytes = limits.address_space_bytes?;
+    out_of_memory.iter().any(|text| stderr.contains(text)).then(|| format!("{} MiB of address space", bytes >> 20))
+}
+
 /// The first line of a compiler's or assembler's stderr saying a write failed
 /// for want of room, and which kind of failure it names.
 fn out_of_space(stderr: &str) -> Option<(&str, std::io::ErrorKind)> {
@@ -581,6 +671,22 @@ fn out_of_space(stderr: &str) -> Option<(&str, std::io::ErrorKind)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_compile_stopped_at_a_limit_names_the_limit() {
+        use std::os::unix::process::ExitStatusExt;
+        let limits = Limits { address_space_bytes: Some(1 << 30), cpu_seconds: Some(60) };
+        let output = |raw: i32| Output { status: std::process::ExitStatus::from_raw(raw), stdout: Vec::new(), stderr: Vec::new() };
+        // Killed by SIGXCPU (signal 24) itself, or its driver saying so.
+        assert_eq!(limit_reached(&limits, &output(24), ""), Some("60 s of CPU time".to_string()));
+        let driver = "gcc: fatal error: CPU time limit exceeded signal terminated program cc1";
+        assert_eq!(limit_reached(&limits, &output(1 << 8), driver), Some("60 s of CPU time".to_string()));
+        let allocation = "cc1: out of memory allocating 268435408 bytes after a total of 555003904 bytes";
+        assert_eq!(limit_reached(&limits, &output(1 << 8), allocation), Some("1024 MiB of address space".to_string()));
+        assert_eq!(limit_reached(&limits, &output(1 << 8), "a.c:1:1: error: unknown type name 'x'"), None);
+        assert_eq!(limit_reached(&Limits::default(), &output(24), allocation), None);
+    }
 
     #[test]
     fn recognises_writes_that_found_no_room() {

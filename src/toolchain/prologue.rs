@@ -18,7 +18,10 @@
 //! that could run again makes the frame unknown (a branch at or after it
 //! back to it or before it), and so does code that lowers the stack pointer
 //! and jumps through a register (not a return) or out of its code, or any
-//! branch into the middle of an instruction: code not read may run.
+//! branch into the middle of an instruction: code not read may run. A
+//! return through a link register (`lr`, RISC-V's `ra` or `t0`) the function
+//! wrote itself, other than by a call or by loading it back from the stack,
+//! is such a jump: it may go anywhere.
 
 /// `e_machine` values of the code this module reads.
 pub(crate) const EM_ARM: u16 = 40;
@@ -73,6 +76,7 @@ pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>], relocated: Option<&Reloc
             .filter_map(|piece| if let Piece::Code { bytes, offset, .. } = piece { Some((*offset, offset + bytes.len())) } else { None })
     };
     if !from_toolchain {
+        frame.returns_through_written_links();
         frame.runs_once(code().map(|(start, _)| start).min().unwrap_or(0), code().map(|(_, end)| end).max().unwrap_or(0), relocated)?;
     }
     Ok(frame.bytes)
@@ -95,9 +99,21 @@ struct Frame {
     /// Every transfer of control other than a return or a call: its offset
     /// and its target, `None` when a register holds it.
     jumps: Vec<(usize, Option<i64>)>,
+    /// The link registers (by number) the code writes other than by a call
+    /// or by loading them back from the stack.
+    links_written: Vec<u16>,
+    /// Every return through a link register: its offset and the register.
+    returns: Vec<(usize, u16)>,
 }
 
 impl Frame {
+    /// A return through a link register the code wrote itself goes wherever
+    /// it was set to: a jump through a register.
+    fn returns_through_written_links(&mut self) {
+        let written = self.returns.iter().filter(|(_, register)| self.links_written.contains(register));
+        self.jumps.extend(written.map(|&(at, _)| (at, None)));
+    }
+
     fn lower(&mut self, bytes: u64) -> Result<(), String> {
         self.bytes = self.bytes.checked_add(bytes).ok_or("its frame overflows 64 bits")?;
         self.lowered_at.push(self.at);
@@ -195,7 +211,7 @@ impl Literals<'_> {
 type LowConstants = [Option<i64>; 8];
 
 /// The jumps in `code` (offsets within it): direct branches (`b`,
-/// `b<cond>`, `cbz`, `cbnz`, `b.w`, `b<cond>.w`, `bl`) with their targets,
+/// `b<cond>`, `cbz`, `cbnz`, `b.w`, `b<cond>.w`, and `bl`/`blx` into `code`) with their targets,
 /// and jumps through a register that are not returns (`bx`/`mov pc`/`add pc`
 /// with a register other than lr, `ldr pc` and `ldm` into pc other than a
 /// pop) without. `tbb`/`tbh` only go forward, like the code after them.
@@ -213,18 +229,21 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
                 jumps.push((at, None));
             } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0x8000 && !(hw2 & 0x1000 == 0 && (hw >> 7) & 7 == 7) {
                 // (A condition of 111x is not b<cond>.w but msr, mrs, dmb and the other hints.)
-                let s = u32::from(hw >> 10 & 1);
-                let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
-                let imm11 = u32::from(hw2 & 0x7ff);
                 let offset = if hw2 & 0x1000 != 0 {
-                    // b.w (T4) and bl: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
-                    let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
-                    sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (imm11 << 1), 25)
+                    thumb_long_branch_offset(hw, hw2)
                 } else {
                     // b<cond>.w (T3): S:J2:J1:imm6:imm11:0.
-                    sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (imm11 << 1), 21)
+                    let s = u32::from(hw >> 10 & 1);
+                    let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
+                    sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (u32::from(hw2 & 0x7ff) << 1), 21)
                 };
                 jumps.push((at, Some(pc + offset)));
+            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000 {
+                // bl and blx into this code (a call the assembler resolved) run it again: a branch there.
+                let to = pc + thumb_long_branch_offset(hw, hw2);
+                if to != at as i64 && (0..code.len() as i64).contains(&to) {
+                    jumps.push((at, Some(to)));
+                }
             }
             at += 4;
             continue;
@@ -248,6 +267,14 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
     jumps
 }
 
+/// How far `b.w` (T4), `bl` and `blx` go from the PC: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
+fn thumb_long_branch_offset(hw: u16, hw2: u16) -> i64 {
+    let s = u32::from(hw >> 10 & 1);
+    let (j1, j2) = (u32::from(hw2 >> 13 & 1), u32::from(hw2 >> 11 & 1));
+    let (i1, i2) = (1 ^ (j1 ^ s), 1 ^ (j2 ^ s));
+    sign_extend((s << 24) | (i1 << 23) | (i2 << 22) | (u32::from(hw & 0x3ff) << 12) | (u32::from(hw2 & 0x7ff) << 1), 25)
+}
+
 fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), String> {
     let halfword = |at: usize| code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
     let jumps = thumb_jumps(code);
@@ -265,9 +292,24 @@ fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), S
         if matches!(hw >> 11, 0b11101..=0b11111) {
             let Some(hw2) = halfword(at + 2) else { break };
             thumb32(hw, hw2, frame)?;
+            // bl and blx into this code (not to themselves, a relocation's placeholder)
+            // leave lr pointing into it: a return through lr goes there.
+            let call = hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000;
+            let to = at as i64 + 4 + thumb_long_branch_offset(hw, hw2);
+            let local_call = call && to != at as i64 && (0..code.len() as i64).contains(&to);
+            if local_call || thumb32_writes_lr(hw, hw2) {
+                frame.links_written.push(LR);
+            }
             constants = [None; 8];
             at += 4;
         } else {
+            // mov lr, rm and add lr, rm; bx lr and mov pc, lr return through it.
+            if hw & 0xff87 == 0x4686 || hw & 0xff87 == 0x4486 {
+                frame.links_written.push(LR);
+            }
+            if hw == 0x4770 || hw == 0x46f7 {
+                frame.returns.push((frame.at, LR));
+            }
             thumb16(hw, frame, &constants)?;
             thumb16_constants(hw, &mut constants, |imm8| literals.load(at, imm8));
             at += 2;
@@ -476,6 +518,54 @@ fn thumb32_writes_sp(hw1: u16, hw2: u16) -> bool {
     }
 }
 
+/// Thumb's link register, r14.
+const LR: u16 = 14;
+
+/// Whether a 32-bit Thumb instruction may write `lr` other than as a call
+/// (`bl`, `blx`) or a load from the stack (`pop.w`, `ldr lr, [sp], #4`,
+/// `ldrd` from sp): a load through another base, a base written back, a
+/// move from a coprocessor or special register, arithmetic.
+fn thumb32_writes_lr(hw1: u16, hw2: u16) -> bool {
+    let rn = hw1 & 0xf;
+    let (rt, rd, rm) = (hw2 >> 12, (hw2 >> 8) & 0xf, hw2 & 0xf);
+    let load = hw1 & 0x0010 != 0;
+    let writeback = hw1 & 0x0020 != 0;
+    let from_stack = rn == 13;
+    match hw1 >> 9 {
+        // Load/store multiple: lr in a list loaded from elsewhere than the stack, or lr as a base written back.
+        0b1110100 if hw1 & 0x0040 == 0 => (load && hw2 & 0x4000 != 0 && !from_stack) || (writeback && rn == LR),
+        // Load/store dual and exclusive (strex's status register in bits 11..8 or 3..0), table branch.
+        0b1110100 => {
+            let exclusive = hw1 & 0x0120 == 0;
+            // ldrd from the stack restores; ldrex from anywhere does not.
+            let loaded = load && (rt == LR || rd == LR) && (exclusive || !from_stack);
+            let status = exclusive && !load && if hw1 & 0x0080 == 0 { rd == LR } else { rm == LR };
+            loaded || status || (writeback && rn == LR)
+        }
+        0b1110101 => rd == LR,
+        0b1110110 | 0b1110111 | 0b1111110 | 0b1111111 => {
+            let memory = hw1 & 0x0e00 == 0x0c00 && hw1 & 0x01e0 != 0x0040;
+            if memory {
+                writeback && rn == LR
+            } else if hw1 & 0x0fe0 == 0x0c40 {
+                load && (rt == LR || rn == LR)
+            } else {
+                hw1 & 0x0f00 == 0x0e00 && load && hw2 & 0x0010 != 0 && rt == LR
+            }
+        }
+        0b1111000..=0b1111011 if hw2 & 0x8000 == 0 => rd == LR,
+        // Branches and control: `mrs lr` only (bl and blx are calls).
+        0b1111000..=0b1111011 => hw1 & 0xffe0 == 0xf3e0 && hw2 & 0xd000 == 0x8000 && rd == LR,
+        // Loads of one register: into lr from elsewhere than the stack, or lr as a base written back.
+        0b1111100 => {
+            let indexed = hw1 & 0x0080 == 0 && hw2 & 0x0800 != 0 && hw2 & 0x0100 != 0;
+            (load && rt == LR && !from_stack) || (indexed && rn == LR)
+        }
+        0b1111101 => rd == LR || (hw1 & 0x0080 != 0 && rt == LR),
+        _ => false,
+    }
+}
+
 /// `sub`/`add` (`is_sub`/`is_add`) of `imm` from register `rn` into `rd`, as far as the stack pointer goes.
 fn thumb_sp_arithmetic(frame: &mut Frame, is_sub: bool, is_add: bool, rn: u16, rd: u16, imm: u32) -> Result<(), String> {
     if rd == 13 {
@@ -541,21 +631,96 @@ fn riscv(code: &[u8], offset: usize, frame: &mut Frame) -> Result<(), String> {
     while let Some(low) = code.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])) {
         frame.at = offset + at;
         frame.starts.push(frame.at);
-        let jump = if low & 3 == 3 {
+        let (jump, link, call_link) = if low & 3 == 3 {
             let Some(word) = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { break };
             riscv32(word, frame, &mut registers)?;
             at += 4;
-            riscv32_jump(word)
+            let next = code.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let call_link = Some(((word >> 7) & 31) as u16).filter(|&rd| word & 0x7f == 0x6f && is_riscv_link(u32::from(rd)));
+            (riscv32_jump(word), riscv32_link(word, next), call_link)
         } else {
             riscv16(low, frame, &mut registers)?;
             at += 2;
-            riscv16_jump(low)
+            // c.jal writes ra.
+            (riscv16_jump(low), riscv16_link(low), (low & 0xe003 == 0x2001).then_some(1))
         };
+        // A call into this code (jal, c.jal) leaves its link register pointing into it.
+        let start = (frame.at - offset) as i64;
+        if let (Some(register), Some(Some(by))) = (call_link, jump) {
+            if by != 0 && (0..code.len() as i64).contains(&(start + by)) {
+                frame.links_written.push(register);
+            }
+        }
+        match link {
+            Some(Link::Written(register)) => frame.links_written.push(register),
+            Some(Link::Return(register)) => frame.returns.push((frame.at, register)),
+            None => {}
+        }
         if let Some(by) = jump {
             frame.jumps.push((frame.at, by.map(|by| frame.at as i64 + by)));
         }
     }
     Ok(())
+}
+
+/// What a RISC-V instruction does with a link register (`ra`, `t0`).
+enum Link {
+    /// Writes it other than by a call (`jal`, `jalr`, `c.jal`, `c.jalr`) or a load from the stack.
+    Written(u16),
+    /// Returns through it (`jalr x0, 0(ra)`, `c.jr t0`).
+    Return(u16),
+}
+
+fn is_riscv_link(register: u32) -> bool {
+    register == 1 || register == 5
+}
+
+/// `next` is the instruction after `word`: `auipc ra, hi` followed by
+/// `jalr ra, lo(ra)` is a call (`call`, `jal t0` through `auipc t0`).
+fn riscv32_link(word: u32, next: Option<u32>) -> Option<Link> {
+    let (rd, rs1) = ((word >> 7) & 31, (word >> 15) & 31);
+    let calls_through = |next: u32| next & 0x707f == 0x0067 && (next >> 7) & 31 == rd && (next >> 15) & 31 == rd;
+    if word & 0x7f == 0x17 && next.is_some_and(calls_through) {
+        return None;
+    }
+    let funct5 = word >> 27;
+    let integer_destination = match word & 0x7f {
+        // jal, jalr: a call (rd a link register) or a return (rd x0, rs1 one).
+        0x6f => false,
+        0x67 if rd == 0 && is_riscv_link(rs1) => return Some(Link::Return(rs1 as u16)),
+        0x67 => false,
+        // Loads: from the stack they restore.
+        0x03 => rs1 != SP as u32,
+        // Stores, branches, fences, FP loads and fused multiplies write no integer register.
+        0x23 | 0x63 | 0x0f | 0x07 | 0x27 | 0x43 | 0x47 | 0x4b | 0x4f => false,
+        // FP operations: compares, conversions to integer, fmv.x and fclass do.
+        0x53 => matches!(funct5, 0x14 | 0x18 | 0x1c),
+        // System: the CSR instructions.
+        0x73 => (word >> 12) & 7 != 0,
+        _ => true,
+    };
+    (integer_destination && is_riscv_link(rd)).then_some(Link::Written(rd as u16))
+}
+
+fn riscv16_link(half: u16) -> Option<Link> {
+    let bits = u32::from(half);
+    let rd = (bits >> 7) & 31;
+    let rs2 = (bits >> 2) & 31;
+    let writes = match (bits & 3, bits >> 13) {
+        // c.addi, c.li, c.lui (c.jal, funct3 1, is a call).
+        (1, 0 | 2 | 3) => true,
+        // c.slli; c.lwsp/c.ldsp restore.
+        (2, 0) => true,
+        (2, 4) => match (bits & 0x1000 != 0, rs2) {
+            (false, 0) if is_riscv_link(rd) => return Some(Link::Return(rd as u16)),
+            // c.jr, c.jalr (a call), c.ebreak
+            (_, 0) => false,
+            // c.mv, c.add
+            _ => true,
+        },
+        _ => false,
+    };
+    (writes && is_riscv_link(rd)).then_some(Link::Written(rd as u16))
 }
 
 /// Whether a register (not `ra` or `t0`, the link registers) holds where `jalr x0` goes: not a return.
@@ -577,14 +742,15 @@ fn riscv32_jump(word: u32) -> Option<Option<i64>> {
     }
 }
 
-/// A compressed RISC-V jump: `c.j`, `c.beqz`, `c.bnez`, and `c.jr` not
-/// through a link register (`c.jal` is RV64's `c.addiw`, so not read).
+/// A compressed RISC-V jump: `c.j`, `c.jal` (RV32's call, which may target
+/// this code; RV64's `c.addiw` read as one can only make the frame unknown),
+/// `c.beqz`, `c.bnez`, and `c.jr` not through a link register.
 fn riscv16_jump(half: u16) -> Option<Option<i64>> {
     let half = u32::from(half);
     let bit = |from: u32, to: u32| ((half >> from) & 1) << to;
     let bits = |from: u32, count: u32, to: u32| ((half >> from) & ((1 << count) - 1)) << to;
     match (half & 3, half >> 13) {
-        (1, 5) => {
+        (1, 1 | 5) => {
             let imm = bit(12, 11) | bit(11, 4) | bits(9, 2, 8) | bit(8, 10) | bit(7, 6) | bit(6, 7) | bits(3, 3, 1) | bit(2, 5);
             Some(Some(sign_extend(imm, 12)))
         }
@@ -790,6 +956,51 @@ mod tests {
         assert_eq!(riscv_frame(&[0xff010113, 0xfff50513, 0xfe051ee3, 0x01010113, 0x00008067]), Ok(16));
         // c.addi16sp sp, -32; bnez a0 to a relocation's placeholder; c.jr t0 (a millicode return); c.jr ra
         assert_eq!(riscv_frame(&[0x713d, 0x00051063, 0x8282, 0x8082]), Ok(32));
+    }
+
+    /// A return through a link register the code wrote (not by a call or a
+    /// load from the stack) may go anywhere; `c.jal` is a call that may target this code.
+    #[test]
+    fn returns_through_link_registers_the_code_wrote_are_unknown() {
+        let thumb_unknown: [(&str, &[u16]); 3] = [
+            // push {r4, lr}; ...; bx lr
+            ("mov lr, r0", &[0xb510, 0x4686, 0x4770]),
+            ("ldr.w lr, [r0]", &[0xb510, 0xf8d0, 0xe000, 0x4770]),
+            ("add.w lr, lr, #4", &[0xb510, 0xf10e, 0x0e04, 0x46f7]),
+        ];
+        for (form, code) in thumb_unknown {
+            assert!(thumb_frame(code).is_err_and(|why| why.contains("jumps through a register")), "{form}: {:?}", thumb_frame(code));
+        }
+        // push {r4, lr}; bl (a placeholder); pop.w {r4, lr}; bx lr
+        assert_eq!(thumb_frame(&[0xb510, 0xf7ff, 0xfffe, 0xe8bd, 0x4010, 0x4770]), Ok(8));
+        // str.w lr, [sp, #-4]!; ldr.w lr, [sp], #4; bx lr
+        assert_eq!(thumb_frame(&[0xf84d, 0xed04, 0xf85d, 0xeb04, 0x4770]), Ok(4));
+        // push {r4, lr}; mov lr, r0; pop {r4, pc}: the return is not through lr.
+        assert_eq!(thumb_frame(&[0xb510, 0x4686, 0xbd10]), Ok(8));
+        let riscv_unknown: [(&str, &[u32]); 5] = [
+            // addi sp, sp, -16; ...; ret (or c.jr t0)
+            ("mv ra, a0", &[0xff010113, 0x00050093, 0x00008067]),
+            ("c.mv ra, a0", &[0xff010113, 0x80aa, 0x8082]),
+            ("lw ra, 0(a0)", &[0xff010113, 0x00052083, 0x00008067]),
+            ("addi t0, t0, 4", &[0xff010113, 0x00428293, 0x8282]),
+            ("auipc ra, 0 then no call", &[0xff010113, 0x00000097, 0x00008067]),
+        ];
+        for (form, code) in riscv_unknown {
+            assert!(riscv_frame(code).is_err_and(|why| why.contains("jumps through a register")), "{form}: {:?}", riscv_frame(code));
+        }
+        // addi sp, sp, -16; sw ra, 12(sp); jal ra (a placeholder); lw ra, 12(sp); addi sp, sp, 16; ret
+        assert_eq!(riscv_frame(&[0xff010113, 0x00112623, 0x000000ef, 0x00c12083, 0x01010113, 0x00008067]), Ok(16));
+        // call as auipc ra, 0; jalr ra, 0(ra): a call, then ret.
+        assert_eq!(riscv_frame(&[0xff010113, 0x00112623, 0x00000097, 0x000080e7, 0x00c12083, 0x01010113, 0x00008067]), Ok(16));
+        // A call into the function's own code leaves lr/ra pointing into it:
+        // push {r4, lr}; bl to 6; bx lr. addi sp, sp, -16; jal ra to 8 (or c.jal to 6); ret.
+        assert!(thumb_frame(&[0xb510, 0xf000, 0xf800, 0x4770]).is_err_and(|why| why.contains("jumps through a register")));
+        assert!(riscv_frame(&[0xff010113, 0x004000ef, 0x00008067]).is_err_and(|why| why.contains("jumps through a register")));
+        assert!(riscv_frame(&[0xff010113, 0x2009, 0x8082]).is_err_and(|why| why.contains("jumps through a register")));
+        // push {lr}; bl back to it (resolved, no relocation): recursion the call graph does not see.
+        assert!(thumb_frame(&[0xb500, 0xf7ff, 0xfffd, 0xbd00]).is_err_and(|why| why.contains("branches back to 0x0")));
+        // c.addi16sp sp, -32; c.jal back to it.
+        assert!(riscv_frame(&[0x713d, 0x3ffd]).is_err_and(|why| why.contains("branches back to 0x0")));
     }
 
     #[test]

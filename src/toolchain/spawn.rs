@@ -6,6 +6,10 @@
 //! exits or is killed (even by SIGKILL) the kernel closes the pipe, the
 //! watcher's `read` returns and it kills the whole group: the drivers and
 //! what they started (`cc1`, `as`). Elsewhere compilers run as plain children.
+//!
+//! There a compiler may also run under resource limits ([`Limits`]): a
+//! shell in the watcher's group sets them (`ulimit`) and execs it, so the
+//! compiler and what it starts (`cc1`) each get them. Without the watcher it runs unlimited.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -109,6 +113,27 @@ impl Slots {
     }
 }
 
+/// The most of its address space and of CPU time each process of a compile
+/// may use; `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Limits {
+    pub address_space_bytes: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+}
+
+impl Limits {
+    /// The `ulimit` commands that set them (`-v` takes KiB), each allowed to
+    /// fail (a shell or system without it runs the compiler unlimited).
+    fn shell_script(&self) -> Option<String> {
+        let memory = self.address_space_bytes.map(|bytes| format!("ulimit -v {} 2>/dev/null; ", (bytes / 1024).max(1)));
+        let cpu = self.cpu_seconds.map(|seconds| format!("ulimit -t {} 2>/dev/null; ", seconds.max(1)));
+        if memory.is_none() && cpu.is_none() {
+            return None;
+        }
+        Some(format!("{}{}exec \"$0\" \"$@\"", memory.unwrap_or_default(), cpu.unwrap_or_default()))
+    }
+}
+
 /// What one command did.
 pub(crate) enum Ran {
     /// It ran to the end (successfully or not).
@@ -118,9 +143,9 @@ pub(crate) enum Ran {
 }
 
 /// Runs `commands` side by side in the order given, each with its stderr
-/// and stdout captured; after the first one that fails or cannot start no
+/// and stdout captured and under its limits; after the first one that fails or cannot start no
 /// more are started. Returns what each did, `None` for those not started.
-pub(crate) fn run_all(commands: Vec<Command>) -> Vec<Option<Ran>> {
+pub(crate) fn run_all(commands: Vec<(Command, Limits)>) -> Vec<Option<Ran>> {
     if commands.is_empty() {
         return Vec::new();
     }
@@ -128,7 +153,7 @@ pub(crate) fn run_all(commands: Vec<Command>) -> Vec<Option<Ran>> {
     let count = commands.len();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let commands: Vec<Mutex<Option<Command>>> = commands.into_iter().map(|command| Mutex::new(Some(command))).collect();
+    let commands: Vec<Mutex<Option<(Command, Limits)>>> = commands.into_iter().map(|command| Mutex::new(Some(command))).collect();
     let results: Vec<Mutex<Option<Ran>>> = (0..count).map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..job_count().min(count))
@@ -141,7 +166,7 @@ pub(crate) fn run_all(commands: Vec<Command>) -> Vec<Option<Ran>> {
                         return;
                     }
                     let command = commands[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
-                    let ran = command.map(|command| group.run(command));
+                    let ran = command.map(|(command, limits)| group.run(command, limits));
                     SLOTS.give();
                     if !matches!(&ran, Some(Ran::Exited(output)) if output.status.success()) {
                         failed.store(true, Ordering::SeqCst);
@@ -180,7 +205,8 @@ impl Group {
         }
     }
 
-    fn run(&self, mut command: Command) -> Ran {
+    fn run(&self, command: Command, limits: Limits) -> Ran {
+        let mut command = self.limited(command, limits);
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         #[cfg(unix)]
         if let Some(id) = self.id {
@@ -192,6 +218,28 @@ impl Group {
             Ok(output) => Ran::Exited(output),
             Err(error) => Ran::NotStarted(error),
         }
+    }
+}
+
+impl Group {
+    /// `command` run by `sh`, which sets `limits` and execs it: only where
+    /// the watcher runs, so `sh` is there, and for a program that is found
+    /// (one that is not stays unstarted, not a shell's failure); else `command` itself.
+    fn limited(&self, command: Command, limits: Limits) -> Command {
+        let found = which::which(command.get_program()).is_ok();
+        let Some(script) = limits.shell_script().filter(|_| self.id.is_some() && found) else { return command };
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(script).arg(command.get_program()).args(command.get_args());
+        if let Some(dir) = command.get_current_dir() {
+            shell.current_dir(dir);
+        }
+        for (name, value) in command.get_envs() {
+            match value {
+                Some(value) => shell.env(name, value),
+                None => shell.env_remove(name),
+            };
+        }
+        shell
     }
 }
 
@@ -234,7 +282,7 @@ mod tests {
 
     #[test]
     fn runs_every_command_with_its_output_captured() {
-        let ran = run_all((0..5).map(|index| shell(&format!("echo out{index}; echo err{index} >&2"))).collect());
+        let ran = run_all((0..5).map(|index| (shell(&format!("echo out{index}; echo err{index} >&2")), Limits::default())).collect());
         for (index, ran) in ran.iter().enumerate() {
             let Some(Ran::Exited(output)) = ran else { panic!("command {index} did not run") };
             assert!(output.status.success());
@@ -245,12 +293,27 @@ mod tests {
 
     #[test]
     fn a_failure_is_reported_with_its_stderr() {
-        let ran = run_all(vec![shell("echo broken >&2; exit 3"), shell("true")]);
+        let ran = run_all(vec![(shell("echo broken >&2; exit 3"), Limits::default()), (shell("true"), Limits::default())]);
         let Some(Ran::Exited(output)) = &ran[0] else { panic!("the first command runs") };
         assert_eq!(output.status.code(), Some(3));
         assert_eq!(String::from_utf8_lossy(&output.stderr), "broken\n");
-        let missing = run_all(vec![Command::new("/nonexistent/mlf-build-compiler")]);
+        let missing =
+            run_all(vec![(Command::new("/nonexistent/mlf-build-compiler"), Limits { cpu_seconds: Some(1), address_space_bytes: None })]);
         assert!(matches!(&missing[0], Some(Ran::NotStarted(_))));
+    }
+
+    /// The limits hold in the command and what it starts; a command over its CPU time is killed.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn commands_run_under_their_limits() {
+        let limits = Limits { address_space_bytes: Some(256 << 20), cpu_seconds: Some(7) };
+        let ran = run_all(vec![(shell("sh -c 'ulimit -v; ulimit -t'"), limits)]);
+        let Some(Ran::Exited(output)) = &ran[0] else { panic!("the command runs") };
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "262144\n7\n");
+        let started = std::time::Instant::now();
+        let ran = run_all(vec![(shell("while :; do :; done"), Limits { address_space_bytes: None, cpu_seconds: Some(1) })]);
+        let Some(Ran::Exited(output)) = &ran[0] else { panic!("the command runs") };
+        assert!(!output.status.success() && started.elapsed() < std::time::Duration::from_secs(30));
     }
 
     /// What a killed build script leaves: the group's members, a compiler and
@@ -263,7 +326,7 @@ mod tests {
         let group = Group::new();
         let script = format!("sleep 600 & echo $! > {}.tmp; mv {0}.tmp {0}; wait", pid_file.display());
         let ran = std::thread::scope(|scope| {
-            let running = scope.spawn(|| group.run(shell(&script)));
+            let running = scope.spawn(|| group.run(shell(&script), Limits::default()));
             while !pid_file.is_file() {
                 std::thread::yield_now();
             }

@@ -283,6 +283,30 @@ pub(crate) struct Program {
     over_limit: Option<String>,
 }
 
+/// The relocation tables (`SHT_REL`, `SHT_RELA`) of an object that apply to
+/// a section `applies` accepts: that section's index, whether the addends
+/// are explicit (RELA), and the relocations; `None` for a table the object
+/// does not hold.
+fn relocation_tables<'a>(
+    header: &'a Header,
+    sections: &'a [elf::Section],
+    bytes: &'a [u8],
+    applies: impl Fn(usize) -> bool + 'a,
+) -> impl Iterator<Item = Option<(usize, bool, impl Iterator<Item = elf::Relocation> + 'a)>> + 'a {
+    sections.iter().filter_map(move |table| {
+        let explicit_addend = match table.kind {
+            elf::SHT_RELA => true,
+            elf::SHT_REL => false,
+            _ => return None,
+        };
+        let Ok(applies_to) = usize::try_from(table.info) else { return Some(None) };
+        if !applies(applies_to) {
+            return None;
+        }
+        Some(table.bytes(bytes).map(|relocations| (applies_to, explicit_addend, header.relocations(relocations, explicit_addend))))
+    })
+}
+
 /// Where each function's code lies in its section (up to the next function's
 /// start), and in an Arm object which parts are Thumb, A32 or data (the
 /// `$t`, `$a`, `$d` mapping symbols).
@@ -473,18 +497,10 @@ impl Program {
         let mut code_of = CodeMap::new(&header, &symbols, symbol_name, matches!(source, FrameSource::MachineCode { .. }));
         // Branches a relocation completes (RV32 objects' loops, which relaxation leaves
         // for the linker): to a label of their own section, or out of it.
-        for relocations in &sections {
-            let explicit_addend = match relocations.kind {
-                elf::SHT_RELA => true,
-                elf::SHT_REL => false,
-                _ => continue,
-            };
-            let applies_to = usize::try_from(relocations.info).ok()?;
-            if !executable(applies_to) {
-                continue;
-            }
+        for table in relocation_tables(&header, &sections, bytes, executable) {
+            let (applies_to, explicit_addend, relocations) = table?;
             let code = sections.get(applies_to)?.bytes(bytes)?;
-            for relocation in header.relocations(relocations.bytes(bytes)?, explicit_addend) {
+            for relocation in relocations {
                 if classify(header.machine, relocation.kind, code, relocation.offset) != Use::Call {
                     continue;
                 }
@@ -592,20 +608,12 @@ impl Program {
             }
         }
 
-        for relocations in &sections {
-            let explicit_addend = match relocations.kind {
-                elf::SHT_RELA => true,
-                elf::SHT_REL => false,
-                _ => continue,
-            };
-            let applies_to = usize::try_from(relocations.info).ok()?;
+        for table in relocation_tables(&header, &sections, bytes, |index| executable(index) || is_data(index)) {
+            let (applies_to, explicit_addend, relocations) = table?;
             let in_code = executable(applies_to);
-            if !in_code && !is_data(applies_to) {
-                continue;
-            }
             let target_section = sections.get(applies_to)?;
             let code = if in_code { target_section.bytes(bytes)? } else { &[] };
-            for relocation in header.relocations(relocations.bytes(bytes)?, explicit_addend) {
+            for relocation in relocations {
                 let usage = classify(header.machine, relocation.kind, code, relocation.offset);
                 if usage == Use::Ignore || relocation.symbol == 0 {
                     continue;
