@@ -1035,6 +1035,28 @@ mod tests {
         assert!(error.contains("output `output` is 24 bytes in the graph") && error.contains("but 48 bytes in metadata.json"), "{error}");
     }
 
+    /// Where the code's reach is only an upper bound past what the graph
+    /// states, the graph's sizes stand: inputs and outputs get padding (the
+    /// glue's copies), weights zeros after their end, storage the bound.
+    #[test]
+    fn upper_bounds_pad_and_keep_the_graphs_sizes() {
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let params = [p0()];
+        let bound = |function: &str, bytes: &[Option<u64>]| {
+            let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact: false })).collect();
+            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
+        };
+        let reaches = [bound("tvmgen_default_a", &[Some(40), Some(16), Some(30)]), bound("tvmgen_default_b", &[None, Some(48)])];
+        let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![24], ..plain_inputs(&params) };
+        let (plan, inputs, outputs) = schedule(&graph, &with).unwrap();
+        assert_eq!((inputs[0].size_bytes, inputs[0].shape.clone(), inputs[0].padding), (24, vec![2, 3], 16));
+        assert_eq!((outputs[0].size_bytes, outputs[0].shape.clone(), outputs[0].padding), (24, vec![2, 3], 24));
+        assert!(outputs[0].source.starts_with("the graph"), "{}", outputs[0].source);
+        assert_eq!(plan.params.len(), 16, "the weight's 12 bytes and 4 of padding");
+        assert_eq!(plan.slots, [Slot { holds: Holds::Tensor(2), offset: 0, bytes: 32, live: (0, 1) }]);
+        assert_sound(&graph, &plan);
+    }
+
     /// Each operator's workspace is a region not live with anything its call
     /// touches; workspaces of different calls share bytes.
     #[test]
