@@ -684,6 +684,45 @@ fn operator_export_sizes_are_checked_against_the_code() {
     assert_eq!(got[0], expected);
 }
 
+/// Issue 32: an operator export whose loop of 16 is split by 5 under a guard
+/// the reader does not follow (`||`, which also reaches element 19): the
+/// reach is an upper bound (20 floats), so each tensor keeps metadata.json's
+/// 64 bytes and the code runs on padded copies; the sum is still right.
+#[test]
+fn operator_export_reached_past_its_sizes_under_an_upper_bound_runs_on_padded_copies() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("operator-add_f32") else { return };
+    let dir = common::scratch("padded-operator");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/src/lib1.c"),
+        &[(
+            "for (int32_t i = 0; i < 16; ++i) {\n    ((float*)c_1)[i] = (((float*)a_1)[i] + ((float*)b_1)[i]);\n  }",
+            "for (int32_t o = 0; o < 4; ++o) {\n    for (int32_t x = 0; x < 5; ++x) {\n      if ((((o * 5) + x) < 16) || (x == 4)) {\n        \
+             int32_t i = ((o * 5) + x);\n        ((float*)c_1)[i] = (((float*)a_1)[i] + ((float*)b_1)[i]);\n      }\n    }\n  }",
+        )],
+    );
+    let a: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let b: Vec<u8> = (0..16).flat_map(|i| (100.0 * i as f32).to_le_bytes()).collect();
+    std::fs::write(dir.join("a.bin"), &a).unwrap();
+    std::fs::write(dir.join("b.bin"), &b).unwrap();
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).args(["inspect", "--json"]).arg(&archive).output().unwrap();
+    let warnings = String::from_utf8_lossy(&inspect.stderr);
+    for (index, name) in [(0, "a"), (1, "b"), (2, "c")] {
+        let want = format!(
+            "metadata.json memory.add[{index}] states 64 bytes, and the code of `add` in codegen/host/src/lib1.c reaches at most 80 bytes of `{name}`"
+        );
+        assert!(warnings.contains(&want) && warnings.contains("the tensor stays 64 bytes"), "{want}: {warnings}");
+    }
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let memory = &report["modules"][0]["memory"];
+    assert_eq!((memory["inputs"].as_u64(), memory["outputs"].as_u64(), memory["padded_io"].as_u64()), (Some(128), Some(64), Some(240)));
+    let got = build_and_run(&archive, None, &[dir.join("a.bin"), dir.join("b.bin")], 1, &dir.join("out"));
+    let expected: Vec<u8> = (0..16).flat_map(|i| (101.0 * i as f32).to_le_bytes()).collect();
+    assert_eq!(got[0], expected);
+}
+
 /// Issue 24: a constant pool stated larger than the bytes the header gives it is refused.
 #[test]
 fn a_constant_pool_larger_than_its_data_is_refused() {
