@@ -579,7 +579,14 @@ fn tensor_modules(module: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
     let idents = RustIdent::unique(tensors.iter().map(|t| t.name.as_str()));
     let lower = kind.to_lowercase();
     let entries = tensors.iter().zip(&idents).enumerate().map(|(index, (tensor, ident))| {
-        let docs = doc(&format!("{kind} {index}, `{}`: {}.", ident::rust_doc(&tensor.name), ident::rust_doc(&tensor.source)));
+        let padded = match tensor.padding {
+            0 => String::new(),
+            padding => format!(
+                "\nThe code may reach {} bytes of it (an upper bound): it runs on a copy with {padding} bytes of padding\n(counted in `PADDED_IO_BYTES`); the caller's buffer is `BYTES` long.",
+                tensor.buffer_bytes()
+            ),
+        };
+        let docs = doc(&format!("{kind} {index}, `{}`: {}.{padded}", ident::rust_doc(&tensor.name), ident::rust_doc(&tensor.source)));
         let element_doc = doc(&format!("Rust element type of `{}` ({}).", tensor.dtype, tensor.dtype.rust_type()));
         let element = format_ident!("{}", tensor.dtype.rust_type());
         let dtype = tensor.dtype.to_string();
