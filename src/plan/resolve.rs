@@ -935,3 +935,87 @@ impl TensorResolver<'_> {
         Ok(Tensor { name: partial.name, dtype, size_bytes, shape, source, padding: partial.padding })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::input::archive::Tree;
+    use crate::plan::{plan_tree, PlanOptions, Planned};
+
+    const SOFTMAX: &str = "for (int32_t i1_1 = 0; i1_1 < 10; ++i1_1) {\n    T_softmax_norm[i1_1] = (((float*)T_softmax_exp_let)[i1_1] / ((float*)T_softmax_expsum_let)[0]);\n  }";
+    const EXACT: &str = "((o * 2) + (i >> 1)) < 5";
+    /// Also reaches element 11: an upper bound of 48 bytes.
+    const BOUND: &str = "(((o * 4) + i) < 10) || (i == 3)";
+    const HEADER: &str = "codegen/host/include/tvmgen_default.h";
+
+    /// `mlp_f32-aot_c` (output: 10 floats, 40 bytes) with its softmax split by
+    /// 4 under `guard`, without the Relay text, each file through `edit`
+    /// (`None`: left out), planned.
+    fn mlp_split(guard: &str, edit: impl Fn(&str, String) -> Option<String>) -> Option<crate::Result<Planned>> {
+        let archive = crate::test_support::corpus_dir()?.join("tvm-0.18/mlp_f32-aot_c/model.tar");
+        let tree = crate::plan::read_and_plan(&archive, &PlanOptions::default()).unwrap().tree;
+        let split = format!(
+            "for (int32_t o = 0; o < 3; ++o) {{\n    for (int32_t i = 0; i < 4; ++i) {{\n      if ({guard}) {{\n        int32_t cse_var_1 = ((o * 4) + i);\n        \
+             T_softmax_norm[cse_var_1] = (((float*)T_softmax_exp_let)[cse_var_1] / ((float*)T_softmax_expsum_let)[0]);\n      }}\n    }}\n  }}"
+        );
+        let files: Vec<(String, Vec<u8>)> = tree
+            .into_files()
+            .into_iter()
+            .filter(|(path, _)| !path.ends_with(".relay"))
+            .filter_map(|(path, bytes)| {
+                let text = edit(&path, String::from_utf8_lossy(&bytes).replace(SOFTMAX, &split))?;
+                Some((path, text.into_bytes()))
+            })
+            .collect();
+        Some(plan_tree(Tree::from_files(files).unwrap(), &PlanOptions::default()))
+    }
+
+    fn output(planned: &Planned) -> (u64, u64) {
+        let output = &planned.plan.modules[0].outputs[0];
+        (output.size_bytes, output.padding)
+    }
+
+    /// Two files disagree on the output's size: an exact reach settles it, an
+    /// upper bound cannot, and the refusal says so.
+    #[test]
+    fn only_an_exact_reach_settles_sizes_that_disagree() {
+        let lie =
+            |path: &str, text: String| Some(if path == "metadata.json" { text.replace("\"size\": 40", "\"size\": 44") } else { text });
+        let Some(planned) = mlp_split(EXACT, lie) else { return };
+        let planned = planned.unwrap();
+        assert_eq!(output(&planned), (40, 0));
+        assert!(
+            planned.warnings.iter().any(|w| w.contains("the code reaches 40 bytes, as TVMGEN_DEFAULT_OUTPUT_SIZE")),
+            "{:?}",
+            planned.warnings
+        );
+        let error = mlp_split(BOUND, lie).unwrap().err().expect("refused").to_string();
+        assert!(
+            error.contains("44 bytes from metadata.json")
+                && error.contains("40 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE")
+                && error.contains("the code reaches at most 48 bytes, an upper bound"),
+            "{error}"
+        );
+    }
+
+    /// A size one file alone states (the header's macro, no metadata.json)
+    /// loses to an exact reach, never to an upper bound: the tensor keeps it
+    /// and gets padding up to the bound.
+    #[test]
+    fn a_lone_stated_size_loses_only_to_an_exact_reach() {
+        let macro_says = |bytes: u64| {
+            move |path: &str, text: String| match path {
+                "metadata.json" => None,
+                HEADER => Some(text.replace("TVMGEN_DEFAULT_OUTPUT_SIZE 40", &format!("TVMGEN_DEFAULT_OUTPUT_SIZE {bytes}"))),
+                _ => Some(text),
+            }
+        };
+        let Some(planned) = mlp_split(BOUND, macro_says(40)) else { return };
+        assert_eq!(output(&planned.unwrap()), (40, 8));
+        let planned = mlp_split(EXACT, macro_says(24)).unwrap().unwrap();
+        assert_eq!(output(&planned), (40, 0), "the macro lies and the code reaches exactly");
+        let planned = mlp_split(BOUND, macro_says(24)).unwrap().unwrap();
+        assert_eq!(output(&planned), (24, 24), "an upper bound does not outvote the macro");
+        let warning = planned.warnings.iter().find(|w| w.contains("reaches at most 48 bytes")).expect("a warning");
+        assert!(warning.contains("states 24 bytes") && warning.contains("`tvmgen_default___tvm_main__`"), "{warning}");
+    }
+}
