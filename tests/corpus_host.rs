@@ -143,6 +143,39 @@ fn mlf_message(stderr: &str) -> String {
         .unwrap_or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string())
 }
 
+/// Each tensor of `module` is as large as the case's file for it (the inputs
+/// TVM ran and the outputs it computed): the size the model declares.
+fn declared_sizes(case: &Case, module: &serde_json::Value, modules: usize) -> Result<(), String> {
+    let name = module["name"].as_str().unwrap_or_default();
+    let Some(vector) = case
+        .modules
+        .iter()
+        .find(|m| m.module.as_deref() == Some(name) || (m.module.is_none() && modules == 1))
+        .and_then(|m| m.vectors.first())
+    else {
+        return Ok(());
+    };
+    let files = vector.inputs.iter().chain(vector.expected.iter().map(|e| &e.file));
+    let tensors = module["inputs"].as_array().into_iter().flatten().chain(module["outputs"].as_array().into_iter().flatten());
+    if vector.inputs.len() + vector.expected.len()
+        != module["inputs"].as_array().map_or(0, Vec::len) + module["outputs"].as_array().map_or(0, Vec::len)
+    {
+        return Err(format!("module `{name}`: the case's files and the module's tensors differ in number"));
+    }
+    for (file, tensor) in files.zip(tensors) {
+        let length = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?.len();
+        if tensor["bytes"].as_u64() != Some(length) {
+            return Err(format!(
+                "module `{name}`: tensor {} is {} bytes, but {} has {length}",
+                tensor["name"],
+                tensor["bytes"],
+                file.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The newest build-script output directory of host-runner: the build just made.
 fn runner_out_dir() -> Result<PathBuf, String> {
     let build = common::repo_root().join("target").join(TARGET_DIR).join("release/build");
@@ -222,6 +255,14 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
         if top("STORAGE_BYTES").is_some() {
             pairs.extend([("STORAGE_BYTES", "storage"), ("PARAMS_BYTES", "params")]);
         }
+        if top("PADDED_IO_BYTES").is_some() {
+            pairs.push(("PADDED_IO_BYTES", "padded_io"));
+        }
+        // Issue 32: every corpus tensor is exactly the size TVM declared, and none runs on a padded copy.
+        if memory["padded_io"].as_u64() != Some(0) {
+            return Err(format!("module `{name}`: memory.padded_io is {}, not 0", memory["padded_io"]));
+        }
+        declared_sizes(case, module, modules.len())?;
         let stack_constant = top("STACK_BYTES");
         if stack_constant.as_deref().and_then(|bytes| bytes.parse::<u64>().ok()) != stack_bytes.as_u64() {
             return Err(format!("module `{name}`: STACK_BYTES = {stack_constant:?}, {name}.json says stack_bytes = {stack_bytes}"));

@@ -70,8 +70,10 @@ fn json_follows_the_documented_schema() {
         let module = &document["modules"][0];
         assert_eq!(module["schema"], mlf_build::SCHEMA, "each module document stands alone ($OUT_DIR/mlf/<m>.json)");
         let memory = &module["memory"];
-        let static_ram =
-            ["code_workspace", "arena", "pools", "storage", "kernel_scratch"].iter().map(|k| memory[k].as_u64().unwrap()).sum::<u64>();
+        let static_ram = ["code_workspace", "arena", "pools", "storage", "kernel_scratch", "padded_io"]
+            .iter()
+            .map(|k| memory[k].as_u64().unwrap())
+            .sum::<u64>();
         assert_eq!(memory["static_ram"].as_u64(), Some(static_ram));
         assert_eq!(memory["ram"].as_u64(), Some(static_ram + memory["inputs"].as_u64().unwrap() + memory["outputs"].as_u64().unwrap()));
         key_paths(&document, "", &mut seen);

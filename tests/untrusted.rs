@@ -684,6 +684,45 @@ fn operator_export_sizes_are_checked_against_the_code() {
     assert_eq!(got[0], expected);
 }
 
+/// Issue 32: an operator export whose loop of 16 is split by 5 under a guard
+/// the reader does not follow (`||`, which also reaches element 19): the
+/// reach is an upper bound (20 floats), so each tensor keeps metadata.json's
+/// 64 bytes and the code runs on padded copies; the sum is still right.
+#[test]
+fn operator_export_reached_past_its_sizes_under_an_upper_bound_runs_on_padded_copies() {
+    let _serial = serial();
+    let Some(case) = common::corpus_case("operator-add_f32") else { return };
+    let dir = common::scratch("padded-operator");
+    let archive = dir.join("model");
+    extract(&case, &archive);
+    replace_in(
+        &archive.join("codegen/host/src/lib1.c"),
+        &[(
+            "for (int32_t i = 0; i < 16; ++i) {\n    ((float*)c_1)[i] = (((float*)a_1)[i] + ((float*)b_1)[i]);\n  }",
+            "for (int32_t o = 0; o < 4; ++o) {\n    for (int32_t x = 0; x < 5; ++x) {\n      if ((((o * 5) + x) < 16) || (x == 4)) {\n        \
+             int32_t i = ((o * 5) + x);\n        ((float*)c_1)[i] = (((float*)a_1)[i] + ((float*)b_1)[i]);\n      }\n    }\n  }",
+        )],
+    );
+    let a: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let b: Vec<u8> = (0..16).flat_map(|i| (100.0 * i as f32).to_le_bytes()).collect();
+    std::fs::write(dir.join("a.bin"), &a).unwrap();
+    std::fs::write(dir.join("b.bin"), &b).unwrap();
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).args(["inspect", "--json"]).arg(&archive).output().unwrap();
+    let warnings = String::from_utf8_lossy(&inspect.stderr);
+    for (index, name) in [(0, "a"), (1, "b"), (2, "c")] {
+        let want = format!(
+            "metadata.json memory.add[{index}] states 64 bytes, and the code of `add` in codegen/host/src/lib1.c reaches at most 80 bytes of `{name}`"
+        );
+        assert!(warnings.contains(&want) && warnings.contains("the tensor stays 64 bytes"), "{want}: {warnings}");
+    }
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let memory = &report["modules"][0]["memory"];
+    assert_eq!((memory["inputs"].as_u64(), memory["outputs"].as_u64(), memory["padded_io"].as_u64()), (Some(128), Some(64), Some(240)));
+    let got = build_and_run(&archive, None, &[dir.join("a.bin"), dir.join("b.bin")], 1, &dir.join("out"));
+    let expected: Vec<u8> = (0..16).flat_map(|i| (101.0 * i as f32).to_le_bytes()).collect();
+    assert_eq!(got[0], expected);
+}
+
 /// Issue 24: a constant pool stated larger than the bytes the header gives it is refused.
 #[test]
 fn a_constant_pool_larger_than_its_data_is_refused() {
@@ -840,13 +879,17 @@ fn invisible_and_case_colliding_names_are_refused() {
 /// graph's size: the guard (`((k_o * 7) + (k_i >> 1)) < 32` for a loop of 64
 /// split by 14) bounds the read exactly, so no buffer grows, and a guard the
 /// reader does not follow exactly (an upper bound) changes nothing either.
+/// Where that bound passes the input's end (`||`, which also reads element 69
+/// of 64), the input keeps its size and the code runs on a padded copy.
 #[test]
 fn an_input_read_through_a_split_loop_guard_keeps_its_declared_size() {
     let _serial = serial();
     let Some(case) = common::corpus_case("mlp_f32-graph") else { return };
     let dir = common::scratch("split-guard");
     let archive = dir.join("model");
-    for (variant, guard) in [("exact", "(((k_o * 7) + (k_i >> 1)) < 32)"), ("bound", "((((k_o * 14) + k_i) < 64) && (k_i != 15))")] {
+    let padded = ("padded", "((((k_o * 14) + k_i) < 64) || (k_i == 13))");
+    for (variant, guard) in [("exact", "(((k_o * 7) + (k_i >> 1)) < 32)"), ("bound", "((((k_o * 14) + k_i) < 64) && (k_i != 15))"), padded]
+    {
         extract(&case, &archive);
         // The first dense layer reads the input (64 floats) in a loop of 64: split by 14 and guarded, as TVM does.
         replace_in(
@@ -862,6 +905,17 @@ fn an_input_read_through_a_split_loop_guard_keeps_its_declared_size() {
             ],
         );
         let warnings = builds_and_computes_expected(&case, &archive, &dir.join(format!("out-{variant}")));
-        assert!(!warnings.contains("reaches"), "{variant}: {warnings}");
+        if variant != padded.0 {
+            assert!(!warnings.contains("reaches"), "{variant}: {warnings}");
+            continue;
+        }
+        let input = "of float32 (256 bytes), but the code of `tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu`";
+        let padded_input = "reaches 280 bytes of it (an upper bound: a guard or index mlf-build does not follow exactly); the input stays its size, and the code runs on a copy padded to it";
+        assert!(warnings.contains(input) && warnings.contains(padded_input), "{warnings}");
+        let inspect =
+            std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build")).args(["inspect", "--json"]).arg(&archive).output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+        let module = &report["modules"][0];
+        assert_eq!((module["inputs"][0]["bytes"].as_u64(), module["memory"]["padded_io"].as_u64()), (Some(256), Some(280)));
     }
 }

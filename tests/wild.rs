@@ -462,6 +462,77 @@ fn a_codegen_only_output_written_through_a_split_loop_guard_is_sized_exactly() {
     );
 }
 
+// Issue 32.2: where the code's reach is only an upper bound past the size the
+// archive declares (a guard the reader does not follow exactly), the declared
+// size stays the interface (LEN, BYTES, the caller's buffer) and the code runs
+// on a padded copy the glue owns, counted in the memory map; a warning names
+// the declared size, the bound and the operator, and the model still computes
+// what TVM did.
+#[test]
+fn an_upper_bound_past_a_declared_size_keeps_the_size_and_pads() {
+    let Some(case) = common::corpus_case("mlp_f32-aot_c") else { return };
+    let softmax = "for (int32_t i1_1 = 0; i1_1 < 10; ++i1_1) {\n    T_softmax_norm[i1_1] = (((float*)T_softmax_exp_let)[i1_1] / ((float*)T_softmax_expsum_let)[0]);\n  }";
+    // A loop of 10 split by 4 under a guard the reader does not follow (`||`): at most 12 floats. The
+    // second term also writes element 11, past the 10 declared: into the padding, not past a buffer.
+    let split = "for (int32_t o = 0; o < 3; ++o) {\n    for (int32_t i = 0; i < 4; ++i) {\n      if ((((o * 4) + i) < 10) || (i == 3)) {\n        \
+                 int32_t cse_var_1 = ((o * 4) + i);\n        \
+                 T_softmax_norm[cse_var_1] = (((float*)T_softmax_exp_let)[cse_var_1] / ((float*)T_softmax_expsum_let)[0]);\n      }\n    }\n  }";
+    let archive = unpack(&case, "upper-bound-padded");
+    edit(&archive.join("codegen/host/src/default_lib1.c"), |text| {
+        assert!(text.contains(softmax), "the softmax loop changed");
+        text.replace(softmax, split)
+    });
+    let run = assert_matches_tvm(&case, &archive);
+    let output = build_in_process(&archive).unwrap();
+    let warning = "tensor `output` of module `default`: metadata.json memory.functions.main.outputs.output";
+    let said = output.warnings.iter().find(|w| w.starts_with(warning)).unwrap_or_else(|| panic!("{:?}", output.warnings));
+    for part in [
+        "states 40 bytes",
+        "the code of the operators `tvmgen_default___tvm_main__` passes it to reaches at most 48 bytes",
+        "the tensor stays 40 bytes, and the code runs on a copy padded to 48 bytes",
+    ] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    assert!(run.build_stderr.contains(said.as_str()), "a cargo:warning: {}", run.build_stderr);
+    let module = &output.modules[0];
+    assert_eq!((module.memory.inputs, module.memory.outputs), (256, 40), "the declared sizes");
+    assert_eq!(module.memory.padded_io, 48);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 48);
+    let rust = std::fs::read_to_string(&module.rust_file).unwrap();
+    for item in [
+        "pub const BYTES: usize = 40;",
+        "pub const LEN: usize = 10;",
+        "pub const PADDED_IO_BYTES: usize = 48;",
+        "+ PADDED_IO_BYTES;",
+        "The code may reach 48 bytes of it (an upper bound): it runs on a copy with 8 bytes of padding",
+    ] {
+        assert!(rust.contains(item), "{item}: {rust}");
+    }
+    let glue = find_file(&archive.with_file_name("out"), "mlf_default_glue.c");
+    let glue = std::fs::read_to_string(glue).unwrap();
+    for line in ["uint8_t padded_output_0[48];", "memset(padded_output_0 + 40, 0, 8u);", "memcpy(call->outputs[0], padded_output_0, 40u);"]
+    {
+        assert!(glue.contains(line), "{line}: {glue}");
+    }
+}
+
+/// The first file named `name` under `dir`, searched breadth first.
+fn find_file(dir: &Path, name: &str) -> PathBuf {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.file_name().is_some_and(|file| file == name) {
+                return path;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    panic!("no {name} under {}", dir.display())
+}
+
 // Issue 9.7: a codegen-only tree (no metadata.json) runs from its interface header.
 #[test]
 fn archive_without_metadata_runs_from_its_interface_header() {

@@ -163,13 +163,15 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
     let _ = writeln!(source, "}}\n");
+    padded_entry(&mut source, module);
+    let run = entry_function(module);
     let (arena, arena_len) = if module.arena_bytes > 0 { ("arena", "sizeof arena") } else { ("NULL", "0") };
     let _ = writeln!(source, "{signature} {{");
     let _ = writeln!(source, "  struct call call;\n  call.inputs = inputs;\n  call.outputs = outputs;");
     if module.profile.is_some() {
         let _ = writeln!(source, "  call.clock = NULL;\n  call.context = NULL;\n  call.ticks = NULL;");
     }
-    let _ = writeln!(source, "  return mlf_support_call(entry, &call, {arena}, {arena_len}, code);\n}}\n");
+    let _ = writeln!(source, "  return mlf_support_call({run}, &call, {arena}, {arena_len}, code);\n}}\n");
     descriptor_source(&mut source, module);
     if let Some(profile) = &module.profile {
         profiled_source(&mut source, module, profile, (arena, arena_len));
@@ -219,6 +221,65 @@ fn storage(source: &mut String, module: &ModulePlan) {
             }
         }
     }
+}
+
+/// The function a run calls: `entry`, or `padded_entry` when some tensor is padded.
+fn entry_function(module: &ModulePlan) -> &'static str {
+    if module.padded_tensors().next().is_some() {
+        "padded_entry"
+    } else {
+        "entry"
+    }
+}
+
+/// For a module whose code may reach past some input's or output's size (an
+/// upper bound, `Tensor::padding`): a static copy of each such tensor, padded,
+/// and `padded_entry`, which copies the caller's bytes in, zeroes the padding,
+/// runs `entry` on the copies and copies the outputs' bytes back. The caller
+/// passes and receives exactly the declared sizes.
+fn padded_entry(source: &mut String, module: &ModulePlan) {
+    if module.padded_tensors().next().is_none() {
+        return;
+    }
+    let align = module.alignment;
+    let _ = writeln!(source, "#include <string.h>\n");
+    let copy = |is_input: bool, index: usize| format!("padded_{}_{index}", if is_input { "input" } else { "output" });
+    let lists = [(true, &module.inputs), (false, &module.outputs)];
+    for (is_input, tensors) in lists {
+        for (index, tensor) in tensors.iter().enumerate().filter(|(_, tensor)| tensor.padding > 0) {
+            let kind = if is_input { "input" } else { "output" };
+            let _ = writeln!(
+                source,
+                "/* {kind} `{}`: the caller's {} bytes, and {} bytes of padding the code may reach (an upper bound). */",
+                ident::c_comment(&tensor.name),
+                tensor.size_bytes,
+                tensor.padding
+            );
+            let _ = writeln!(source, "static _Alignas({align}) uint8_t {}[{}];\n", copy(is_input, index), tensor.buffer_bytes());
+        }
+    }
+    let (n_in, n_out) = (module.inputs.len(), module.outputs.len());
+    let _ = writeln!(source, "static int32_t padded_entry(void* context) {{");
+    let _ = writeln!(source, "  const struct call* call = (const struct call*)context;\n  struct call padded = *call;");
+    let _ = writeln!(source, "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t status;", n_in.max(1), n_out.max(1));
+    for (is_input, tensors) in lists {
+        let array = if is_input { "inputs" } else { "outputs" };
+        for (index, tensor) in tensors.iter().enumerate() {
+            if tensor.padding == 0 {
+                let _ = writeln!(source, "  {array}[{index}] = call->{array}[{index}];");
+                continue;
+            }
+            let copy = copy(is_input, index);
+            let _ = writeln!(source, "  memcpy({copy}, call->{array}[{index}], {}u);", tensor.size_bytes);
+            let _ = writeln!(source, "  memset({copy} + {}, 0, {}u);", tensor.size_bytes, tensor.padding);
+            let _ = writeln!(source, "  {array}[{index}] = {copy};");
+        }
+    }
+    let _ = writeln!(source, "  padded.inputs = inputs;\n  padded.outputs = outputs;\n  status = entry(&padded);");
+    for (index, tensor) in module.outputs.iter().enumerate().filter(|(_, tensor)| tensor.padding > 0) {
+        let _ = writeln!(source, "  memcpy(call->outputs[{index}], {}, {}u);", copy(false, index), tensor.size_bytes);
+    }
+    let _ = writeln!(source, "  return status;\n}}\n");
 }
 
 /// Declarations of the archive's symbols the glue calls that no header declares.
@@ -527,7 +588,7 @@ fn profiled_signature(m: &CIdent) -> String {
 fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, (arena, arena_len): (&str, &str)) {
     let m = &module.name;
     let n = profile.calls.len();
-    let mut run = "entry";
+    let mut run = entry_function(module);
     source.push('\n');
     if !matches!(module.entry, Entry::Graph(_)) {
         run = "profiled_entry";
@@ -568,7 +629,7 @@ fn profiled_source(source: &mut String, module: &ModulePlan, profile: &Profile, 
         );
         let _ = writeln!(source, "static int32_t profiled_entry(void* context) {{");
         let _ = writeln!(source, "  profiling = (const struct call*)context;\n  profiled_call = 0;\n  profiled_timing = 0;");
-        let _ = writeln!(source, "  return entry(context);\n}}\n");
+        let _ = writeln!(source, "  return {}(context);\n}}\n", entry_function(module));
     }
     let _ = writeln!(source, "{} {{", profiled_signature(m));
     let _ = writeln!(source, "  struct call call;\n  mlf_status_t status;\n  call.inputs = inputs;\n  call.outputs = outputs;");

@@ -210,26 +210,37 @@ impl Items<'_> {
             pub const CODE_WORKSPACE_BYTES: usize = #code_workspace;
         };
         // Only when supplied, so a module without CMSIS-NN keeps its constants.
-        let (scratch_item, scratch_term, scratch_doc) = if needs.kernel_scratch > 0 {
+        let (mut extra_term, mut extra_doc) = (TokenStream::new(), String::new());
+        if needs.kernel_scratch > 0 {
             let bytes = int(needs.kernel_scratch);
-            let item = quote! {
+            items.extend(quote! {
                 /// Static scratch mlf-build supplies to the CMSIS-NN calls that reserve none on this core:
                 /// the most one of them needs, as the library's `*_get_buffer_size` says for it.
                 pub const KERNEL_SCRATCH_BYTES: usize = #bytes;
-            };
-            (item, quote! { + KERNEL_SCRATCH_BYTES }, " + [`KERNEL_SCRATCH_BYTES`]")
-        } else {
-            (TokenStream::new(), TokenStream::new(), "")
-        };
-        items.extend(scratch_item);
+            });
+            extra_term.extend(quote! { + KERNEL_SCRATCH_BYTES });
+            extra_doc.push_str(" + [`KERNEL_SCRATCH_BYTES`]");
+        }
+        // Only when some tensor is padded, so other modules keep their constants.
+        if needs.padded_io > 0 {
+            let bytes = int(needs.padded_io);
+            items.extend(quote! {
+                /// Static copies of the inputs and outputs whose code may reach past their size (an upper
+                /// bound mlf-build cannot narrow): each its size plus padding; the code runs on these, and
+                /// the caller's buffers keep their sizes.
+                pub const PADDED_IO_BYTES: usize = #bytes;
+            });
+            extra_term.extend(quote! { + PADDED_IO_BYTES });
+            extra_doc.push_str(" + [`PADDED_IO_BYTES`]");
+        }
         items.extend(match m.schedule() {
             None => {
                 let static_doc = doc(&format!(
-                    "Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]{scratch_doc}."
+                    "Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]{extra_doc}."
                 ));
                 quote! {
                     #static_doc
-                    pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES #scratch_term;
+                    pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES #extra_term;
                 }
             }
             Some(schedule) => {
@@ -241,7 +252,7 @@ impl Items<'_> {
                 let (storage, params) = (int(schedule.storage_bytes), int(schedule.params.len()));
                 let (linked, calls) = (int(schedule.linked_params), int(schedule.calls.len()));
                 let static_doc =
-                    doc(&format!("Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`]{scratch_doc}."));
+                    doc(&format!("Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`]{extra_doc}."));
                 quote! {
                     #storage_doc
                     pub const STORAGE_BYTES: usize = #storage;
@@ -253,7 +264,7 @@ impl Items<'_> {
                     /// Operator calls a run makes, in the graph's order.
                     pub const OPERATOR_CALLS: usize = #calls;
                     #static_doc
-                    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES #scratch_term;
+                    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES #extra_term;
                 }
             }
         });
@@ -568,7 +579,14 @@ fn tensor_modules(module: &str, kind: &str, tensors: &[Tensor]) -> TokenStream {
     let idents = RustIdent::unique(tensors.iter().map(|t| t.name.as_str()));
     let lower = kind.to_lowercase();
     let entries = tensors.iter().zip(&idents).enumerate().map(|(index, (tensor, ident))| {
-        let docs = doc(&format!("{kind} {index}, `{}`: {}.", ident::rust_doc(&tensor.name), ident::rust_doc(&tensor.source)));
+        let padded = match tensor.padding {
+            0 => String::new(),
+            padding => format!(
+                "\nThe code may reach {} bytes of it (an upper bound): it runs on a copy with {padding} bytes of padding\n(counted in `PADDED_IO_BYTES`); the caller's buffer is `BYTES` long.",
+                tensor.buffer_bytes()
+            ),
+        };
+        let docs = doc(&format!("{kind} {index}, `{}`: {}.{padded}", ident::rust_doc(&tensor.name), ident::rust_doc(&tensor.source)));
         let element_doc = doc(&format!("Rust element type of `{}` ({}).", tensor.dtype, tensor.dtype.rust_type()));
         let element = format_ident!("{}", tensor.dtype.rust_type());
         let dtype = tensor.dtype.to_string();

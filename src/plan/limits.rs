@@ -37,6 +37,7 @@ pub(crate) fn check_plan(plan: &Plan) -> Result<()> {
             }
             for tensor in tensors {
                 check_bytes(m, &format!("{kind} `{}`", tensor.name), tensor.size_bytes)?;
+                check_bytes(m, &format!("the padded copy of {kind} `{}`", tensor.name), tensor.buffer_bytes())?;
                 if tensor.shape.len() > MAX_NDIM {
                     return Err(over(
                         m,

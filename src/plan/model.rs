@@ -118,6 +118,9 @@ pub struct MemoryNeeds {
     /// plus an arena for the largest operator workspace), for comparison with
     /// [`MemoryNeeds::static_ram`]; 0 for other modules.
     pub tvm_graph_plan: u64,
+    /// Padded copies of inputs and outputs the glue owns, where the code's reach
+    /// is an upper bound past the declared size: each the declared size plus its padding.
+    pub padded_io: u64,
     /// All input buffers together.
     pub inputs: u64,
     /// All output buffers together.
@@ -128,7 +131,9 @@ impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
         // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch].into_iter().fold(0, u64::saturating_add)
+        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.padded_io]
+            .into_iter()
+            .fold(0, u64::saturating_add)
     }
 
     /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
@@ -144,6 +149,12 @@ impl ModulePlan {
             Entry::Graph(schedule) => Some(schedule),
             _ => None,
         }
+    }
+
+    /// The inputs and outputs the code runs on padded copies of: `(is_input, tensor)`.
+    pub fn padded_tensors(&self) -> impl Iterator<Item = (bool, &Tensor)> {
+        let inputs = self.inputs.iter().map(|tensor| (true, tensor));
+        inputs.chain(self.outputs.iter().map(|tensor| (false, tensor))).filter(|(_, tensor)| tensor.padding > 0)
     }
 
     pub fn memory_needs(&self) -> MemoryNeeds {
@@ -162,6 +173,7 @@ impl ModulePlan {
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
             kernel_scratch: self.kernel_scratch_bytes,
+            padded_io: self.padded_tensors().map(|(_, tensor)| tensor.buffer_bytes()).fold(0, u64::saturating_add),
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
         }
@@ -226,11 +238,20 @@ pub(crate) struct Tensor {
     pub shape: Vec<u64>,
     /// Where the size and type came from, for the generated docs.
     pub source: String,
+    /// Bytes past `size_bytes` the code may reach (an upper bound, not an
+    /// exact reach): the glue runs the code on a buffer of its own this much
+    /// larger, copying the caller's `size_bytes` in or out. 0: the caller's buffer is used.
+    pub padding: u64,
 }
 
 impl Tensor {
     pub fn elements(&self) -> u64 {
         self.size_bytes / self.dtype.size_bytes() as u64
+    }
+
+    /// The bytes of the buffer the code runs on: the declared size plus the padding.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.size_bytes.saturating_add(self.padding)
     }
 }
 

@@ -244,6 +244,15 @@ impl ModuleReport {
                 memory.kernel_scratch
             ));
         }
+        for tensor in module.inputs.iter().chain(&module.outputs).filter(|tensor| tensor.padding > 0) {
+            inferred.push(format!(
+                "`{}` padded by {} bytes: the code reaches at most {} bytes of it (an upper bound), so it runs on a copy; the tensor stays {} bytes",
+                tensor.name,
+                tensor.padding,
+                tensor.buffer_bytes(),
+                tensor.size_bytes
+            ));
+        }
         if memory.code_workspace > 0 {
             inferred.push("workspace is a static array of the generated code (USMP without application pools)".to_string());
         }
@@ -288,6 +297,7 @@ impl ModuleReport {
                 "pools": m.pools,
                 "storage": m.storage,
                 "kernel_scratch": m.kernel_scratch,
+                "padded_io": m.padded_io,
                 "inputs": m.inputs,
                 "outputs": m.outputs,
                 "static_ram": m.static_ram(),
@@ -327,6 +337,7 @@ impl ModuleReport {
             ("workspace pools (RAM)", m.pools),
             ("graph storage (RAM)", m.storage),
             ("CMSIS-NN scratch supplied (RAM)", m.kernel_scratch),
+            ("padded inputs and outputs (RAM)", m.padded_io),
             ("inputs", m.inputs),
             ("outputs", m.outputs),
             ("static RAM", m.static_ram()),
@@ -389,6 +400,7 @@ impl ModuleReport {
             Segment { label: "workspace pools", bytes: m.pools, color: "#ff9da7" },
             Segment { label: "graph storage", bytes: m.storage, color: "#9c755f" },
             Segment { label: "CMSIS-NN scratch", bytes: m.kernel_scratch, color: "#d37295" },
+            Segment { label: "padded inputs and outputs", bytes: m.padded_io, color: "#a0cbe8" },
             Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
             Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },
         ];

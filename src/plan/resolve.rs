@@ -218,7 +218,10 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
             continue;
         }
         if let Some((file, found)) = sources::packed_operator_reach(sources, &codegen, func_name) {
-            let bytes = found.into_iter().map(|reach| reach.and_then(Reach::bytes)).collect();
+            let bytes = found
+                .into_iter()
+                .map(|reach| reach.and_then(|reach| Some(schedule::ArgumentReach { bytes: reach.bytes()?, exact: reach.exact })))
+                .collect();
             reaches.insert(func_name.clone(), schedule::CodeReach { file, bytes });
         }
     }
@@ -433,20 +436,35 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
             } else {
                 format!("metadata.json memory.{}[{index}]", function.name)
             },
+            padding: 0,
         };
-        // The caller's buffer is at least what the code reaches: where metadata.json states less, the code decides.
+        // The caller's buffer is at least what the code reaches exactly: where
+        // metadata.json states less, the code decides. An upper bound past it pads.
         let element = param.dtype.size_bytes() as u64;
-        let reached =
-            reaches.get(index).copied().flatten().and_then(Reach::bytes).and_then(|bytes| bytes.checked_next_multiple_of(element));
-        if let Some(bytes) = reached.filter(|&bytes| bytes > tensor.size_bytes) {
-            let why = format!(
-                "metadata.json memory.{}[{index}] states {} bytes, but the code of `{}` in {file} reaches {bytes} bytes of `{}`",
-                function.name, tensor.size_bytes, function.name, arg.name
-            );
-            crate::plan::warn(format!("{why}; {bytes} bytes are used"));
-            tensor.size_bytes = bytes;
-            tensor.shape = vec![bytes / element];
-            tensor.source = format!("the code, not metadata.json: {why}");
+        let reach = reaches.get(index).copied().flatten();
+        let reached = reach.and_then(Reach::bytes).and_then(|bytes| bytes.checked_next_multiple_of(element));
+        match reached.filter(|&bytes| bytes > tensor.size_bytes) {
+            Some(bytes) if reach.is_some_and(|reach| reach.exact) => {
+                let why = format!(
+                    "metadata.json memory.{}[{index}] states {} bytes, but the code of `{}` in {file} reaches {bytes} bytes of `{}`",
+                    function.name, tensor.size_bytes, function.name, arg.name
+                );
+                crate::plan::warn(format!("{why}; {bytes} bytes are used"));
+                tensor.size_bytes = bytes;
+                tensor.shape = vec![bytes / element];
+                tensor.source = format!("the code, not metadata.json: {why}");
+            }
+            Some(bytes) => {
+                let what = format!("the padded copy of `{}` (the upper bound of the code of `{}` in {file})", arg.name, function.name);
+                crate::plan::limits::check_bytes(&meta.name, &what, bytes).map_err(|e| e.in_file(file.clone()))?;
+                crate::plan::warn(format!(
+                    "metadata.json memory.{}[{index}] states {} bytes, and the code of `{}` in {file} reaches at most {bytes} bytes of `{}` \
+                     (an upper bound: a guard or index mlf-build does not follow exactly); the tensor stays {} bytes, and the code runs on a copy padded to {bytes} bytes",
+                    function.name, tensor.size_bytes, function.name, arg.name, tensor.size_bytes
+                ));
+                tensor.padding = bytes - tensor.size_bytes;
+            }
+            None => {}
         }
         if is_output {
             slots.push(OperatorSlot::Output(outputs.len()));
@@ -609,6 +627,8 @@ struct Partial {
     dtype: Option<(DType, String)>,
     size: Option<(u64, String)>,
     shape: Option<Vec<u64>>,
+    /// Bytes past the size the code may reach (an upper bound): see [`Tensor::padding`].
+    padding: u64,
 }
 
 impl TensorResolver<'_> {
@@ -621,7 +641,7 @@ impl TensorResolver<'_> {
     }
 
     fn partial(&self, name: &str, position: usize, is_input: bool) -> Result<Partial> {
-        let mut partial = Partial { name: name.to_string(), dtype: None, size: None, shape: None };
+        let mut partial = Partial { name: name.to_string(), dtype: None, size: None, shape: None, padding: 0 };
         let kind = if is_input { "inputs" } else { "outputs" };
         // Every size the archive states for this tensor, reconciled below.
         let mut sizes: Vec<(u64, String)> = Vec::new();
@@ -662,7 +682,11 @@ impl TensorResolver<'_> {
         }
         let main_position = if is_input { position } else { self.input_names.len() + position };
         let agreed = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position)?;
-        partial.size = agreed.map(|agreed| self.at_least_reach(name, agreed, main_position));
+        if let Some(agreed) = agreed {
+            let (size, padding) = self.at_least_reach(name, agreed, main_position)?;
+            partial.size = Some(size);
+            partial.padding = padding;
+        }
         if let Some(Some(dtype)) = self.main_types.get(main_position) {
             partial.dtype.get_or_insert_with(|| (*dtype, format!("the `tvmgen_{}___tvm_main__` definition", self.meta.name)));
         }
@@ -700,7 +724,7 @@ impl TensorResolver<'_> {
     /// A tensor no file sizes, whose code shows only an upper bound: a size
     /// from it would be a guess, so the user is asked to state one.
     fn no_size_but_a_bound(&self, kind: &str, name: &str, bound: u64) -> Error {
-        let entry = self.reach.get().and_then(|found| Some(found.as_ref()?.0.clone())).unwrap_or_default();
+        let entry = self.entry_name();
         let size_macro = format!("TVMGEN_{}_{}_SIZE", self.meta.name.to_uppercase(), name.to_uppercase());
         Error::new(
             ErrorKind::Metadata,
@@ -712,16 +736,6 @@ impl TensorResolver<'_> {
         )
         .in_file(self.file)
         .help(format!("state the tensor's size in bytes in the interface header: `#define {size_macro} <bytes>`"))
-    }
-
-    /// How the warnings say what the code reaches in entry argument `position`:
-    /// exactly, or at most (a guard or index the reader does not follow exactly).
-    fn reaches_words(&self, position: usize) -> &'static str {
-        if self.reach_is_exact(position) {
-            "reaches"
-        } else {
-            "reaches at most (an upper bound)"
-        }
     }
 
     /// One size from the sizes the sources state: the one they all give, or
@@ -767,36 +781,51 @@ impl TensorResolver<'_> {
         }
     }
 
-    /// The agreed size, or the code's where the code reaches further: files
-    /// telling the same lie must not outvote what the C code reads and writes.
-    fn at_least_reach(&self, name: &str, agreed: (u64, String), position: usize) -> (u64, String) {
-        match self.code_size(position) {
-            Some((bytes, _, code_source)) if bytes > agreed.0 => {
-                crate::plan::warn(format!(
-                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code {} {bytes} bytes; {bytes} bytes are used",
-                    self.meta.name,
-                    agreed.1,
-                    agreed.0,
-                    self.reaches_words(position)
-                ));
-                (bytes, format!("{code_source}, not {} ({} bytes)", agreed.1, agreed.0))
-            }
-            _ => agreed,
+    /// The agreed size, or the code's where the code reaches further exactly:
+    /// files telling the same lie must not outvote what the C code reads and
+    /// writes. An upper bound past the agreed size keeps the size and asks
+    /// for padding (the second value): the bound may be the reader's, not the code's.
+    fn at_least_reach(&self, name: &str, agreed: (u64, String), position: usize) -> Result<((u64, String), u64)> {
+        let Some((bytes, _, code_source)) = self.code_size(position).filter(|(bytes, ..)| *bytes > agreed.0) else {
+            return Ok((agreed, 0));
+        };
+        let m = &self.meta.name;
+        if self.reach_is_exact(position) {
+            crate::plan::warn(format!(
+                "tensor `{name}` of module `{m}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
+                agreed.1, agreed.0
+            ));
+            return Ok(((bytes, format!("{code_source}, not {} ({} bytes)", agreed.1, agreed.0)), 0));
         }
+        let what = format!("the padded copy of tensor `{name}` (the upper bound of {code_source})");
+        crate::plan::limits::check_bytes(m, &what, bytes).map_err(|e| e.in_file(self.file))?;
+        crate::plan::warn(format!(
+            "tensor `{name}` of module `{m}`: {} states {} bytes, and the code of the operators `{}` passes it to reaches at most {bytes} bytes \
+             (an upper bound: a guard or index mlf-build does not follow exactly); the tensor stays {} bytes, and the code runs on a copy padded to {bytes} bytes",
+            agreed.1,
+            agreed.0,
+            self.entry_name(),
+            agreed.0
+        ));
+        let padding = bytes - agreed.0;
+        Ok((agreed, padding))
+    }
+
+    /// The function whose operators the code's reach was read from.
+    fn entry_name(&self) -> String {
+        self.reach.get().and_then(|found| Some(found.as_ref()?.0.clone())).unwrap_or_default()
     }
 
     /// A size one file states, against how far the code reaches into the
-    /// tensor: where they differ the code decides (a stated size alone may be
-    /// one of TVM 0.11's `_SIZE` macros, which are not byte sizes), with a warning.
+    /// tensor: where they differ and the reach is exact the code decides (a
+    /// stated size alone may be one of TVM 0.11's `_SIZE` macros, which are not
+    /// byte sizes), with a warning; an upper bound leaves the stated size.
     fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize) -> (u64, String) {
         match self.code_size(position) {
-            Some((bytes, _, code_source)) if bytes != stated.0 => {
+            Some((bytes, _, code_source)) if bytes != stated.0 && self.reach_is_exact(position) => {
                 crate::plan::warn(format!(
-                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code {} {bytes} bytes; {bytes} bytes are used",
-                    self.meta.name,
-                    stated.1,
-                    stated.0,
-                    self.reaches_words(position)
+                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
+                    self.meta.name, stated.1, stated.0
                 ));
                 (bytes, format!("{code_source}, not {} ({} bytes)", stated.1, stated.0))
             }
@@ -804,14 +833,15 @@ impl TensorResolver<'_> {
         }
     }
 
-    /// Two sources disagree and no majority decides: the code does, when it
-    /// reaches exactly one of the stated sizes (TVM 0.11's `_SIZE` macros are
-    /// not byte sizes); otherwise the build is refused naming every value.
+    /// Two sources disagree and no majority decides: the code does, when its
+    /// reach is exact and one of the stated sizes (TVM 0.11's `_SIZE` macros
+    /// are not byte sizes); otherwise the build is refused naming every value.
     fn settle_by_code(&self, name: &str, sizes: &[(u64, String)], position: usize) -> Result<Option<(u64, String)>> {
         let m = &self.meta.name;
         let listed: Vec<String> = sizes.iter().map(|(size, source)| format!("{size} bytes from {source}")).collect();
         let code = self.code_size(position);
-        if let Some((bytes, _, code_source)) = &code {
+        let exact = self.reach_is_exact(position);
+        if let Some((bytes, _, code_source)) = code.as_ref().filter(|_| exact) {
             if let Some((_, source)) = sizes.iter().find(|(size, _)| size == bytes) {
                 let lost: Vec<String> =
                     sizes.iter().filter(|(size, _)| size != bytes).map(|(size, source)| format!("{size} bytes from {source}")).collect();
@@ -824,7 +854,10 @@ impl TensorResolver<'_> {
             }
         }
         let code_says = match &code {
-            Some((bytes, _, _)) => format!("the code reaches {bytes} bytes, which none of them states"),
+            Some((bytes, _, _)) if exact => format!("the code reaches {bytes} bytes, which none of them states"),
+            Some((bytes, _, _)) => format!(
+                "the code reaches at most {bytes} bytes, an upper bound (a guard or index mlf-build does not follow exactly), which cannot tell which is right"
+            ),
             None => "the code does not show how far it reaches into it".to_string(),
         };
         Err(Error::new(ErrorKind::Metadata, format!("the sizes of tensor `{name}` of module `{m}` disagree: {}; {code_says}", listed.join("; ")))
@@ -899,6 +932,90 @@ impl TensorResolver<'_> {
             .unwrap_or_else(|| vec![elements]);
         let source =
             if size_source == dtype_source { size_source } else { format!("size from {size_source}; element type from {dtype_source}") };
-        Ok(Tensor { name: partial.name, dtype, size_bytes, shape, source })
+        Ok(Tensor { name: partial.name, dtype, size_bytes, shape, source, padding: partial.padding })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::input::archive::Tree;
+    use crate::plan::{plan_tree, PlanOptions, Planned};
+
+    const SOFTMAX: &str = "for (int32_t i1_1 = 0; i1_1 < 10; ++i1_1) {\n    T_softmax_norm[i1_1] = (((float*)T_softmax_exp_let)[i1_1] / ((float*)T_softmax_expsum_let)[0]);\n  }";
+    const EXACT: &str = "((o * 2) + (i >> 1)) < 5";
+    /// Also reaches element 11: an upper bound of 48 bytes.
+    const BOUND: &str = "(((o * 4) + i) < 10) || (i == 3)";
+    const HEADER: &str = "codegen/host/include/tvmgen_default.h";
+
+    /// `mlp_f32-aot_c` (output: 10 floats, 40 bytes) with its softmax split by
+    /// 4 under `guard`, without the Relay text, each file through `edit`
+    /// (`None`: left out), planned.
+    fn mlp_split(guard: &str, edit: impl Fn(&str, String) -> Option<String>) -> Option<crate::Result<Planned>> {
+        let archive = crate::test_support::corpus_dir()?.join("tvm-0.18/mlp_f32-aot_c/model.tar");
+        let tree = crate::plan::read_and_plan(&archive, &PlanOptions::default()).unwrap().tree;
+        let split = format!(
+            "for (int32_t o = 0; o < 3; ++o) {{\n    for (int32_t i = 0; i < 4; ++i) {{\n      if ({guard}) {{\n        int32_t cse_var_1 = ((o * 4) + i);\n        \
+             T_softmax_norm[cse_var_1] = (((float*)T_softmax_exp_let)[cse_var_1] / ((float*)T_softmax_expsum_let)[0]);\n      }}\n    }}\n  }}"
+        );
+        let files: Vec<(String, Vec<u8>)> = tree
+            .into_files()
+            .into_iter()
+            .filter(|(path, _)| !path.ends_with(".relay"))
+            .filter_map(|(path, bytes)| {
+                let text = edit(&path, String::from_utf8_lossy(&bytes).replace(SOFTMAX, &split))?;
+                Some((path, text.into_bytes()))
+            })
+            .collect();
+        Some(plan_tree(Tree::from_files(files).unwrap(), &PlanOptions::default()))
+    }
+
+    fn output(planned: &Planned) -> (u64, u64) {
+        let output = &planned.plan.modules[0].outputs[0];
+        (output.size_bytes, output.padding)
+    }
+
+    /// Two files disagree on the output's size: an exact reach settles it, an
+    /// upper bound cannot, and the refusal says so.
+    #[test]
+    fn only_an_exact_reach_settles_sizes_that_disagree() {
+        let lie =
+            |path: &str, text: String| Some(if path == "metadata.json" { text.replace("\"size\": 40", "\"size\": 44") } else { text });
+        let Some(planned) = mlp_split(EXACT, lie) else { return };
+        let planned = planned.unwrap();
+        assert_eq!(output(&planned), (40, 0));
+        assert!(
+            planned.warnings.iter().any(|w| w.contains("the code reaches 40 bytes, as TVMGEN_DEFAULT_OUTPUT_SIZE")),
+            "{:?}",
+            planned.warnings
+        );
+        let error = mlp_split(BOUND, lie).unwrap().err().expect("refused").to_string();
+        assert!(
+            error.contains("44 bytes from metadata.json")
+                && error.contains("40 bytes from TVMGEN_DEFAULT_OUTPUT_SIZE")
+                && error.contains("the code reaches at most 48 bytes, an upper bound"),
+            "{error}"
+        );
+    }
+
+    /// A size one file alone states (the header's macro, no metadata.json)
+    /// loses to an exact reach, never to an upper bound: the tensor keeps it
+    /// and gets padding up to the bound.
+    #[test]
+    fn a_lone_stated_size_loses_only_to_an_exact_reach() {
+        let macro_says = |bytes: u64| {
+            move |path: &str, text: String| match path {
+                "metadata.json" => None,
+                HEADER => Some(text.replace("TVMGEN_DEFAULT_OUTPUT_SIZE 40", &format!("TVMGEN_DEFAULT_OUTPUT_SIZE {bytes}"))),
+                _ => Some(text),
+            }
+        };
+        let Some(planned) = mlp_split(BOUND, macro_says(40)) else { return };
+        assert_eq!(output(&planned.unwrap()), (40, 8));
+        let planned = mlp_split(EXACT, macro_says(24)).unwrap().unwrap();
+        assert_eq!(output(&planned), (40, 0), "the macro lies and the code reaches exactly");
+        let planned = mlp_split(BOUND, macro_says(24)).unwrap().unwrap();
+        assert_eq!(output(&planned), (24, 24), "an upper bound does not outvote the macro");
+        let warning = planned.warnings.iter().find(|w| w.contains("reaches at most 48 bytes")).expect("a warning");
+        assert!(warning.contains("states 24 bytes") && warning.contains("`tvmgen_default___tvm_main__`"), "{warning}");
     }
 }

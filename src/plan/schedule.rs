@@ -58,7 +58,15 @@ pub(crate) struct Inputs<'a> {
 pub(crate) struct CodeReach {
     /// The source defining the operator, for messages.
     pub file: String,
-    pub bytes: Vec<Option<u64>>,
+    pub bytes: Vec<Option<ArgumentReach>>,
+}
+
+/// The bytes an operator's code reaches in one argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ArgumentReach {
+    pub bytes: u64,
+    /// Every guard and index followed; else `bytes` is an upper bound.
+    pub exact: bool,
 }
 
 /// The most bytes the code reaches in a storage root, and the call that reaches them.
@@ -133,6 +141,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
                 size_bytes: byte_size(&attr.shape, attr.dtype),
                 shape: attr.shape.iter().map(|&d| d as u64).collect(),
                 source: format!("the graph `{}`, node {node}", with.graph_path),
+                padding: 0,
             });
             Place::Input(inputs.len() - 1)
         };
@@ -161,9 +170,12 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
 
     // Every buffer the C code reaches into is at least as large as the code
-    // reaches: where the graph states less, the code decides, with a warning.
+    // reaches exactly: where the graph states less, the code decides, with a
+    // warning. Upper bounds past that pad (below): the graph's sizes stand.
     let operators = operator_nodes(graph);
-    let reached = code_reach(graph, with, &operators, &root)?;
+    let heads = graph.outputs();
+    let reached = code_reach(graph, with, &operators, &root, true)?;
+    let bounds = code_reach(graph, with, &operators, &root, false)?;
     let mut grown: BTreeMap<usize, u64> = BTreeMap::new();
     for (&r, reach) in &reached {
         if reach.bytes > byte_size_of(graph, r) {
@@ -171,7 +183,39 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         }
     }
     let size_of = |r: usize| grown.get(&r).copied().unwrap_or_else(|| byte_size_of(graph, r));
+    // The bytes behind root `r`: its size, or an upper bound of the code's reach past it.
+    let buffer_of = |r: usize| bounds.get(&r).map_or(0, |bound| bound.bytes).max(size_of(r));
+    for (&r, bound) in bounds.iter().filter(|(&r, bound)| bound.bytes > size_of(r)) {
+        let place = match root_place.get(&r) {
+            Some(Place::Input(_)) => "the input stays its size, and the code runs on a copy padded to it",
+            Some(Place::Param(offset)) => {
+                // Bytes past a weight are the next weights, then zeros up to the furthest bound.
+                let end = offset.saturating_add(bound.bytes);
+                if end > crate::plan::limits::MAX_BYTES {
+                    let limit = crate::plan::limits::MAX_BYTES;
+                    return Err(Error::new(
+                        ErrorKind::Metadata,
+                        format!("{}: the weights would be padded past mlf-build's limit of {limit} bytes (MAX_BYTES)", disagreement(graph, with, r, bound)),
+                    )
+                    .in_file(with.graph_path)
+                    .help("check that this is the right archive: the limits are far above what a real model for a device needs (see README.md, Untrusted archives)"));
+                }
+                blob.resize(blob.len().max(end as usize), 0);
+                "the weights are padded after their end to it"
+            }
+            Some(Place::Linked(_)) => continue,
+            _ if heads.iter().any(|&head| root[head] == r) => "the output stays its size, and the code runs on a buffer padded to it",
+            _ => "its storage is padded to it",
+        };
+        crate::plan::warn(format!(
+            "{} (an upper bound: a guard or index mlf-build does not follow exactly); {place}",
+            disagreement(graph, with, r, bound)
+        ));
+    }
     for (&entry, place) in &root_place {
+        if let Place::Input(i) = place {
+            inputs[*i].padding = buffer_of(entry) - size_of(entry);
+        }
         let Some(reach) = grown.get(&entry).and(reached.get(&entry)) else { continue };
         let lie = disagreement(graph, with, entry, reach);
         match place {
@@ -191,7 +235,6 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 
     // Outputs: an operator's result goes straight into the caller's buffer when
     // no other output shares it; anything else is copied after the last call.
-    let heads = graph.outputs();
     let output_names = output_names(&with.metadata_outputs, heads.len());
     let mut outputs = Vec::new();
     let mut direct = Vec::new();
@@ -203,6 +246,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
             size_bytes: byte_size(&attr.shape, attr.dtype),
             shape: attr.shape.iter().map(|&d| d as u64).collect(),
             source: format!("the graph `{}`, head {index}", with.graph_path),
+            padding: 0,
         };
         let stated = (with.metadata_output_bytes.len() == heads.len()).then(|| with.metadata_output_bytes[index]);
         match reached.get(&root[entry]) {
@@ -230,13 +274,14 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
                 }
             }
         }
-        outputs.push(output);
         let r = root[entry];
         let shared = heads.iter().filter(|&&other| root[other] == r).count() > 1;
         if !root_place.contains_key(&r) && !shared {
             root_place.insert(r, Place::Output(index));
             direct.push(index);
+            output.padding = buffer_of(r).saturating_sub(output.size_bytes);
         }
+        outputs.push(output);
     }
 
     for (&r, &bytes) in &grown {
@@ -247,7 +292,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 
     // Storage: every remaining root and every operator workspace gets a region,
     // shared with others that are not live during the same call.
-    let mut demands = liveness(graph, &operators, &root, |r| root_place.contains_key(&r), size_of, &heads, &direct);
+    let mut demands = liveness(graph, &operators, &root, |r| root_place.contains_key(&r), buffer_of, &heads, &direct);
     let mut workspaces = Vec::new();
     for (step, &node_id) in operators.iter().enumerate() {
         let NodeOp::TvmOp { func_name, .. } = &graph.nodes[node_id].op else { continue };
@@ -268,7 +313,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
     let too_big = |what: &str| graph_error(format!("the graph's {what} overflows 64-bit sizes"));
     let (slots, storage_bytes) = place(&demands, with.alignment).ok_or_else(|| too_big("static storage"))?;
-    let tvm_plan_bytes = tvm_plan(graph, &root, |r| root_place.contains_key(&r), size_of, &workspaces, with.alignment)
+    let tvm_plan_bytes = tvm_plan(graph, &root, |r| root_place.contains_key(&r), buffer_of, &workspaces, with.alignment)
         .ok_or_else(|| too_big("storage by storage id"))?;
     let region_of = |holds: Holds| slots.iter().find(|s| s.holds == holds).map(|s| (s.offset, s.bytes));
     let place_of = |entry: usize| -> Place {
@@ -325,10 +370,11 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 }
 
 /// For every storage root some call's code shows its reach into, the most
-/// bytes any call reaches, rounded up to whole elements of the root's type.
+/// bytes any call reaches, rounded up to whole elements of the root's type:
+/// counting only exact reaches, or only upper bounds (`exact` false).
 /// A call whose code reads more arguments than the graph passes is refused:
 /// it would read past the argument array.
-fn code_reach(graph: &Graph, with: &Inputs<'_>, operators: &[usize], root: &[usize]) -> Result<BTreeMap<usize, Reached>> {
+fn code_reach(graph: &Graph, with: &Inputs<'_>, operators: &[usize], root: &[usize], exact: bool) -> Result<BTreeMap<usize, Reached>> {
     let mut reached: BTreeMap<usize, Reached> = BTreeMap::new();
     for &node_id in operators {
         let node = &graph.nodes[node_id];
@@ -351,7 +397,7 @@ fn code_reach(graph: &Graph, with: &Inputs<'_>, operators: &[usize], root: &[usi
             .help("the graph and the C code come from different exports, and the operator would read past its arguments: pass the archive as TVM wrote it"));
         }
         for (argument, (&entry, bytes)) in entries.iter().zip(&reach.bytes).enumerate() {
-            let Some(bytes) = *bytes else { continue };
+            let Some(bytes) = bytes.filter(|reach| reach.exact == exact).map(|reach| reach.bytes) else { continue };
             let element = graph.entries[root[entry]].dtype.size_bytes() as u64;
             let Some(bytes) = bytes.checked_next_multiple_of(element) else { continue };
             let best = reached.entry(root[entry]).or_insert(Reached { bytes, node: node_id, argument });
@@ -954,7 +1000,8 @@ mod tests {
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         let params = [p0()];
         let reach = |function: &str, bytes: &[Option<u64>]| {
-            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes: bytes.to_vec() })
+            let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact: true })).collect();
+            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
         };
         // `a` reads 40 bytes of x (24 stated) and writes 30 into its result (24, rounded up to 32);
         // `b` writes 48 into the output (24).
@@ -986,6 +1033,28 @@ mod tests {
         let with = Inputs { metadata_output_bytes: vec![48], ..plain_inputs(&params) };
         let error = schedule(&graph, &with).unwrap_err().to_string();
         assert!(error.contains("output `output` is 24 bytes in the graph") && error.contains("but 48 bytes in metadata.json"), "{error}");
+    }
+
+    /// Where the code's reach is only an upper bound past what the graph
+    /// states, the graph's sizes stand: inputs and outputs get padding (the
+    /// glue's copies), weights zeros after their end, storage the bound.
+    #[test]
+    fn upper_bounds_pad_and_keep_the_graphs_sizes() {
+        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let params = [p0()];
+        let bound = |function: &str, bytes: &[Option<u64>]| {
+            let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact: false })).collect();
+            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
+        };
+        let reaches = [bound("tvmgen_default_a", &[Some(40), Some(16), Some(30)]), bound("tvmgen_default_b", &[None, Some(48)])];
+        let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![24], ..plain_inputs(&params) };
+        let (plan, inputs, outputs) = schedule(&graph, &with).unwrap();
+        assert_eq!((inputs[0].size_bytes, inputs[0].shape.clone(), inputs[0].padding), (24, vec![2, 3], 16));
+        assert_eq!((outputs[0].size_bytes, outputs[0].shape.clone(), outputs[0].padding), (24, vec![2, 3], 24));
+        assert!(outputs[0].source.starts_with("the graph"), "{}", outputs[0].source);
+        assert_eq!(plan.params.len(), 16, "the weight's 12 bytes and 4 of padding");
+        assert_eq!(plan.slots, [Slot { holds: Holds::Tensor(2), offset: 0, bytes: 32, live: (0, 1) }]);
+        assert_sound(&graph, &plan);
     }
 
     /// Each operator's workspace is a region not live with anything its call
