@@ -212,7 +212,7 @@ impl Library {
             inputs::forget(&self.object_list())?;
         }
         let header_bytes = self.archive_header_bytes();
-        let env = Env { directives: self.directives };
+        let env = Env { directives: self.directives.clone() };
         let mut started = Vec::new();
         for (source_bytes, unit) in &stale {
             // A wrapper compiles elsewhere (sccache's server, distcc): limits would hold its client only.
