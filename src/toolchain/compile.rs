@@ -97,15 +97,16 @@ impl CompilerCommand {
 }
 
 /// The address space each process of a compile may use: this much, plus
-/// [`ADDRESS_SPACE_PER_INPUT_BYTE`] per byte of C it reads. gcc's peak on the
-/// corpus's largest source (51 MB of weights, `-O3`) is under 1.6 GB where
-/// this allows 4.3 GiB; an operator source of 261 KB takes 220 MB where it allows 1 GiB.
-const BASE_ADDRESS_SPACE_BYTES: u64 = 1 << 30;
-const ADDRESS_SPACE_PER_INPUT_BYTE: u64 = 64;
+/// [`ADDRESS_SPACE_PER_INPUT_BYTE`] per byte of C it reads. gcc `-O3` on a
+/// 261 KB operator source peaks at 220 MB (host, Arm and RISC-V alike) where
+/// this allows 639 MiB; code needs about 540 bytes per byte of such C, weights
+/// (51 MB, peak under 1.6 GB) far less. A small hostile source stops near the base.
+const BASE_ADDRESS_SPACE_BYTES: u64 = 384 << 20;
+const ADDRESS_SPACE_PER_INPUT_BYTE: u64 = 1024;
 /// The CPU time each process of a compile may use: this much, plus
 /// [`CPU_SECONDS_PER_INPUT_MIB`] per MiB of C it reads (gcc `-O3` takes 8 s
-/// on the 51 MB source, allowed 1,600 s, and 5 s on the 261 KB one, allowed 68 s).
-const BASE_CPU_SECONDS: u64 = 60;
+/// on the 51 MB source, allowed 1,630 s, and 5 s on the 261 KB one, allowed 30 s).
+const BASE_CPU_SECONDS: u64 = 30;
 const CPU_SECONDS_PER_INPUT_MIB: u64 = 32;
 /// The variables that set the limits instead (a number, `0` for none).
 pub(crate) const ADDRESS_SPACE_VARIABLE: &str = "MLF_BUILD_CC_MEMORY_MIB";
