@@ -809,7 +809,9 @@ fn archive_c_is_checked_before_it_is_compiled() {
 
 /// Issue 38: C whose macros explode where mlf-build's estimate cannot see them
 /// (the macro invoked is built by `##` pasting) stops at the compiler's
-/// address-space limit with mlf-build's error, not the compiler's.
+/// address-space limit with mlf-build's error, not the compiler's: in a
+/// source, and in the interface header, which bindgen (inside the build
+/// script) reads only after the glue including it compiled under the limits.
 #[test]
 fn a_macro_explosion_the_estimate_misses_stops_at_the_compilers_limits() {
     let _serial = serial();
@@ -819,25 +821,42 @@ fn a_macro_explosion_the_estimate_misses_stops_at_the_compilers_limits() {
         return;
     }
     let dir = common::scratch("pasted-macros");
-    let archive = dir.join("model");
-    extract(&case, &archive);
-    let lib1 = "codegen/host/src/default_lib1.c";
-    let path = archive.join(lib1);
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    // Each level doubles its argument: 2^40 tokens, through a name the estimate never sees invoked.
-    text.push_str("\n#define MLF_PASTE(a, b) a##b\n#define MLF_TWICE0(x) x x\n");
-    text.push_str(&format!("int mlf_pasted(void) {{ return {}1{}; }}\n", "MLF_PASTE(MLF_TWICE, 0)(".repeat(40), ")".repeat(40)));
-    std::fs::write(&path, text).unwrap();
-    // The first build may compile the runner's crates; the second runs only the build script.
-    build_fails(&archive);
-    let started = std::time::Instant::now();
-    let stderr = build_fails(&archive);
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
-    assert!(
-        stderr.contains(lib1) && stderr.contains("MiB of address space, its limit") && stderr.contains("MLF_BUILD_CC_MEMORY_MIB"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("cc1:"), "the compiler's own error reached the user:\n{stderr}");
+    for (place, file) in [("source", "codegen/host/src/default_lib1.c"), ("header", "codegen/host/include/tvmgen_default.h")] {
+        let archive = dir.join(place);
+        extract(&case, &archive);
+        let path = archive.join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        // Each level doubles its argument: 2^40 tokens, through a name the estimate never sees invoked.
+        let body = format!("{}1{}", "MLF_PASTE(MLF_TWICE, 0)(".repeat(40), ")".repeat(40));
+        let code = if place == "header" {
+            format!(
+                "static inline int mlf_pasted(void) {{ return {body}; }}
+#endif
+"
+            )
+        } else {
+            format!(
+                "int mlf_pasted(void) {{ return {body}; }}
+"
+            )
+        };
+        if place == "header" {
+            // Inside the include guard, before its last `#endif`.
+            let guard_end = text.rfind("#endif").expect("the interface header has an include guard");
+            text.truncate(guard_end);
+        }
+        text.push_str("\n#define MLF_PASTE(a, b) a##b\n#define MLF_TWICE0(x) x x\n");
+        text.push_str(&code);
+        std::fs::write(&path, text).unwrap();
+        // The first build may compile the runner's crates; the second runs only the build script.
+        build_fails(&archive);
+        let started = std::time::Instant::now();
+        let stderr = build_fails(&archive);
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "{place}: took {:?}", started.elapsed());
+        assert!(stderr.contains("MiB of address space, its limit") && stderr.contains("MLF_BUILD_CC_MEMORY_MIB"), "{place}: {stderr}");
+        assert!(place == "header" || stderr.contains(file), "{stderr}");
+        assert!(!stderr.contains("cc1:"), "the compiler's own error reached the user:\n{stderr}");
+    }
 }
 
 /// Issue 38: a tensor name holding a bidirectional control is refused by name,

@@ -624,8 +624,10 @@ impl Builder {
             && stamp(key()?).is_current()
             && model.is_built()
             && plan.modules.iter().all(|m| bindings_file(work, m).is_file());
-        // The support library, bindgen (which reads only headers) and the
-        // model's C build side by side.
+        // The support library and the model's C build side by side; bindgen
+        // (libclang, inside this process) reads the archive's headers only
+        // after the glue that includes them compiled under the compiler's
+        // limits, so a header no estimate caught cannot exhaust this process.
         let (support, built) = std::thread::scope(|scope| {
             let support = scope.spawn(|| libraries::support_library(&settings.out_dir, &settings.support_dir, &config));
             let built = if cached {
@@ -633,7 +635,7 @@ impl Builder {
             } else {
                 stamp(String::new()).invalidate()?;
                 let key = scope.spawn(key);
-                let bindgen = scope.spawn(|| {
+                let bindgen = || {
                     plan.modules
                         .iter()
                         .map(|module| {
@@ -649,10 +651,10 @@ impl Builder {
                             Ok((bindings_file(work, module), bindings::generate(&spec)?))
                         })
                         .collect::<Result<Vec<_>>>()
-                });
+                };
                 match model.compile(compilers, base) {
                     Ok(()) => {
-                        let bound = joined(bindgen);
+                        let bound = bindgen();
                         let key = joined(key);
                         Ok(Some((bound?, key?)))
                     }
