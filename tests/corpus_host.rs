@@ -206,11 +206,15 @@ fn generated_constants(rust: &str) -> Vec<(usize, String, String)> {
 /// `mlf-build inspect --json` gives the numbers of the generated constants and
 /// the same module JSON the Builder wrote, for the archive host-runner just built.
 fn inspect_matches_build(case: &Case) -> Result<(), String> {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build"))
-        .args(["inspect", "--json"])
-        .arg(&case.archive)
-        .output()
-        .map_err(|e| e.to_string())?;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mlf-build"));
+    command.args(["inspect", "--json"]).arg(&case.archive);
+    // The libraries the build was given meet the needs inspect names: give them to inspect too.
+    for (variable, dir) in case.library_env().unwrap_or_default() {
+        if variable == "CMSIS_NN_PATH" {
+            command.arg("--cmsis-nn").arg(dir);
+        }
+    }
+    let output = command.output().map_err(|e| e.to_string())?;
     if !output.status.success() {
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
@@ -231,7 +235,13 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             planned[key] = serde_json::Value::Null;
         }
         if written != planned {
-            return Err(format!("module `{name}`: the Builder's {name}.json differs from inspect's JSON"));
+            let keys =
+                planned.as_object().map(|o| o.keys().filter(|k| written[k.as_str()] != planned[k.as_str()]).cloned().collect::<Vec<_>>());
+            return Err(format!(
+                "module `{name}`: the Builder's {name}.json differs from inspect's JSON in {keys:?}: {} against {}",
+                keys.iter().flatten().map(|k| written[k.as_str()].to_string()).collect::<Vec<_>>().join(", "),
+                keys.iter().flatten().map(|k| planned[k.as_str()].to_string()).collect::<Vec<_>>().join(", ")
+            ));
         }
         let rust = read("rs")?;
         // The items sit one level into the file's `mod generated`; pools come last and have `BYTES` too.

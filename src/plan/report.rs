@@ -158,7 +158,9 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
             let undefined: BTreeSet<String> = calls.undefined.keys().cloned().collect();
             let left = library.select(&undefined).undefined;
             let missing: Vec<&str> = kernels.iter().copied().filter(|name| left.contains(*name)).collect();
-            let given = format!("{} ({})", library.root.display(), library.version.as_deref().unwrap_or("revision unknown"));
+            // One spelling of the folder however it was given (`a/../b`, relative): the Builder's report and inspect's agree.
+            let root = std::fs::canonicalize(&library.root).unwrap_or_else(|_| library.root.clone());
+            let given = format!("{} ({})", root.display(), library.version.as_deref().unwrap_or("revision unknown"));
             if missing.is_empty() {
                 met_by = Some(format!("CMSIS-NN at {given}, which defines every function called"));
             } else {
