@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
 
 /// `cargo:<key>=<value>`, refusing a value Cargo would read as more than one line.
 fn line(key: &str, value: &str) -> Result<String> {
@@ -47,7 +48,7 @@ impl Directives {
     /// `cargo:rustc-link-search=native=<dir>` then `cargo:rustc-link-lib=static=<name>`.
     pub fn link_static(self, dir: &Path, name: &str) -> Result<()> {
         self.emit("rustc-link-search", &format!("native={}", path_text("rustc-link-search", dir)?))?;
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') {
+        if name.is_empty() || !name.bytes().all(|b| ident::is_identifier_byte(b) || b == b'-' || b == b'.') {
             return Err(Error::new(ErrorKind::Config, format!("`{}` is not a library name Cargo can link", name.escape_debug())));
         }
         self.emit("rustc-link-lib", &format!("static={name}"))
