@@ -25,7 +25,7 @@ pub(crate) fn is_c_identifier(name: &str) -> bool {
 /// Whether `byte` may be part of a C identifier: an ASCII letter, digit or
 /// `_`. The one identifier-character rule: every scanner of names and C
 /// text (the lexer in `input/c/` first) asks it.
-pub(crate) fn is_identifier_byte(byte: u8) -> bool {
+pub(crate) const fn is_identifier_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
 

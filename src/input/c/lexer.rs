@@ -50,6 +50,22 @@ impl Token {
     }
 }
 
+/// [`ident::is_identifier_byte`] of every byte, for the lexer's inner loops.
+static IDENTIFIER_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < table.len() {
+        table[byte] = ident::is_identifier_byte(byte as u8);
+        byte += 1;
+    }
+    table
+};
+
+/// The length of the run of identifier bytes `bytes` starts with.
+fn identifier_run(bytes: &[u8]) -> usize {
+    bytes.iter().take_while(|byte| IDENTIFIER_BYTES[usize::from(**byte)]).count()
+}
+
 /// Where the lexer is in a preprocessor line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Directive {
@@ -82,30 +98,38 @@ impl Iterator for Lexer<'_> {
         let (text, bytes, start) = (self.text, self.text.as_bytes(), self.at);
         let &byte = bytes.get(start)?;
         let next = bytes.get(start + 1).copied();
-        let mut ends_line = false;
+        // A space token's line breaks, and whether the last ends a line.
+        let (mut breaks, mut ends_line) = (None, false);
         let (kind, end) = match byte {
+            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => {
+                let end;
+                (end, breaks, ends_line) = space_end(bytes, start);
+                (Kind::Space, end)
+            }
+            b'0'..=b'9' => (Kind::Number, number_end(bytes, start)),
+            b'.' if next.is_some_and(|b| b.is_ascii_digit()) => (Kind::Number, number_end(bytes, start)),
             b'/' if next == Some(b'/') => (Kind::Comment, line_comment_end(bytes, start)),
             b'/' if next == Some(b'*') => (Kind::Comment, text[start + 2..].find("*/").map_or(bytes.len(), |at| start + 2 + at + 2)),
             b'"' if self.directive == Directive::Include => (Kind::HeaderName, literal_end(bytes, start, b'"')),
             b'"' | b'\'' => (Kind::Literal, literal_end(bytes, start, byte)),
-            _ if byte.is_ascii_whitespace() || continues_line(&bytes[start..]) => {
+            b'\\' if continues_line(&bytes[start..]) => {
                 let end;
-                (end, ends_line) = space_end(bytes, start);
+                (end, breaks, ends_line) = space_end(bytes, start);
                 (Kind::Space, end)
             }
             _ if ident::is_identifier_start(byte) => {
-                let word_end = start + bytes[start..].iter().take_while(|b| ident::is_identifier_byte(**b)).count();
-                match (&text[start..word_end], bytes.get(word_end)) {
-                    ("R" | "u8R" | "uR" | "UR" | "LR", Some(b'"')) => {
-                        let end = raw_string_end(text, word_end).unwrap_or_else(|| literal_end(bytes, word_end, b'"'));
-                        (Kind::Literal, end)
-                    }
-                    ("L" | "u" | "U" | "u8", Some(&quote @ (b'"' | b'\''))) => (Kind::Literal, literal_end(bytes, word_end, quote)),
+                let word_end = start + identifier_run(&bytes[start..]);
+                // A literal's prefix, or an identifier.
+                match bytes.get(word_end) {
+                    Some(&quote @ (b'"' | b'\'')) => match &text[start..word_end] {
+                        "R" | "u8R" | "uR" | "UR" | "LR" if quote == b'"' => {
+                            (Kind::Literal, raw_string_end(text, word_end).unwrap_or_else(|| literal_end(bytes, word_end, b'"')))
+                        }
+                        "L" | "u" | "U" | "u8" => (Kind::Literal, literal_end(bytes, word_end, quote)),
+                        _ => (Kind::Identifier, word_end),
+                    },
                     _ => (Kind::Identifier, word_end),
                 }
-            }
-            _ if byte.is_ascii_digit() || (byte == b'.' && next.is_some_and(|b| b.is_ascii_digit())) => {
-                (Kind::Number, number_end(bytes, start))
             }
             _ => match punctuator(&bytes[start..]) {
                 Some(punctuator) => (Kind::Punctuator(punctuator), start + punctuator.len()),
@@ -121,9 +145,11 @@ impl Iterator for Lexer<'_> {
             self.directive = if include { Directive::Include } else { Directive::Other };
         }
         let token = Token { kind, start, end, line: self.line, preprocessor: self.directive != Directive::Outside };
-        if matches!(kind, Kind::Space | Kind::Comment | Kind::Literal | Kind::HeaderName) {
-            self.line += bytes[start..end].iter().filter(|b| **b == b'\n').count();
-        }
+        self.line += match (kind, breaks) {
+            (_, Some(breaks)) => breaks,
+            (Kind::Comment | Kind::Literal | Kind::HeaderName, _) => bytes[start..end].iter().filter(|b| **b == b'\n').count(),
+            _ => 0,
+        };
         if ends_line {
             (self.line_start, self.directive) = (true, Directive::Outside);
         } else if !matches!(kind, Kind::Space | Kind::Comment) {
@@ -140,16 +166,17 @@ fn continues_line(bytes: &[u8]) -> bool {
 }
 
 /// The end of the spaces and continuations from `start`, after the first
-/// line break that ends a line, and whether one did.
-fn space_end(bytes: &[u8], start: usize) -> (usize, bool) {
-    let mut end = start;
+/// line break that ends a line; how many line breaks it holds, and whether
+/// the last ends a line.
+fn space_end(bytes: &[u8], start: usize) -> (usize, Option<usize>, bool) {
+    let (mut end, mut breaks) = (start, 0);
     loop {
         match &bytes[end..] {
-            [b'\n', ..] => return (end + 1, true),
-            [b'\\', b'\n', ..] => end += 2,
-            [b'\\', b'\r', b'\n', ..] => end += 3,
+            [b'\n', ..] => return (end + 1, Some(breaks + 1), true),
+            [b'\\', b'\n', ..] => (end, breaks) = (end + 2, breaks + 1),
+            [b'\\', b'\r', b'\n', ..] => (end, breaks) = (end + 3, breaks + 1),
             [byte, ..] if byte.is_ascii_whitespace() => end += 1,
-            _ => return (end, false),
+            _ => return (end, Some(breaks), false),
         }
     }
 }
@@ -209,21 +236,20 @@ fn number_end(bytes: &[u8], start: usize) -> usize {
     let mut end = start;
     // Whether the word being read (since `.` or a sign) starts with a digit.
     let mut digit_word = None;
-    while let Some(&byte) = bytes.get(end) {
-        if ident::is_identifier_byte(byte) {
-            digit_word = digit_word.or(Some(byte.is_ascii_digit()));
-        } else if byte == b'.' {
-            digit_word = None;
-        } else if byte != b'\'' || digit_word != Some(true) {
-            break;
+    loop {
+        let word = end;
+        end += identifier_run(&bytes[end..]);
+        if end > word {
+            digit_word = digit_word.or(Some(bytes[word].is_ascii_digit()));
         }
-        end += 1;
-        let exponent = matches!(byte, b'p' | b'P') || (!hex && matches!(byte, b'e' | b'E'));
-        if exponent && matches!(bytes.get(end), Some(b'+' | b'-')) {
-            (end, digit_word) = (end + 1, None);
+        let exponent = end > start && (matches!(bytes[end - 1], b'p' | b'P') || (!hex && matches!(bytes[end - 1], b'e' | b'E')));
+        match bytes.get(end) {
+            Some(b'.') => (end, digit_word) = (end + 1, None),
+            Some(b'\'') if digit_word == Some(true) => end += 1,
+            Some(b'+' | b'-') if exponent => (end, digit_word) = (end + 1, None),
+            _ => return end,
         }
     }
-    end
 }
 
 /// The punctuator `rest` starts with, the longest (digraphs are not TVM's).
