@@ -182,8 +182,8 @@ pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
             continue;
         }
         let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
-        c::check_source(path, &text)?;
-        codes.push((path, c::define_lines(&strip_comments(&text))));
+        let code = c::check_source(path, &text)?;
+        codes.push((path, c::define_lines(&code)));
     }
     let macros = c::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))?;
     // Every file's code against every file's macros, as one program may include them all.

@@ -26,7 +26,9 @@ pub(crate) const MAX_MACRO_DEPTH: usize = 64;
 
 /// Checks the limits an archive's C text (`path`, a source or header) must
 /// keep before any scanner reads it: its length, how deep its brackets nest.
-pub(crate) fn check_source(path: &str, text: &str) -> Result<()> {
+/// Returns the text without comments ([`strip_comments`]), which it reads
+/// the brackets of, so the caller lexes the text no second time.
+pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
     if text.len() > MAX_SOURCE_BYTES {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -55,7 +57,7 @@ pub(crate) fn check_source(path: &str, text: &str) -> Result<()> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(code)
 }
 
 /// Checks that no object-like or function-like `#define` among `files`
