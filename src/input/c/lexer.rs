@@ -63,7 +63,22 @@ static IDENTIFIER_BYTES: [bool; 256] = {
 
 /// The length of the run of identifier bytes `bytes` starts with.
 fn identifier_run(bytes: &[u8]) -> usize {
-    bytes.iter().take_while(|byte| IDENTIFIER_BYTES[usize::from(**byte)]).count()
+    // Indexing, not iterator adapters: build scripts run this unoptimised.
+    let mut length = 0;
+    while length < bytes.len() && IDENTIFIER_BYTES[bytes[length] as usize] {
+        length += 1;
+    }
+    length
+}
+
+/// How many line breaks `bytes` holds.
+fn line_breaks(bytes: &[u8]) -> usize {
+    let (mut count, mut at) = (0, 0);
+    while at < bytes.len() {
+        count += usize::from(bytes[at] == b'\n');
+        at += 1;
+    }
+    count
 }
 
 /// Where the lexer is in a preprocessor line.
@@ -147,7 +162,7 @@ impl Iterator for Lexer<'_> {
         let token = Token { kind, start, end, line: self.line, preprocessor: self.directive != Directive::Outside };
         self.line += match (kind, breaks) {
             (_, Some(breaks)) => breaks,
-            (Kind::Comment | Kind::Literal | Kind::HeaderName, _) => bytes[start..end].iter().filter(|b| **b == b'\n').count(),
+            (Kind::Comment | Kind::Literal | Kind::HeaderName, _) => line_breaks(&bytes[start..end]),
             _ => 0,
         };
         if ends_line {
@@ -254,8 +269,9 @@ fn number_end(bytes: &[u8], start: usize) -> usize {
 
 /// The punctuator `rest` starts with, the longest (digraphs are not TVM's).
 fn punctuator(rest: &[u8]) -> Option<&'static str> {
-    let at = |i: usize| rest.get(i).copied().unwrap_or(0);
-    Some(match (at(0), at(1), at(2)) {
+    let second = if rest.len() > 1 { rest[1] } else { 0 };
+    let third = if rest.len() > 2 { rest[2] } else { 0 };
+    Some(match (*rest.first()?, second, third) {
         (b'<', b'<', b'=') => "<<=",
         (b'>', b'>', b'=') => ">>=",
         (b'.', b'.', b'.') => "...",

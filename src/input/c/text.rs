@@ -15,11 +15,12 @@ use crate::input::c::lexer::{lex, Kind};
 /// `#include`'s header name stays.
 pub(crate) fn strip_comments(text: &str) -> String {
     let mut out = text.as_bytes().to_vec();
-    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for byte in &mut out[from..to] {
-            if *byte != b'\n' {
-                *byte = b' ';
+    let blank = |out: &mut Vec<u8>, mut from: usize, to: usize| {
+        while from < to {
+            if out[from] != b'\n' {
+                out[from] = b' ';
             }
+            from += 1;
         }
     };
     for token in lex(text) {
