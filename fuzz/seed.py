@@ -101,6 +101,8 @@ def main():
             target = target_for(path)
             if target:
                 write(target, data)
+            if target == "sources" and len(data) <= MAX_MEMBER:
+                write("c_lexer", data)
             if target == "object":
                 # Machine code for the frame reader (the stack target reads it as Thumb and RISC-V).
                 write("stack", data[:65536])

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
+use crate::ident;
 use crate::input::archive::{Limits, Tree};
 use crate::input::sources::{self, InterfaceHeader};
-use crate::input::{c_text, memory_x};
+use crate::input::{c, memory_x};
 use crate::plan::schedule::{self, Inputs};
 use crate::{
     input::graph, input::metadata, input::params, plan, toolchain::elf, toolchain::measure, toolchain::prologue, toolchain::stack,
@@ -73,7 +74,7 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
     if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
         for value in header.macros.values() {
-            c_text::integer(value);
+            c::integer(value);
             sources::parse_byte_list(value);
         }
     }
@@ -87,9 +88,29 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     sources::main_parameter_types(&sources, &codegen, MODULE);
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
-        let name: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let name: String = text[at..].chars().take_while(|c| ident::is_identifier_char(*c)).collect();
         sources::operator_args(&sources, &codegen, &name);
     }
+    Ok(())
+}
+
+/// `bytes` as C text through the C lexer: its tokens cover the text in
+/// order, each a slice on character boundaries that starts on the line it
+/// says; blanking its comments and literals keeps every byte's place and
+/// every line break. A broken invariant panics: the fuzzer's finding.
+pub fn c_lexer(bytes: &[u8]) -> Result<()> {
+    let text = String::from_utf8_lossy(bytes);
+    let (mut at, mut line) = (0, 1);
+    for token in c::lexer::lex(&text) {
+        assert!(token.start == at && token.end > at && text.is_char_boundary(token.end), "{token:?} after byte {at}");
+        assert_eq!(token.line, line, "{token:?}");
+        line += text[token.start..token.end].matches('\n').count();
+        at = token.end;
+    }
+    assert_eq!(at, text.len(), "the tokens end before the text");
+    let code = c::strip_comments(&text);
+    assert_eq!(code.len(), text.len());
+    assert!(code.bytes().zip(text.bytes()).all(|(kept, was)| (kept == b'\n') == (was == b'\n')), "a line break moved");
     Ok(())
 }
 

@@ -19,9 +19,24 @@ pub(crate) const MAX_NAME_BYTES: usize = 255;
 /// (raw when it is a keyword).
 pub(crate) fn is_c_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
-    name.len() <= MAX_NAME_BYTES
-        && bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    name.len() <= MAX_NAME_BYTES && bytes.next().is_some_and(is_identifier_start) && bytes.all(is_identifier_byte)
+}
+
+/// Whether `byte` may be part of a C identifier: an ASCII letter, digit or
+/// `_`. The one identifier-character rule: every scanner of names and C
+/// text (the lexer in `input/c/` first) asks it.
+pub(crate) const fn is_identifier_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+/// Whether a C identifier may start with `byte`: an identifier byte, not a digit.
+pub(crate) fn is_identifier_start(byte: u8) -> bool {
+    is_identifier_byte(byte) && !byte.is_ascii_digit()
+}
+
+/// [`is_identifier_byte`] for a character (none outside ASCII is one).
+pub(crate) fn is_identifier_char(c: char) -> bool {
+    u8::try_from(c).is_ok_and(is_identifier_byte)
 }
 
 /// What the rule says about a name it refuses, for messages.

@@ -26,6 +26,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("object", fuzzing::object),
     ("memory_x", fuzzing::memory_x),
     ("stack", fuzzing::stack),
+    ("c_lexer", fuzzing::c_lexer),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -185,6 +186,25 @@ fn hostile_c_text_does_not_panic() {
             text("packed args", "int32_t tvmgen_default_fused_add(void* args, int32_t* t, int32_t n, void* r, int32_t* rt, void* h) {\n  void* a = (((TVMValue*)args)[0].v_handle);\n  ((float*)a)[ = 1;\n}"),
             text("multibyte", "tvmgen_default_é(ü){ß}\u{10FFFF}"),
             ("not UTF-8", b"\xff\xfe tvmgen_default_run( \xc3".to_vec()),
+        ],
+    );
+}
+
+/// Text cut inside every kind of token the C lexer knows keeps its invariants.
+#[test]
+fn c_lexer_cut_tokens_keep_invariants() {
+    assert_no_panic(
+        fuzzing::c_lexer,
+        &[
+            text("empty", ""),
+            text("unclosed literals", "\"a\\\n'b\\"),
+            text("unclosed raw string", "u8R\"delim(é\n"),
+            text("unclosed comment", "/* é"),
+            text("continued comment", "// a \\\r\n b \\"),
+            text("directive", "#  include \"a//b.h\" \\\n \"c\"\n#define X(a) a ## \\"),
+            text("numbers", "1'000 0x1p+ 1e- .5'' 0xe+1"),
+            text("multibyte", "€'é'\"ü\\\u{10FFFF}"),
+            ("not UTF-8", b"\xff\xfe \"\xc3".to_vec()),
         ],
     );
 }

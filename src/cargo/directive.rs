@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
 
 /// `cargo:<key>=<value>`, refusing a value Cargo would read as more than one line.
 fn line(key: &str, value: &str) -> Result<String> {
@@ -61,7 +62,7 @@ impl Directives {
     /// `cargo:rustc-link-search=native=<dir>` then `cargo:rustc-link-lib=static=<name>`.
     pub fn link_static(&self, dir: &Path, name: &str) -> Result<()> {
         self.hold("rustc-link-search", &format!("native={}", path_text("rustc-link-search", dir)?))?;
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') {
+        if name.is_empty() || !name.bytes().all(|b| ident::is_identifier_byte(b) || b == b'-' || b == b'.') {
             return Err(Error::new(ErrorKind::Config, format!("`{}` is not a library name Cargo can link", name.escape_debug())));
         }
         self.hold("rustc-link-lib", &format!("static={name}"))

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::ident::{c_comment, is_c_identifier};
 use crate::input::kernel_library::{KernelLocal, ScratchCall};
-use crate::input::{c_text, sources};
+use crate::input::{c, sources};
 
 /// Which of the kernels' code paths the core's compile selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,7 +281,7 @@ fn integer_literal(text: &str) -> Result<i64, ()> {
     if !digits.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(());
     }
-    let magnitude = i64::try_from(c_text::integer(digits).ok_or(())?).map_err(|_| ())?;
+    let magnitude = i64::try_from(c::integer(digits).ok_or(())?).map_err(|_| ())?;
     let value = if negative { -magnitude } else { magnitude };
     if i32::try_from(value).is_ok() {
         Ok(value)

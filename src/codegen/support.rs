@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cargo::write::write_if_changed;
 use crate::error::Result;
-use crate::input::c_text;
+use crate::input::c;
 
 macro_rules! embed {
     ($path:literal) => {
@@ -49,11 +49,9 @@ pub(crate) fn defines(name: &str) -> bool {
         .get_or_init(|| {
             let mut names = Vec::new();
             for (_, bytes) in FILES.iter().filter(|(path, _)| path.starts_with("src/") && path.ends_with(".c")) {
-                let code = c_text::strip_comments(&String::from_utf8_lossy(bytes));
+                let code = c::strip_comments(&String::from_utf8_lossy(bytes));
                 names.extend(
-                    c_text::function_definitions(&code)
-                        .filter(|(name, _)| !c_text::is_static(&code, name))
-                        .map(|(name, _)| name.to_string()),
+                    c::function_definitions(&code).filter(|(name, _)| !c::is_static(&code, name)).map(|(name, _)| name.to_string()),
                 );
             }
             names

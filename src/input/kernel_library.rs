@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::{c_text, user_path};
+use crate::ident;
+use crate::input::{c, user_path};
 
 /// CMSIS-NN's public headers: archives whose code includes one call CMSIS-NN.
 pub(crate) const CMSIS_NN_HEADERS: &[&str] = &["arm_nnfunctions.h", "arm_nnsupportfunctions.h", "arm_nn_types.h", "arm_nn_math_types.h"];
@@ -122,12 +123,12 @@ impl KernelLibrary {
     pub fn from_texts(root: &Path, headers: &[(String, String)], sources: &[(String, String)]) -> KernelLibrary {
         let mut library = KernelLibrary { root: root.to_path_buf(), ..KernelLibrary::default() };
         for (path, text) in headers {
-            let code = c_text::strip_comments(text);
+            let code = c::strip_comments(text);
             if path.ends_with(CMSIS_NN_API_HEADER) {
                 library.version = revision(text);
             }
             let guards = line_guards(&code);
-            for (name, body) in c_text::function_definitions(&code) {
+            for (name, body) in c::function_definitions(&code) {
                 library.header_calls.entry(name.to_string()).or_default().extend(calls(body));
                 library.record_guard(name, guard_at(&guards, &code, name), path);
             }
@@ -138,9 +139,9 @@ impl KernelLibrary {
             library.declarations.extend(declarations(&code));
         }
         for (index, (path, text)) in sources.iter().enumerate() {
-            let code = c_text::strip_comments(text);
+            let code = c::strip_comments(text);
             let guards = line_guards(&code);
-            for (name, _) in c_text::function_definitions(&code) {
+            for (name, _) in c::function_definitions(&code) {
                 library.record_guard(name, guard_at(&guards, &code, name), path);
                 let files = library.defined_in.entry(name.to_string()).or_default();
                 if !files.contains(&index) {
@@ -234,7 +235,7 @@ pub(crate) struct KernelLocal {
 /// comments) given a `cmsis_nn_context` whose size is a constant.
 pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
     let mut calls = Vec::new();
-    for (function, body) in c_text::function_definitions(code) {
+    for (function, body) in c::function_definitions(code) {
         let locals: std::sync::Arc<[KernelLocal]> = body.split(';').filter_map(kernel_local).collect();
         if locals.iter().all(|local| local.type_name != "cmsis_nn_context") {
             continue;
@@ -247,7 +248,7 @@ pub(crate) fn scratch_calls(file: &str, code: &str) -> Vec<ScratchCall> {
         }
         for context in locals.iter().filter(|local| local.type_name == "cmsis_nn_context") {
             let Some((buffer, size)) = context.init.rsplit_once(',') else { continue };
-            let Some(reserved) = c_text::integer(size.trim()) else { continue };
+            let Some(reserved) = c::integer(size.trim()) else { continue };
             let buffered = !is_null(buffer);
             let reference = format!("&{}", context.name);
             for (kernel, args) in by_first.get(&reference).into_iter().flatten() {
@@ -281,7 +282,7 @@ fn kernel_local(statement: &str) -> Option<KernelLocal> {
     let mut words = declaration.split_whitespace();
     let (type_name, name) = (words.next()?, words.next()?);
     let init = init.trim().strip_prefix('{')?.strip_suffix('}')?;
-    let identifier = |word: &str| !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let identifier = |word: &str| !word.is_empty() && word.chars().all(ident::is_identifier_char);
     (type_name.starts_with("cmsis_nn_") && identifier(name) && words.next().is_none()).then(|| KernelLocal {
         type_name: type_name.to_string(),
         name: name.to_string(),
@@ -294,13 +295,13 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
     let mut found = Vec::new();
     for (at, _) in body.match_indices('(') {
         let head = &body[..at];
-        let start = crate::input::c_text::trailing_identifier_start(head);
+        let start = crate::input::c::trailing_identifier_start(head);
         let callee = &head[start..];
         if callee.is_empty() || callee.starts_with(|c: char| c.is_ascii_digit()) {
             continue;
         }
         if let Some(close) = closing_paren(&body[at + 1..]) {
-            let arguments = c_text::split_top_level(&body[at + 1..at + 1 + close]);
+            let arguments = c::split_top_level(&body[at + 1..at + 1 + close]);
             found.push((callee, arguments.into_iter().map(|argument| argument.trim().to_string()).collect()));
         }
     }
@@ -308,7 +309,7 @@ fn call_expressions(body: &str) -> Vec<(&str, Vec<String>)> {
 }
 
 fn calls(code: &str) -> impl Iterator<Item = String> + '_ {
-    c_text::called_functions(code).map(str::to_string)
+    c::called_functions(code).map(str::to_string)
 }
 
 /// Per line of `code` (its start offset), the extension the `#if`s around it
@@ -347,7 +348,7 @@ fn line_guards(code: &str) -> Vec<(usize, Option<(Extension, &str)>)> {
 /// without negation; a term of `||` alternatives only when each names one.
 fn required_extension(condition: &str) -> Option<Extension> {
     let named = |text: &str| {
-        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        text.split(|c: char| !ident::is_identifier_char(c))
             .filter_map(|word| EXTENSION_MACROS.iter().find(|(name, _)| *name == word).map(|(_, extension)| *extension))
             .max()
     };
@@ -371,7 +372,7 @@ fn function_like_macros(code: &str) -> Vec<(&str, String)> {
             continue;
         };
         let rest = rest.trim_start();
-        let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let name_end = rest.find(|c: char| !ident::is_identifier_char(c)).unwrap_or(rest.len());
         let (name, after) = rest.split_at(name_end);
         let mut body = after.strip_prefix('(').map(str::to_string);
         let mut continued = line.trim_end().ends_with('\\');
@@ -394,11 +395,11 @@ fn declarations(code: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
     for (at, _) in code.match_indices('(') {
         let head = code[..at].trim_end();
-        let start = crate::input::c_text::trailing_identifier_start(head);
+        let start = crate::input::c::trailing_identifier_start(head);
         let name = &head[start..];
         // A declaration follows a return type: a name or `*` before it.
         let before = head[..start].trim_end();
-        if name.is_empty() || !before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '*') {
+        if name.is_empty() || !before.ends_with(|c: char| ident::is_identifier_char(c) || c == '*') {
             continue;
         }
         let after = &code[at + 1..];

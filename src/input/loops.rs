@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::dtype::DType;
-use crate::input::c_text;
+use crate::input::c;
+use crate::input::c::lexer::{self, Kind};
 
 /// How much of a buffer the code reaches: indices `0..elements` of `dtype`.
 /// `exact`: some run of the code reaches the last element; otherwise
@@ -120,7 +121,7 @@ fn scalar_dtype(ty: &str) -> Option<DType> {
 
 fn last_identifier(text: &str) -> Option<&str> {
     let text = text.trim_end();
-    let start = c_text::trailing_identifier_start(text);
+    let start = c::trailing_identifier_start(text);
     Some(&text[start..]).filter(|ident| !ident.is_empty())
 }
 
@@ -134,51 +135,20 @@ enum Token {
     Text,
 }
 
-const PUNCTS: &[&str] = &[
-    "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
-    "(", ")", "[", "]", "{", "}", ";", ",", "?", ":", "=", "<", ">", "+", "-", "*", "/", "%", "&", "|", "^", "!", "~", ".",
-];
-
-/// Tokens of a C body without comments; preprocessor lines are skipped. `None` on a byte C has no token for.
+/// Tokens of a C body without comments, through the C lexer; preprocessor
+/// lines are skipped. `None` on a character C has no token for.
 fn tokenize(body: &str) -> Option<Vec<Token>> {
     let mut tokens = Vec::new();
-    for line in body.lines().filter(|line| !line.trim_start().starts_with('#')) {
-        let bytes = line.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            let c = bytes[i];
-            if c.is_ascii_whitespace() {
-                i += 1;
-            } else if c.is_ascii_alphabetic() || c == b'_' {
-                let start = i;
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                    i += 1;
-                }
-                tokens.push(Token::Ident(line[start..i].to_string()));
-            } else if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-                let start = i;
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_') {
-                    // An exponent's sign belongs to the number: `1e-05f`, `0x1p+3`.
-                    let exponent = matches!(bytes[i], b'e' | b'E' | b'p' | b'P') && !line[start..i].starts_with("0x");
-                    i += 1;
-                    if (exponent || matches!(bytes[i - 1], b'p' | b'P')) && matches!(bytes.get(i), Some(b'+' | b'-')) {
-                        i += 1;
-                    }
-                }
-                tokens.push(c_text::integer(&line[start..i]).and_then(|value| i64::try_from(value).ok()).map_or(Token::Number, Token::Int));
-            } else if c == b'"' || c == b'\'' {
-                i += 1;
-                while i < bytes.len() && bytes[i] != c {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-                tokens.push(Token::Text);
-            } else {
-                let punct = PUNCTS.iter().find(|p| line[i..].starts_with(**p))?;
-                tokens.push(Token::Punct(punct));
-                i += punct.len();
-            }
-        }
+    for token in lexer::lex(body).filter(|token| !token.preprocessor) {
+        let text = token.text(body);
+        tokens.push(match token.kind {
+            Kind::Space | Kind::Comment => continue,
+            Kind::Identifier => Token::Ident(text.to_string()),
+            Kind::Number => c::integer(text).and_then(|value| i64::try_from(value).ok()).map_or(Token::Number, Token::Int),
+            Kind::Literal | Kind::HeaderName => Token::Text,
+            Kind::Punctuator("#" | "##") | Kind::Other => return None,
+            Kind::Punctuator(punctuator) => Token::Punct(punctuator),
+        });
     }
     Some(tokens)
 }

@@ -9,6 +9,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
 
 const FILE: &str = "metadata.json";
 const OLDEST: u32 = 1;
@@ -171,7 +172,7 @@ pub(crate) struct OperatorParam {
 /// `serving_default_input_1:0` becomes `serving_default_input_1_0`.
 pub(crate) fn sanitize(name: &str) -> String {
     // Byte by byte, as TVM's `SanitizeName` (`std::isalnum` on each `char`) does.
-    name.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect()
+    name.bytes().map(|b| if ident::is_identifier_byte(b) { char::from(b) } else { '_' }).collect()
 }
 
 /// Parses `metadata.json`; every error names the file.

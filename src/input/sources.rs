@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ident::CIdent;
+use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
-use crate::input::c_text::{self, called_functions, closing, function_definitions, split_top_level, strip_comments, FunctionIndex};
+use crate::input::c::{self, called_functions, closing, function_definitions, split_top_level, strip_comments, FunctionIndex};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -152,8 +152,8 @@ impl<'t> Sources<'t> {
 pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, modules: &[&str]) -> Result<()> {
     for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
         let code = sources.text(path);
-        let own = function_definitions(code)
-            .find(|(name, _)| crate::codegen::glue::is_own_symbol(name, modules) && !c_text::is_static(code, name));
+        let own =
+            function_definitions(code).find(|(name, _)| crate::codegen::glue::is_own_symbol(name, modules) && !c::is_static(code, name));
         if let Some((name, _)) = own {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -172,8 +172,8 @@ fn is_source(path: &str) -> bool {
 }
 
 /// Checks every C source and header of the archive's generated code before
-/// anything reads it: the limits of [`c_text::check_source`] and
-/// [`c_text::check_macros`].
+/// anything reads it: the limits of [`c::check_source`] and
+/// [`c::check_macros`].
 pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
     let mut codes = Vec::new();
     for path in tree.files_under(SRC_DIR).chain(tree.files_under(INCLUDE_DIR)) {
@@ -182,10 +182,10 @@ pub(crate) fn check_c_text(tree: &Tree) -> Result<()> {
             continue;
         }
         let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
-        c_text::check_source(path, &text)?;
-        codes.push((path, c_text::define_lines(&strip_comments(&text))));
+        let code = c::check_source(path, &text)?;
+        codes.push((path, c::define_lines(&code)));
     }
-    let macros = c_text::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))?;
+    let macros = c::check_macros(codes.iter().map(|(path, code)| (*path, code.as_str())))?;
     // Every file's code against every file's macros, as one program may include them all.
     for (path, _) in &codes {
         macros.check_code(path, &strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default())))?;
@@ -298,7 +298,7 @@ impl InterfaceHeader {
 
     /// A `#define` value parsed as an unsigned integer.
     pub fn macro_u64(&self, name: &str) -> Option<u64> {
-        c_text::integer(self.macros.get(name)?)
+        c::integer(self.macros.get(name)?)
     }
 }
 
@@ -320,7 +320,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree) -> Option<Metadata> {
         if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
             continue;
         }
-        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c_text::integer(v));
+        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
         stated.push(workspace.is_some());
         modules.push(ModuleMeta {
@@ -398,7 +398,7 @@ pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
-        .map(|item| c_text::integer(item).and_then(|value| u8::try_from(value).ok()))
+        .map(|item| c::integer(item).and_then(|value| u8::try_from(value).ok()))
         .collect()
 }
 
@@ -514,7 +514,7 @@ pub(crate) fn workspace_bytes(
             let size = split_top_level(args).get(2)?.trim();
             // `(uint64_t)3888`: the cast, then the constant.
             let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
-            total = total.checked_add(c_text::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
+            total = total.checked_add(c::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
         }
         Some((total, called_functions(body).filter(|callee| definitions.functions.contains(*callee)).collect()))
     };
@@ -733,7 +733,7 @@ const DSP_INTRINSICS: &[&str] = &[
 
 /// The first DSP intrinsic named in `text`, as written.
 fn dsp_intrinsic(text: &str) -> Option<&str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+    text.split(|c: char| !ident::is_identifier_char(c))
         .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
 }
 
@@ -806,7 +806,7 @@ pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<
             if !line.trim_end().ends_with('{') {
                 continue;
             }
-            let start = c_text::trailing_identifier_start(&line[..at]);
+            let start = c::trailing_identifier_start(&line[..at]);
             let symbol = format!("{}_lookup_linked_param", &line[start..at]);
             let mut storage_ids = Vec::new();
             for body in lines.by_ref() {
@@ -966,8 +966,8 @@ pub(crate) fn pool_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str,
         .find(|name| code.definition(name, |_, _| ()).is_some())?;
     let position = code.definition(&format!("tvmgen_{module}_run"), |_, body| {
         let call = body.find(&format!("{entry}("))? + entry.len() + 1;
-        let close = c_text::closing(&body[call..], '(', ')')?;
-        let args = c_text::split_top_level(&body[call..call + close]);
+        let close = c::closing(&body[call..], '(', ')')?;
+        let args = c::split_top_level(&body[call..call + close]);
         // The argument is the pool itself, maybe cast: `((uint8_t*)workspace_pools->sram)`.
         let bare =
             |arg: &str| arg.trim_start_matches(['(', ' ']).trim_end_matches([')', ' ']).rsplit(')').next().map(str::trim) == Some(pool);
@@ -1091,7 +1091,7 @@ pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Opti
     for path in &codegen.c_sources {
         for line in sources.text(path).lines() {
             let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
-            let Some(size) = declaration.split_once('[').and_then(|(_, size)| c_text::integer(size)) else { continue };
+            let Some(size) = declaration.split_once('[').and_then(|(_, size)| c::integer(size)) else { continue };
             total = Some(total.unwrap_or(0u64).checked_add(size)?);
         }
     }
@@ -1130,7 +1130,7 @@ pub(crate) fn param_names(params: &str) -> Vec<String> {
     params
         .split(',')
         .filter_map(|param| {
-            let name = param.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
+            let name = param.trim().rsplit(|c: char| !ident::is_identifier_char(c)).next()?;
             (!name.is_empty()).then(|| name.to_string())
         })
         .collect()
@@ -1142,7 +1142,7 @@ fn aliases<'t>(body: &'t str, name: &'t str) -> Vec<&'t str> {
     for line in body.lines() {
         let Some((left, right)) = line.trim().strip_suffix(';').and_then(|l| l.split_once('=')) else { continue };
         if right.trim() == name {
-            if let Some(alias) = left.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().filter(|a| !a.is_empty()) {
+            if let Some(alias) = left.trim().rsplit(|c: char| !ident::is_identifier_char(c)).next().filter(|a| !a.is_empty()) {
                 names.push(alias);
             }
         }
@@ -1158,7 +1158,7 @@ fn calls_in(body: &str) -> Vec<(&str, Vec<&str>)> {
             let statement = statement.split_once('=').filter(|(left, _)| !left.contains('(')).map_or(statement, |(_, right)| right.trim());
             let open = statement.find('(')?;
             let name = statement[..open].trim();
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if name.is_empty() || !name.chars().all(ident::is_identifier_char) {
                 return None;
             }
             let close = closing(&statement[open + 1..], '(', ')')?;

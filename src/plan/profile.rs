@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
-use crate::input::c_text::{called_functions, function_definitions, is_static, strip_comments};
+use crate::input::c::{called_functions, function_definitions, is_static, strip_comments};
 use crate::plan::model::{Entry, ModulePlan, Plan, Profile};
 
 /// Sets every module's [`ModulePlan::profile`], or refuses the archive.

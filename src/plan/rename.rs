@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::ident::{is_c_identifier, CIdent, MAX_NAME_BYTES};
+use crate::ident::{self, is_c_identifier, CIdent, MAX_NAME_BYTES};
 use crate::input::archive::Tree;
 use crate::input::metadata::{Executor, Metadata};
 use crate::input::sources;
@@ -179,10 +179,10 @@ fn rename_symbols(text: &str, from: &str, to: &str) -> Result<String> {
         while let Some(at) = rest.find(&old) {
             let before = rest[..at].chars().next_back().or_else(|| result.chars().next_back());
             let after = rest[at + old.len()..].chars().next();
-            let starts_identifier = !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let starts_identifier = !before.is_some_and(ident::is_identifier_char);
             result.push_str(&rest[..at]);
             if starts_identifier && after.is_some_and(|c| followers.contains(&c)) {
-                let length = rest[at..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len() - at);
+                let length = rest[at..].find(|c: char| !ident::is_identifier_char(c)).unwrap_or(rest.len() - at);
                 let identifier = &rest[at..at + length];
                 if identifier.len() <= MAX_NAME_BYTES && identifier.len() - old.len() + new.len() > MAX_NAME_BYTES {
                     return Err(too_long(from, to, identifier, &format!("{new}{}", &identifier[old.len()..])));

@@ -112,7 +112,7 @@ const CPU_SECONDS_PER_INPUT_MIB: u64 = 32;
 pub(crate) const ADDRESS_SPACE_VARIABLE: &str = "MLF_BUILD_CC_MEMORY_MIB";
 pub(crate) const CPU_TIME_VARIABLE: &str = "MLF_BUILD_CC_CPU_SECONDS";
 
-/// A backstop for C the checks of `input::c_text` let through that would
+/// A backstop for C the checks of `input::c` let through that would
 /// still exhaust the compiler (macros built by `##` pasting, passed as
 /// arguments): the limits a compile reading `input_bytes` of C runs under,
 /// scaled to them unless the variables above set them.

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
 use crate::toolchain::elf::{self, Header, Section, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_PROGBITS};
 
 /// What part of a model's memory a linker section holds.
@@ -85,7 +86,7 @@ impl SectionNames {
         let valid = !section.is_empty()
             && section.len() <= 128
             && !section.starts_with(|c: char| c.is_ascii_digit())
-            && section.chars().all(|c| c.is_ascii_alphanumeric() || "._$".contains(c));
+            && section.chars().all(|c| ident::is_identifier_char(c) || ".$".contains(c));
         if valid {
             Ok(())
         } else {

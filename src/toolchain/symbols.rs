@@ -11,6 +11,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
 use crate::toolchain::elf::{self, Header, Section};
 
 /// `STB_GLOBAL`, `STB_WEAK` and `STB_GNU_UNIQUE`: the bindings another object can link to.
@@ -44,7 +45,7 @@ pub(crate) struct Patch {
 /// `my_model_0_2_1_`). Independent of where the crate is built; a crate's
 /// name starts with a letter, so the prefixed names are C identifiers.
 pub(crate) fn crate_tag(package: &str, version: &str) -> String {
-    let clean = |text: &str| -> String { text.bytes().map(|b| if b.is_ascii_alphanumeric() { char::from(b) } else { '_' }).collect() };
+    let clean = |text: &str| -> String { text.bytes().map(|b| if ident::is_identifier_byte(b) { char::from(b) } else { '_' }).collect() };
     format!("{}_{}_", clean(package), clean(version))
 }
 

@@ -1,12 +1,12 @@
-//! The C text primitives every scanner of C sources shares: comments and
-//! literals blanked, integer literals, function definitions and the calls in
-//! a body, brackets matched and arguments split; and the limits a C text from
-//! an archive must keep before any of them runs ([`check_source`]). Each works
-//! on text and returns slices of it; none knows what the code means.
+//! The limits an archive's C text must keep before any scanner reads it:
+//! its length and bracket depth ([`check_source`]), and how far its macros
+//! may expand ([`check_macros`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident;
+use crate::input::c::text::strip_comments;
 
 /// Longest C source or header read from an archive, in bytes: TVM's largest
 /// (weights written as C arrays) are tens of MiB.
@@ -24,122 +24,11 @@ pub(crate) const MAX_MACRO_TOKENS: u64 = 1 << 26;
 /// Longest chain of macros naming macros that is followed.
 pub(crate) const MAX_MACRO_DEPTH: usize = 64;
 
-/// `text` with every comment and the inside of every string and character
-/// literal replaced by spaces (line breaks kept), so each byte stays where it
-/// was and no scanner takes `f(` or `//` in a literal for code. The header
-/// name of an `#include` stays. A lexer: one pass, each byte looked at once.
-pub(crate) fn strip_comments(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
-    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for byte in &mut out[from..to] {
-            if *byte != b'\n' {
-                *byte = b' ';
-            }
-        }
-    };
-    // Whether the line so far is blank, where its `#` directive's name starts,
-    // and the word (identifier or number) just before `i`: a raw string's
-    // prefix, or a number whose `'` separates digits.
-    let (mut line_start, mut directive) = (true, None::<usize>);
-    let (mut word_start, mut after_word) = (0usize, false);
-    let mut i = 0;
-    while i < bytes.len() {
-        let byte = bytes[i];
-        let next = bytes.get(i + 1).copied();
-        let skip_to = match byte {
-            b'/' if next == Some(b'/') => {
-                let mut end = i + 2;
-                while end < bytes.len() && bytes[end] != b'\n' {
-                    // A backslash ending the line continues the comment.
-                    match &bytes[end..] {
-                        [b'\\', b'\n', ..] => end += 2,
-                        [b'\\', b'\r', b'\n', ..] => end += 3,
-                        _ => end += 1,
-                    }
-                }
-                blank(&mut out, i, end);
-                Some(end)
-            }
-            b'/' if next == Some(b'*') => {
-                let end = text[i + 2..].find("*/").map_or(bytes.len(), |at| i + 2 + at + 2);
-                blank(&mut out, i, end);
-                Some(end)
-            }
-            // `#include "header.h"`: a header name, kept.
-            b'"' if directive.is_some_and(|at| is_include(&text[at..i])) => Some(literal_end(bytes, i, b'"')),
-            b'"' | b'\'' if byte == b'"' || !(after_word && bytes[word_start].is_ascii_digit()) => {
-                let raw = if after_word && byte == b'"' { raw_string_end(text, word_start, i) } else { None };
-                let end = raw.unwrap_or_else(|| literal_end(bytes, i, byte));
-                let closed = end > i + 1 && bytes[end - 1] == byte;
-                blank(&mut out, i + 1, if closed { end - 1 } else { end });
-                Some(end)
-            }
-            _ => None,
-        };
-        if let Some(end) = skip_to {
-            (i, after_word, line_start) = (end, false, false);
-            continue;
-        }
-        match byte {
-            b'\n' => (line_start, directive) = (true, None),
-            b'#' if line_start => (line_start, directive) = (false, Some(i + 1)),
-            _ if !byte.is_ascii_whitespace() => line_start = false,
-            _ => {}
-        }
-        let wordish = byte.is_ascii_alphanumeric() || byte == b'_' || (byte == b'\'' && after_word);
-        if wordish && !after_word {
-            word_start = i;
-        }
-        after_word = wordish;
-        i += 1;
-    }
-    // Only ASCII bytes were written, each over a whole character's bytes.
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Whether a directive's text after `#` is `include` (or `include_next`, `import`) before its operand.
-fn is_include(directive: &str) -> bool {
-    let word = directive.trim_start();
-    let word = &word[..word.find(|c: char| !c.is_ascii_alphabetic() && c != '_').unwrap_or(word.len())];
-    matches!(word, "include" | "include_next" | "import")
-}
-
-/// The index after the literal opening at `open` with `quote`: its closing
-/// quote, else the end of its line (an unterminated literal is no longer than a line).
-fn literal_end(bytes: &[u8], open: usize, quote: u8) -> usize {
-    let mut i = open + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'\n' => return i,
-            b if b == quote => return i + 1,
-            _ => i += 1,
-        }
-    }
-    bytes.len()
-}
-
-/// The index after a C++ raw string `R"delim(...)delim"` whose `"` is at
-/// `quote`, when the word before it is a raw prefix (`R`, `u8R`, `LR` ...).
-fn raw_string_end(text: &str, word_start: usize, quote: usize) -> Option<usize> {
-    if !matches!(&text[word_start.min(quote)..quote], "R" | "u8R" | "uR" | "UR" | "LR") {
-        return None;
-    }
-    let after = &text[quote + 1..];
-    let open = after.bytes().take(17).position(|b| b == b'(')?;
-    let delimiter = &after[..open];
-    if delimiter.bytes().any(|b| b.is_ascii_whitespace() || matches!(b, b'\\' | b')' | b'"')) {
-        return None;
-    }
-    let close = format!("){delimiter}\"");
-    let end = after[open..].find(&close).map_or(text.len(), |at| quote + 1 + open + at + close.len());
-    Some(end)
-}
-
 /// Checks the limits an archive's C text (`path`, a source or header) must
 /// keep before any scanner reads it: its length, how deep its brackets nest.
-pub(crate) fn check_source(path: &str, text: &str) -> Result<()> {
+/// Returns the text without comments ([`strip_comments`]), which it reads
+/// the brackets of, so the caller lexes the text no second time.
+pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
     if text.len() > MAX_SOURCE_BYTES {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -168,7 +57,7 @@ pub(crate) fn check_source(path: &str, text: &str) -> Result<()> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(code)
 }
 
 /// Checks that no object-like or function-like `#define` among `files`
@@ -428,8 +317,8 @@ impl Estimate<'_> {
                 continue;
             }
             let mut counted = 1u64;
-            if byte.is_ascii_alphanumeric() || byte == b'_' {
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            if ident::is_identifier_byte(byte) {
+                while i < bytes.len() && ident::is_identifier_byte(bytes[i]) {
                     i += 1;
                 }
                 let word = &code[start..i];
@@ -502,7 +391,7 @@ fn defines(code: &str) -> Vec<(&str, &str)> {
             continue;
         };
         let rest = rest.trim_start();
-        let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let name_end = rest.find(|c: char| !ident::is_identifier_char(c)).unwrap_or(rest.len());
         if name_end == 0 {
             continue;
         }
@@ -525,8 +414,8 @@ fn tokens(body: &str) -> impl Iterator<Item = &str> {
         let mut parts = Vec::new();
         let mut rest = run;
         while !rest.is_empty() {
-            let word = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
-            let cut = if word == 0 { rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_').unwrap_or(rest.len()) } else { word };
+            let word = rest.find(|c: char| !ident::is_identifier_char(c)).unwrap_or(rest.len());
+            let cut = if word == 0 { rest.find(ident::is_identifier_char).unwrap_or(rest.len()) } else { word };
             parts.push(&rest[..cut]);
             rest = &rest[cut..];
         }
@@ -534,187 +423,10 @@ fn tokens(body: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// A C integer literal (`42`, `0x2a`, `052`, `16u`, `(64)`): decimal, hex or
-/// octal, with unsigned and long suffixes and enclosing parentheses.
-pub(crate) fn integer(text: &str) -> Option<u64> {
-    let text = text.trim().trim_start_matches('(').trim_end_matches(')').trim();
-    let digits = text.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None if digits.len() > 1 && digits.starts_with('0') => u64::from_str_radix(&digits[1..], 8).ok(),
-        None => digits.parse().ok(),
-    }
-}
-
-/// Where the identifier `text` ends with begins (`text.len()` when it ends with none).
-/// Counted in ASCII bytes, so always a character boundary whatever precedes it.
-pub(crate) fn trailing_identifier_start(text: &str) -> usize {
-    text.len() - text.bytes().rev().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count()
-}
-
-/// Open index → close index of every `open` bracket of `code` that is closed.
-fn bracket_pairs(code: &str, open: u8, close: u8) -> HashMap<usize, usize> {
-    let mut pairs = HashMap::new();
-    let mut opened = Vec::new();
-    for (at, byte) in code.bytes().enumerate() {
-        if byte == open {
-            opened.push(at);
-        } else if byte == close {
-            if let Some(start) = opened.pop() {
-                pairs.insert(start, at);
-            }
-        }
-    }
-    pairs
-}
-
-/// `(name, body)` of every function `code` (without comments and literals)
-/// defines: the body between its braces, or to the end of `code` when
-/// unclosed. Control statements are not functions, and nothing inside a body
-/// is taken for one. One pass: each bracket is matched once.
-pub(crate) fn function_definitions(code: &str) -> impl Iterator<Item = (&str, &str)> {
-    definitions(code).into_iter().map(|(name, _, body)| (name, body))
-}
-
-/// `(name, parameter list, body)` of every function `code` defines (see [`function_definitions`]).
-fn definitions(code: &str) -> Vec<(&str, &str, &str)> {
-    const STATEMENTS: &[&str] = &["if", "for", "while", "switch", "return", "sizeof", "do", "else"];
-    let parens = bracket_pairs(code, b'(', b')');
-    let braces = bracket_pairs(code, b'{', b'}');
-    let mut found = Vec::new();
-    let mut resume = 0;
-    for (at, _) in code.match_indices('(') {
-        if at < resume {
-            continue;
-        }
-        let head = code[..at].trim_end_matches([' ', '\t']);
-        let name = &head[trailing_identifier_start(head)..];
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || STATEMENTS.contains(&name) {
-            continue;
-        }
-        let Some(&close) = parens.get(&at) else { continue };
-        let after = code[close + 1..].trim_start();
-        if !after.starts_with('{') {
-            continue;
-        }
-        let open = code.len() - after.len();
-        let end = braces.get(&open).copied().unwrap_or(code.len());
-        found.push((name, &code[at + 1..close], &code[open + 1..end]));
-        resume = end;
-    }
-    found
-}
-
-/// Where each function of a text is defined (its first definition), found in
-/// one pass, so looking one up costs nothing more.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct FunctionIndex {
-    spans: HashMap<String, (std::ops::Range<usize>, std::ops::Range<usize>)>,
-}
-
-impl FunctionIndex {
-    /// The functions `code` (without comments and literals) defines.
-    pub fn of(code: &str) -> FunctionIndex {
-        let mut spans = HashMap::new();
-        let offset = |part: &str| part.as_ptr() as usize - code.as_ptr() as usize;
-        for (name, params, body) in definitions(code) {
-            let (params, body) = (offset(params)..offset(params) + params.len(), offset(body)..offset(body) + body.len());
-            spans.entry(name.to_string()).or_insert((params, body));
-        }
-        FunctionIndex { spans }
-    }
-
-    /// `(parameter list, body)` of `name` in `code`, the text the index was made of.
-    pub fn get<'c>(&self, code: &'c str, name: &str) -> Option<(&'c str, &'c str)> {
-        let (params, body) = self.spans.get(name)?;
-        Some((code.get(params.clone())?, code.get(body.clone())?))
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.spans.keys().map(String::as_str)
-    }
-}
-
-/// Whether the definition whose name is `name`, a slice of `code`, is `static`:
-/// the words since the previous declaration's end say so.
-pub(crate) fn is_static(code: &str, name: &str) -> bool {
-    let at = (name.as_ptr() as usize).saturating_sub(code.as_ptr() as usize).min(code.len());
-    let declaration = &code[code[..at].rfind([';', '}', '#']).map_or(0, |end| end + 1)..at];
-    declaration.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|word| word == "static")
-}
-
-/// Identifiers followed by `(` in a function body: the functions it calls (and
-/// some keywords and macros, which are no defined function's name).
-pub(crate) fn called_functions(body: &str) -> impl Iterator<Item = &str> {
-    body.match_indices('(').filter_map(move |(at, _)| {
-        let head = body[..at].trim_end_matches([' ', '\t']);
-        let start = trailing_identifier_start(head);
-        Some(&head[start..]).filter(|name| !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()))
-    })
-}
-
-/// The index of the `close` that ends a bracket opened just before `text`.
-pub(crate) fn closing(text: &str, open: char, close: char) -> Option<usize> {
-    let mut depth = 1usize;
-    for (i, c) in text.char_indices() {
-        if c == open {
-            depth += 1;
-        } else if c == close {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
-
-/// `text` split at the commas outside brackets: a call's arguments.
-pub(crate) fn split_top_level(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn integers_in_every_base_and_suffix() {
-        for (text, value) in [("42", 42), ("0x2a", 42), ("052", 42), ("16u", 16), ("(64)", 64), (" 7UL ", 7), ("0", 0)] {
-            assert_eq!(integer(text), Some(value), "{text}");
-        }
-        for text in ["", "x", "0x", "09", "-1", "1.5"] {
-            assert_eq!(integer(text), None, "{text}");
-        }
-    }
-
-    #[test]
-    fn comments_and_literals_are_blanked_where_they_are() {
-        let text = "char* s = \"a // b /* c\"; int f(void) { return '\"' + '\\''; } // f(\n#include \"x.h\"\nx = 1'000; y = u8R\"d(\"f( )\")d\"; z = \"open\nw /* \"*/ = 2;";
-        let code = strip_comments(text);
-        assert_eq!(code.len(), text.len());
-        assert_eq!(code.lines().count(), text.lines().count());
-        assert!(code.starts_with(&format!("char* s = \"{}\"; int f(void) {{ return ' ' + '  '; }}", " ".repeat(11))), "{code}");
-        assert!(code.contains("\n#include \"x.h\"\n"), "{code}");
-        assert!(code.contains("x = 1'000; y = u8R\"") && !code.contains("f( )"), "{code}");
-        assert!(code.ends_with("z = \"    \nw        = 2;"), "{code}");
-        let names: Vec<&str> = function_definitions(&code).map(|(name, _)| name).collect();
-        assert_eq!(names, ["f"]);
-    }
+    use crate::input::c::text::{called_functions, function_definitions};
 
     /// 100,000 `f(` in a literal, or unclosed in the code, are one pass each;
     /// the unclosed ones nest deeper than [`MAX_NESTING`] and are refused.
@@ -796,15 +508,5 @@ mod tests {
         let macros = check_macros([("h", copies.as_str())]).unwrap();
         macros.check_code("lib.c", "int w = F(F(1));\n").unwrap();
         assert!(macros.check_code("lib.c", "int w = F(F(F(1)));\n").is_err());
-    }
-
-    /// A character of several bytes just before an identifier (the fuzzer's
-    /// `front_end` find, fuzz/regressions/front_end/) is not cut in two.
-    #[test]
-    fn identifiers_after_multibyte_characters() {
-        assert_eq!(trailing_identifier_start("a é€f_1"), "a é€".len());
-        assert_eq!(trailing_identifier_start("€"), "€".len());
-        let names: Vec<&str> = function_definitions("int \u{fffd}f(int x) { return x; }\n€(){}").map(|(name, _)| name).collect();
-        assert_eq!(names, ["f"]);
     }
 }
