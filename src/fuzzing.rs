@@ -60,7 +60,7 @@ pub fn graph(bytes: &[u8]) -> Result<()> {
         default_workspace: 0,
         alignment: 16,
     };
-    schedule::schedule(&graph, &inputs).map(drop)
+    schedule::schedule(&graph, &inputs, &mut crate::plan::Warnings::default()).map(drop)
 }
 
 /// `bytes` as a `.params` file.

@@ -20,7 +20,6 @@ pub(crate) mod report;
 pub(crate) mod resolve;
 pub(crate) mod schedule;
 
-use std::cell::RefCell;
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -58,27 +57,27 @@ pub(crate) fn read_and_plan(path: &Path, options: &PlanOptions<'_>) -> Result<Pl
     plan_tree(Tree::load(path, options.limits)?, options)
 }
 
-thread_local! {
-    /// What the planning running on this thread has to say (see [`warn`]).
-    static WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
+/// What the user should know about the archive but that does not stop the
+/// build, in the order planning found it: each stage that has something to say
+/// is handed the collector, and [`plan_tree`] returns it in
+/// [`Planned::warnings`] (planning prints nothing itself).
+#[derive(Debug, Default)]
+pub(crate) struct Warnings(Vec<String>);
 
-/// Notes something the user should know about the archive that does not stop
-/// the build; [`plan_tree`] returns it in [`Planned::warnings`] (planning
-/// prints nothing itself).
-pub(crate) fn warn(text: String) {
-    WARNINGS.with(|warnings| warnings.borrow_mut().push(text));
+impl Warnings {
+    pub(crate) fn push(&mut self, text: String) {
+        self.0.push(text);
+    }
 }
 
 /// Plans an archive already read: every inference, cross-check, name check and limit.
 pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned> {
-    WARNINGS.with(|warnings| warnings.borrow_mut().clear());
-    let planned = plan_checked(tree, options);
-    let warnings = WARNINGS.with(|warnings| std::mem::take(&mut *warnings.borrow_mut()));
-    planned.map(|(tree, metadata, plan)| Planned { tree, metadata, plan, warnings })
+    let mut warnings = Warnings::default();
+    let (tree, metadata, plan) = plan_checked(tree, options, &mut warnings)?;
+    Ok(Planned { tree, metadata, plan, warnings: warnings.0 })
 }
 
-fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<(Tree, Metadata, Plan)> {
+fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) -> Result<(Tree, Metadata, Plan)> {
     // Before any scanner reads the archive's C: its limits and the names it may define.
     sources::check_c_text(&tree)?;
     let mut metadata = match tree.get("metadata.json") {
@@ -92,7 +91,7 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<(Tree, Metadata
                 .help("pass the archive written by tvmc compile --output-format mlf or tvm.micro.export_model_library_format")
             })?;
             for module in &inferred.modules {
-                warn(format!(
+                warnings.push(format!(
                     "the archive has no metadata.json: module `{}` is inferred from {} (tensor names, _SIZE and pool macros) and the sources' typed signatures",
                     module.name,
                     sources::InterfaceHeader::path_for(&module.name)
@@ -105,10 +104,10 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>) -> Result<(Tree, Metadata
     if let Some(target) = options.target {
         checks::check_objects(&tree, target)?;
     }
-    let tree = rename::apply(tree, &mut metadata, options.renames)?;
-    let plan = resolve::plan(&tree, &metadata)?;
+    let tree = rename::apply(tree, &mut metadata, options.renames, warnings)?;
+    let plan = resolve::plan(&tree, &metadata, warnings)?;
     for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
-        warn(format!("ignoring `{path}`: not a C/C++ source or object"));
+        warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
     }
     names::check_plan(&plan)?;
     limits::check_plan(&plan)?;

@@ -11,12 +11,13 @@ use crate::ident::{self, is_c_identifier, CIdent, MAX_NAME_BYTES};
 use crate::input::archive::Tree;
 use crate::input::metadata::{Executor, Metadata};
 use crate::input::sources;
+use crate::plan::Warnings;
 
 /// The function name TVM's graph runtime skips (see `schedule`): no symbol.
 const NOP: &str = "__nop";
 
 /// Applies each `(from, to)` rename to the tree and the metadata.
-pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, String)]) -> Result<Tree> {
+pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, String)], warnings: &mut Warnings) -> Result<Tree> {
     if renames.is_empty() {
         return Ok(tree);
     }
@@ -77,7 +78,7 @@ pub(crate) fn apply(tree: Tree, metadata: &mut Metadata, renames: &[(String, Str
             }
             let graph_path = module.graph_json_path.as_deref().filter(|_| module.executors.contains(&Executor::Graph));
             if let Some((path, bytes)) = graph_path.and_then(|path| files.get_mut(path).map(|bytes| (path, bytes))) {
-                rename_graph(bytes, from, to).map_err(|e| e.in_file(path))?;
+                rename_graph(bytes, from, to, warnings).map_err(|e| e.in_file(path))?;
             }
             module.name = to.clone();
         }
@@ -128,7 +129,7 @@ fn too_long(from: &str, to: &str, name: &str, renamed: &str) -> Error {
 /// Renames the functions the graph JSON's operator nodes call (`attrs.func_name`)
 /// and the nodes TVM named after them. A graph that is not JSON with a `nodes`
 /// array is left as it is: planning reports what is wrong with it.
-fn rename_graph(bytes: &mut Vec<u8>, from: &str, to: &str) -> Result<()> {
+fn rename_graph(bytes: &mut Vec<u8>, from: &str, to: &str, warnings: &mut Warnings) -> Result<()> {
     let Ok(mut root) = serde_json::from_slice::<Value>(bytes) else { return Ok(()) };
     let Some(nodes) = root.get_mut("nodes").and_then(Value::as_array_mut) else { return Ok(()) };
     let mut unprefixed = Vec::new();
@@ -148,7 +149,7 @@ fn rename_graph(bytes: &mut Vec<u8>, from: &str, to: &str) -> Result<()> {
     *bytes =
         serde_json::to_vec(&root).map_err(|e| Error::new(ErrorKind::Metadata, format!("the renamed graph JSON cannot be written: {e}")))?;
     if let Some(first) = unprefixed.first() {
-        super::warn(format!(
+        warnings.push(format!(
             "module `{to}` (renamed from `{from}`): its graph calls {} function(s) TVM named without the module prefix `tvmgen_{from}_` (`{first}`{}), which keep their names: another archive defining them cannot be linked into the same program",
             unprefixed.len(),
             if unprefixed.len() > 1 { ", …" } else { "" }

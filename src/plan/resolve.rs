@@ -12,17 +12,17 @@ use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
 use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, StackBound, Tensor};
-use crate::plan::schedule;
+use crate::plan::{schedule, Warnings};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
 
-pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
+pub(crate) fn plan(tree: &Tree, metadata: &Metadata, warnings: &mut Warnings) -> Result<Plan> {
     let sources = &sources::Sources::new(tree);
     let modules = metadata
         .modules
         .iter()
-        .map(|module| plan_module(sources, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>()))
+        .map(|module| plan_module(sources, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), warnings))
         .collect::<Result<Vec<_>>>()?;
     let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
         .into_iter()
@@ -34,7 +34,7 @@ pub(crate) fn plan(tree: &Tree, metadata: &Metadata) -> Result<Plan> {
 /// A source of TVM's C runtime: its presence means the archive ships `runtime/`.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
-fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Result<ModulePlan> {
+fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str], warnings: &mut Warnings) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let codegen = sources::codegen_for(tree, &name, modules);
@@ -45,19 +45,19 @@ fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str]) -> Re
             .help("there is nothing to compile: pass the complete archive, with the C sources TVM wrote under codegen/host/src (or its objects under codegen/host/lib)"));
     }
     if meta.is_operator() {
-        return plan_operator(sources, meta, codegen);
+        return plan_operator(sources, meta, codegen, warnings);
     }
     let header_path = InterfaceHeader::path_for(&name);
     if let Some(header_text) = tree.get(&header_path) {
-        return plan_c_interface(sources, meta, codegen, &header_path, header_text);
+        return plan_c_interface(sources, meta, codegen, &header_path, header_text, warnings);
     }
     if meta.executors.contains(&Executor::Aot) {
         if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
-            return plan_headerless(sources, meta, codegen, entry);
+            return plan_headerless(sources, meta, codegen, entry, warnings);
         }
     }
     match meta.graph_json_path.as_deref() {
-        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(sources, meta, codegen, graph_path),
+        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(sources, meta, codegen, graph_path, warnings),
         _ => Err(unsupported_kind(meta, &header_path)),
     }
 }
@@ -68,11 +68,12 @@ fn plan_c_interface(
     codegen: Codegen,
     header_path: &str,
     header_text: &[u8],
+    warnings: &mut Warnings,
 ) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
-    interface.direct_entry = undefined_run_replacement(sources, &codegen, &interface, &name)?;
+    interface.direct_entry = undefined_run_replacement(sources, &codegen, &interface, &name, warnings)?;
     if interface.maps_inputs {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -100,7 +101,7 @@ fn plan_c_interface(
         codegen: &codegen,
         reach: std::cell::OnceCell::new(),
     };
-    let (inputs, outputs) = resolver.resolve()?;
+    let (inputs, outputs) = resolver.resolve(warnings)?;
     let mut pools = interface.pools.iter().map(|pool| plan_pool(&interface, &name, pool)).collect::<Result<Vec<_>>>()?;
     // A single workspace pool is at least the workspace metadata.json states, the larger figure winning.
     let workspace = meta.workspace_size_bytes();
@@ -112,7 +113,7 @@ fn plan_c_interface(
     let stated_by: Vec<String> = pools.iter().map(stated_by).collect();
     if let [pool] = &mut pools.iter_mut().filter(|pool| pool.constant_data.is_none()).collect::<Vec<_>>()[..] {
         if pool.size_bytes < workspace {
-            crate::plan::warn(format!(
+            warnings.push(format!(
                 "{header_path} gives workspace pool `{}` {} bytes, but metadata.json states a workspace of {workspace} bytes; the pool is {workspace} bytes",
                 pool.name, pool.size_bytes
             ));
@@ -120,7 +121,7 @@ fn plan_c_interface(
         }
     }
     for (pool, stated_by) in pools.iter_mut().zip(&stated_by) {
-        at_least_code_reach(sources, &codegen, &name, (header_path, stated_by), pool)?;
+        at_least_code_reach(sources, &codegen, &name, (header_path, stated_by), pool, warnings)?;
     }
     finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
 }
@@ -133,7 +134,13 @@ fn member_names(members: &[CIdent]) -> Vec<String> {
 /// declares; else the defined model function that takes the buffers directly
 /// (`tvmgen_<m>_run_model` or `tvmgen_<m>___tvm_main__` with one parameter per
 /// tensor), or a refusal naming the undefined function.
-fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface: &InterfaceHeader, name: &str) -> Result<Option<CIdent>> {
+fn undefined_run_replacement(
+    sources: &Sources<'_>,
+    codegen: &Codegen,
+    interface: &InterfaceHeader,
+    name: &str,
+    warnings: &mut Warnings,
+) -> Result<Option<CIdent>> {
     let run = format!("tvmgen_{name}_run");
     let definitions = sources::Definitions::of(sources, codegen);
     if definitions.defines(&run) {
@@ -145,7 +152,7 @@ fn undefined_run_replacement(sources: &Sources<'_>, codegen: &Codegen, interface
         .find(|function| definitions.defines(function) && sources::parameter_count(sources, codegen, function) == Some(tensors));
     match direct {
         Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
-            crate::plan::warn(format!(
+            warnings.push(format!(
                 "{} declares `{run}`, which no source defines; calling the defined `{function}` with the {tensors} tensor buffers instead",
                 interface.path
             ));
@@ -172,7 +179,7 @@ fn target_alignment(meta: &ModuleMeta) -> u64 {
 }
 
 /// A graph-executor module: the graph JSON and `.params` become a fixed call sequence.
-fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_path: &str) -> Result<ModulePlan> {
+fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_path: &str, warnings: &mut Warnings) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let graph_bytes = tree.get(graph_path).ok_or_else(|| {
@@ -240,7 +247,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         alignment,
     };
     check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
-    let (schedule, inputs, outputs) = schedule::schedule(&graph, &with)?;
+    let (schedule, inputs, outputs) = schedule::schedule(&graph, &with, warnings)?;
     if let Some(call) = schedule.calls.iter().find(|call| !definitions.defines(&call.func_name)) {
         let node = graph.nodes.get(call.node).map_or("", |n| n.name.as_str());
         return Err(Error::new(
@@ -320,7 +327,13 @@ fn main_memory(meta: &ModuleMeta) -> Option<&metadata::MainMemory> {
 /// Packed `tvmgen_<m>_run` or a legacy descriptor: no header names the tensors, so
 /// names and counts come from the metadata (TVM >= 0.11), the descriptor, the
 /// packed wrapper's argument count and the Relay text.
-fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, found: sources::HeaderlessEntry) -> Result<ModulePlan> {
+fn plan_headerless(
+    sources: &Sources<'_>,
+    meta: &ModuleMeta,
+    codegen: Codegen,
+    found: sources::HeaderlessEntry,
+    warnings: &mut Warnings,
+) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let relay = relay_of(tree, meta);
@@ -380,13 +393,13 @@ fn plan_headerless(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, f
         codegen: &codegen,
         reach: std::cell::OnceCell::new(),
     };
-    let (inputs, outputs) = resolver.resolve()?;
+    let (inputs, outputs) = resolver.resolve(warnings)?;
     finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
 }
 
 /// A `tvm.build` operator: tensors from the metadata's memory map; which are
 /// written (outputs) from the generated code.
-fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> Result<ModulePlan> {
+fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, warnings: &mut Warnings) -> Result<ModulePlan> {
     let function = match meta.operator_functions.as_slice() {
         [function] => function,
         [] => {
@@ -449,7 +462,7 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
                     "metadata.json memory.{}[{index}] states {} bytes, but the code of `{}` in {file} reaches {bytes} bytes of `{}`",
                     function.name, tensor.size_bytes, function.name, arg.name
                 );
-                crate::plan::warn(format!("{why}; {bytes} bytes are used"));
+                warnings.push(format!("{why}; {bytes} bytes are used"));
                 tensor.size_bytes = bytes;
                 tensor.shape = vec![bytes / element];
                 tensor.source = format!("the code, not metadata.json: {why}");
@@ -457,7 +470,7 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen) -> 
             Some(bytes) => {
                 let what = format!("the padded copy of `{}` (the upper bound of the code of `{}` in {file})", arg.name, function.name);
                 crate::plan::limits::check_bytes(&meta.name, &what, bytes).map_err(|e| e.in_file(file.clone()))?;
-                crate::plan::warn(format!(
+                warnings.push(format!(
                     "metadata.json memory.{}[{index}] states {} bytes, and the code of `{}` in {file} reaches at most {bytes} bytes of `{}` \
                      (an upper bound: a guard or index mlf-build does not follow exactly); the tensor stays {} bytes, and the code runs on a copy padded to {bytes} bytes",
                     function.name, tensor.size_bytes, function.name, arg.name, tensor.size_bytes
@@ -546,7 +559,14 @@ fn unsupported_kind(meta: &ModuleMeta, header_path: &str) -> Error {
 /// the code reads past the end of is refused, since its bytes are nowhere else.
 /// Where the code does not show its reach, the stated size stands. `files`:
 /// the interface header, and the files that state the pool's size.
-fn at_least_code_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str, files: (&str, &str), pool: &mut Pool) -> Result<()> {
+fn at_least_code_reach(
+    sources: &Sources<'_>,
+    codegen: &Codegen,
+    module: &str,
+    files: (&str, &str),
+    pool: &mut Pool,
+    warnings: &mut Warnings,
+) -> Result<()> {
     let (header_path, stated_by) = files;
     let Some((bytes, entry, file)) = sources::pool_reach(sources, codegen, module, &format!("workspace_pools->{}", pool.name)) else {
         return Ok(());
@@ -565,7 +585,7 @@ fn at_least_code_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str, f
     }
     crate::plan::limits::check_bytes(module, &format!("workspace pool `{name}` (the reach of `{entry}` in {file})"), bytes)
         .map_err(|e| e.in_file(file.clone()))?;
-    crate::plan::warn(format!(
+    warnings.push(format!(
         "workspace pool `{name}` of module `{module}`: {stated_by} state less, but the code of `{entry}` in {file} reaches {bytes} bytes; the pool is {bytes} bytes"
     ));
     pool.size_bytes = bytes;
@@ -632,15 +652,17 @@ struct Partial {
 }
 
 impl TensorResolver<'_> {
-    fn resolve(&self) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-        let mut inputs = self.input_names.iter().enumerate().map(|(i, n)| self.partial(n, i, true)).collect::<Result<Vec<_>>>()?;
-        let mut outputs = self.output_names.iter().enumerate().map(|(i, n)| self.partial(n, i, false)).collect::<Result<Vec<_>>>()?;
+    fn resolve(&self, warnings: &mut Warnings) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+        let mut inputs =
+            self.input_names.iter().enumerate().map(|(i, n)| self.partial(n, i, true, warnings)).collect::<Result<Vec<_>>>()?;
+        let mut outputs =
+            self.output_names.iter().enumerate().map(|(i, n)| self.partial(n, i, false, warnings)).collect::<Result<Vec<_>>>()?;
         self.fill_from_io_total(&mut inputs, &mut outputs);
         let finish = |list: Vec<Partial>| list.into_iter().map(|p| self.finish(p)).collect::<Result<Vec<_>>>();
         Ok((finish(inputs)?, finish(outputs)?))
     }
 
-    fn partial(&self, name: &str, position: usize, is_input: bool) -> Result<Partial> {
+    fn partial(&self, name: &str, position: usize, is_input: bool, warnings: &mut Warnings) -> Result<Partial> {
         let mut partial = Partial { name: name.to_string(), dtype: None, size: None, shape: None, padding: 0 };
         let kind = if is_input { "inputs" } else { "outputs" };
         // Every size the archive states for this tensor, reconciled below.
@@ -681,9 +703,9 @@ impl TensorResolver<'_> {
             partial.shape = Some(ty.shape.clone());
         }
         let main_position = if is_input { position } else { self.input_names.len() + position };
-        let agreed = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position)?;
+        let agreed = self.reconcile(if is_input { "input" } else { "output" }, name, sizes, main_position, warnings)?;
         if let Some(agreed) = agreed {
-            let (size, padding) = self.at_least_reach(name, agreed, main_position)?;
+            let (size, padding) = self.at_least_reach(name, agreed, main_position, warnings)?;
             partial.size = Some(size);
             partial.padding = padding;
         }
@@ -742,7 +764,14 @@ impl TensorResolver<'_> {
     /// the one all but one give (the odd one is reported); otherwise a refusal
     /// naming each value and its source, since a buffer sized from the wrong
     /// one would let the C code write past it.
-    fn reconcile(&self, kind: &str, name: &str, mut sizes: Vec<(u64, String)>, position: usize) -> Result<Option<(u64, String)>> {
+    fn reconcile(
+        &self,
+        kind: &str,
+        name: &str,
+        mut sizes: Vec<(u64, String)>,
+        position: usize,
+        warnings: &mut Warnings,
+    ) -> Result<Option<(u64, String)>> {
         let stated = sizes.len();
         if stated == 0 {
             if let Some((bytes, _, source)) = self.code_size(position) {
@@ -760,7 +789,7 @@ impl TensorResolver<'_> {
         let Some(first) = sizes.first().cloned() else { return Ok(None) };
         let agreeing = |value: u64| sizes.iter().filter(|(size, _)| *size == value).count();
         if let ([only], 1) = (&sizes[..], stated) {
-            return Ok(Some(self.checked_by_code(name, only, position)));
+            return Ok(Some(self.checked_by_code(name, only, position, warnings)));
         }
         if agreeing(first.0) == sizes.len() {
             return Ok(Some(first));
@@ -770,14 +799,14 @@ impl TensorResolver<'_> {
         match best {
             Some((value, _)) => {
                 let sources: Vec<&str> = sizes.iter().filter(|(size, _)| size == value).map(|(_, source)| source.as_str()).collect();
-                crate::plan::warn(format!(
+                warnings.push(format!(
                     "tensor `{name}` of module `{}`: the archive's sizes disagree ({}); using {value} bytes, which the others agree on",
                     self.meta.name,
                     listed.join(", ")
                 ));
                 Ok(Some((*value, sources.join(", agreed by "))))
             }
-            None => self.settle_by_code(name, &sizes, position),
+            None => self.settle_by_code(name, &sizes, position, warnings),
         }
     }
 
@@ -785,13 +814,13 @@ impl TensorResolver<'_> {
     /// files telling the same lie must not outvote what the C code reads and
     /// writes. An upper bound past the agreed size keeps the size and asks
     /// for padding (the second value): the bound may be the reader's, not the code's.
-    fn at_least_reach(&self, name: &str, agreed: (u64, String), position: usize) -> Result<((u64, String), u64)> {
+    fn at_least_reach(&self, name: &str, agreed: (u64, String), position: usize, warnings: &mut Warnings) -> Result<((u64, String), u64)> {
         let Some((bytes, _, code_source)) = self.code_size(position).filter(|(bytes, ..)| *bytes > agreed.0) else {
             return Ok((agreed, 0));
         };
         let m = &self.meta.name;
         if self.reach_is_exact(position) {
-            crate::plan::warn(format!(
+            warnings.push(format!(
                 "tensor `{name}` of module `{m}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
                 agreed.1, agreed.0
             ));
@@ -799,7 +828,7 @@ impl TensorResolver<'_> {
         }
         let what = format!("the padded copy of tensor `{name}` (the upper bound of {code_source})");
         crate::plan::limits::check_bytes(m, &what, bytes).map_err(|e| e.in_file(self.file))?;
-        crate::plan::warn(format!(
+        warnings.push(format!(
             "tensor `{name}` of module `{m}`: {} states {} bytes, and the code of the operators `{}` passes it to reaches at most {bytes} bytes \
              (an upper bound: a guard or index mlf-build does not follow exactly); the tensor stays {} bytes, and the code runs on a copy padded to {bytes} bytes",
             agreed.1,
@@ -820,10 +849,10 @@ impl TensorResolver<'_> {
     /// tensor: where they differ and the reach is exact the code decides (a
     /// stated size alone may be one of TVM 0.11's `_SIZE` macros, which are not
     /// byte sizes), with a warning; an upper bound leaves the stated size.
-    fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize) -> (u64, String) {
+    fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize, warnings: &mut Warnings) -> (u64, String) {
         match self.code_size(position) {
             Some((bytes, _, code_source)) if bytes != stated.0 && self.reach_is_exact(position) => {
-                crate::plan::warn(format!(
+                warnings.push(format!(
                     "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
                     self.meta.name, stated.1, stated.0
                 ));
@@ -836,7 +865,13 @@ impl TensorResolver<'_> {
     /// Two sources disagree and no majority decides: the code does, when its
     /// reach is exact and one of the stated sizes (TVM 0.11's `_SIZE` macros
     /// are not byte sizes); otherwise the build is refused naming every value.
-    fn settle_by_code(&self, name: &str, sizes: &[(u64, String)], position: usize) -> Result<Option<(u64, String)>> {
+    fn settle_by_code(
+        &self,
+        name: &str,
+        sizes: &[(u64, String)],
+        position: usize,
+        warnings: &mut Warnings,
+    ) -> Result<Option<(u64, String)>> {
         let m = &self.meta.name;
         let listed: Vec<String> = sizes.iter().map(|(size, source)| format!("{size} bytes from {source}")).collect();
         let code = self.code_size(position);
@@ -845,7 +880,7 @@ impl TensorResolver<'_> {
             if let Some((_, source)) = sizes.iter().find(|(size, _)| size == bytes) {
                 let lost: Vec<String> =
                     sizes.iter().filter(|(size, _)| size != bytes).map(|(size, source)| format!("{size} bytes from {source}")).collect();
-                crate::plan::warn(format!(
+                warnings.push(format!(
                     "tensor `{name}` of module `{m}`: the archive's sizes disagree; the code reaches {bytes} bytes, as {source} says, so {bytes} bytes are used and {} {} not",
                     lost.join(" and "),
                     if lost.len() == 1 { "is" } else { "are" }

@@ -19,6 +19,7 @@ use crate::input::graph::{EntryRef, Graph, NodeOp};
 use crate::input::metadata::Storage;
 use crate::input::params::Param;
 use crate::plan::model::{round_up, Call, CopyOut, Holds, Place, Schedule, Slot, Tensor, TensorArg};
+use crate::plan::Warnings;
 
 /// The function name TVM's graph runtime skips: its output aliases its input.
 const NOP: &str = "__nop";
@@ -78,7 +79,7 @@ struct Reached {
 }
 
 /// The schedule and the model's inputs and outputs.
-pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
+pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>, warnings: &mut Warnings) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
     let graph_error = |message: String| {
         Error::new(ErrorKind::Unsupported, message)
             .in_file(with.graph_path)
@@ -89,7 +90,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
     }
     // The graph is what TVM's own executor runs; the metadata's table is only a report.
     for disagreement in sids_disagreements(graph, with) {
-        crate::plan::warn(format!(
+        warnings.push(format!(
             "metadata.json's storage table disagrees with the graph `{}` ({disagreement}); the graph is used",
             with.graph_path
         ));
@@ -207,7 +208,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
             _ if heads.iter().any(|&head| root[head] == r) => "the output stays its size, and the code runs on a buffer padded to it",
             _ => "its storage is padded to it",
         };
-        crate::plan::warn(format!(
+        warnings.push(format!(
             "{} (an upper bound: a guard or index mlf-build does not follow exactly); {place}",
             disagreement(graph, with, r, bound)
         ));
@@ -220,7 +221,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
         let lie = disagreement(graph, with, entry, reach);
         match place {
             Place::Input(i) => {
-                crate::plan::warn(format!("{lie}; the input buffer is {} bytes", reach.bytes));
+                warnings.push(format!("{lie}; the input buffer is {} bytes", reach.bytes));
                 grow(&mut inputs[*i], reach.bytes, &lie);
             }
             Place::Param(_) => {
@@ -256,7 +257,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
                     Some(bytes) if bytes == reach.bytes => format!(", as metadata.json says ({bytes} bytes)"),
                     _ => String::new(),
                 };
-                crate::plan::warn(format!("{lie}; output `{}` is {} bytes{agrees}", output.name, reach.bytes));
+                warnings.push(format!("{lie}; output `{}` is {} bytes{agrees}", output.name, reach.bytes));
                 grow(&mut output, size_of(root[entry]), &lie);
             }
             Some(_) => {}
@@ -286,7 +287,7 @@ pub(crate) fn schedule(graph: &Graph, with: &Inputs<'_>) -> Result<(Schedule, Ve
 
     for (&r, &bytes) in &grown {
         if !root_place.contains_key(&r) && !heads.iter().any(|&head| root[head] == r) {
-            crate::plan::warn(format!("{}; its storage is {bytes} bytes", disagreement(graph, with, r, &reached[&r])));
+            warnings.push(format!("{}; its storage is {bytes} bytes", disagreement(graph, with, r, &reached[&r])));
         }
     }
 
@@ -696,7 +697,7 @@ mod tests {
     fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
         let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
         let with = Inputs { linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)), sids, ..plain_inputs(params) };
-        schedule(&graph, &with)
+        schedule(&graph, &with, &mut Warnings::default())
     }
 
     fn places(schedule: &Schedule) -> Vec<(usize, Place)> {
@@ -766,7 +767,10 @@ mod tests {
             let params = [p0()];
             let with = Inputs { sids, ..plain_inputs(&params) };
             assert_eq!(sids_disagreements(&graph, &with), [expected.to_string()]);
-            run(&sample(), &[p0()], sids, None).unwrap();
+            let mut warnings = Warnings::default();
+            schedule(&graph, &with, &mut warnings).unwrap();
+            assert_eq!(warnings.0.len(), 1, "{:?}", warnings.0);
+            assert!(warnings.0[0].contains(expected), "{:?}", warnings.0);
         }
     }
 
@@ -782,7 +786,7 @@ mod tests {
     fn missing_weights_show_as_unexpected_inputs() {
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         let with = Inputs { metadata_inputs: vec!["x".to_string()], metadata_outputs: vec!["y".to_string()], ..plain_inputs(&[]) };
-        let error = schedule(&graph, &with).unwrap_err();
+        let error = schedule(&graph, &with, &mut Warnings::default()).unwrap_err();
         assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
     }
 
@@ -803,7 +807,7 @@ mod tests {
             workspaces: workspaces.iter().map(|(f, b)| (format!("tvmgen_default_fused_nn_{f}"), *b)).collect(),
             ..plain_inputs(&params)
         };
-        let (schedule, inputs, outputs) = schedule(&graph, &with).unwrap();
+        let (schedule, inputs, outputs) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
         assert_eq!((inputs[0].name.as_str(), inputs[0].shape.clone()), ("image", vec![1, 16, 16, 3]));
         assert_eq!((outputs[0].name.as_str(), outputs[0].size_bytes), ("output", 20));
         assert_eq!(schedule.calls.len(), 6, "seven operators, one a __nop");
@@ -946,7 +950,7 @@ mod tests {
             let (value, workspaces, params) = random_graph(seed, 3 + (seed as usize % 30));
             let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
             let with = Inputs { workspaces, ..plain_inputs(&params) };
-            let (schedule, _, _) = schedule(&graph, &with).unwrap();
+            let (schedule, _, _) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
             assert_sound(&graph, &schedule);
             assert!(schedule.storage_bytes <= schedule.tvm_plan_bytes, "seed {seed}: worse than one slot per entry");
         }
@@ -1007,7 +1011,7 @@ mod tests {
         // `b` writes 48 into the output (24).
         let reaches = [reach("tvmgen_default_a", &[Some(40), Some(12), Some(30)]), reach("tvmgen_default_b", &[None, Some(48)])];
         let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![48], ..plain_inputs(&params) };
-        let (plan, inputs, outputs) = schedule(&graph, &with).unwrap();
+        let (plan, inputs, outputs) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
         assert_eq!((inputs[0].size_bytes, inputs[0].shape.clone()), (40, vec![10]));
         assert_eq!((outputs[0].size_bytes, outputs[0].shape.clone()), (48, vec![12]));
         assert!(outputs[0].source.starts_with("the code, not the graph: the graph `executor-config/graph/default.graph` gives entry 4"));
@@ -1015,13 +1019,13 @@ mod tests {
 
         let past_weight = [reach("tvmgen_default_a", &[None, Some(16), None])];
         let with = Inputs { reaches: past_weight.into_iter().collect(), ..plain_inputs(&params) };
-        let error = schedule(&graph, &with).unwrap_err().to_string();
+        let error = schedule(&graph, &with, &mut Warnings::default()).unwrap_err().to_string();
         assert!(error.contains("gives entry 1 shape [3] of float32 (12 bytes), but the code of `tvmgen_default_a`"), "{error}");
         assert!(error.contains("reaches 16 bytes of it, more than the weight holds"), "{error}");
 
         let too_many = [reach("tvmgen_default_b", &[None, None, None])];
         let with = Inputs { reaches: too_many.into_iter().collect(), ..plain_inputs(&params) };
-        let error = schedule(&graph, &with).unwrap_err().to_string();
+        let error = schedule(&graph, &with, &mut Warnings::default()).unwrap_err().to_string();
         assert!(
             error.contains(
                 "node 4 `b` passes 2 tensors to `tvmgen_default_b`, but its code in codegen/host/src/default_lib1.c reads 3 arguments"
@@ -1031,7 +1035,7 @@ mod tests {
 
         // With no code to tell, an output size metadata.json and the graph disagree on is refused.
         let with = Inputs { metadata_output_bytes: vec![48], ..plain_inputs(&params) };
-        let error = schedule(&graph, &with).unwrap_err().to_string();
+        let error = schedule(&graph, &with, &mut Warnings::default()).unwrap_err().to_string();
         assert!(error.contains("output `output` is 24 bytes in the graph") && error.contains("but 48 bytes in metadata.json"), "{error}");
     }
 
@@ -1048,7 +1052,7 @@ mod tests {
         };
         let reaches = [bound("tvmgen_default_a", &[Some(40), Some(16), Some(30)]), bound("tvmgen_default_b", &[None, Some(48)])];
         let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![24], ..plain_inputs(&params) };
-        let (plan, inputs, outputs) = schedule(&graph, &with).unwrap();
+        let (plan, inputs, outputs) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
         assert_eq!((inputs[0].size_bytes, inputs[0].shape.clone(), inputs[0].padding), (24, vec![2, 3], 16));
         assert_eq!((outputs[0].size_bytes, outputs[0].shape.clone(), outputs[0].padding), (24, vec![2, 3], 24));
         assert!(outputs[0].source.starts_with("the graph"), "{}", outputs[0].source);
@@ -1069,7 +1073,7 @@ mod tests {
             default_workspace: 100,
             ..plain_inputs(&params)
         };
-        let (schedule, _, _) = schedule(&graph, &with).unwrap();
+        let (schedule, _, _) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
         // a's workspace (unlisted: the default, 100 -> 112 + 16) comes first, a's result (read by b) after
         // it; b's (8, as its code requests) takes the bytes of a's workspace.
         let workspaces: Vec<Option<(u64, u64)>> = schedule.calls.iter().map(|c| c.workspace).collect();
