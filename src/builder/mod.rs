@@ -22,7 +22,7 @@ use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
-use crate::plan::model::{MemoryNeeds, ModulePlan, Plan};
+use crate::plan::model::{MemoryNeeds, ModulePlan, Plan, StackBound};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
@@ -430,11 +430,11 @@ impl Builder {
             settings.env.directives.warning(warning);
             warnings.push(warning.clone());
         }
-        bound_stacks(&mut prepared, &support, &toolchain)?;
+        let stacks = bound_stacks(&prepared, &support, &toolchain)?;
         prepared.model.link()?;
         support.link()?;
         toolchain.link(&settings.env.directives)?;
-        let modules = self.write_modules(&settings, &prepared)?;
+        let modules = self.write_modules(&settings, &prepared, &stacks)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
@@ -683,8 +683,9 @@ impl Builder {
         Ok(support)
     }
 
-    /// The Rust module and the JSON report of every module, written under `mlf/`.
-    fn write_modules(&self, settings: &Settings, prepared: &Prepared) -> Result<Vec<GeneratedModule>> {
+    /// The Rust module and the JSON report of every module, written under
+    /// `mlf/`; `stacks`: each module's bound, in the plan's order.
+    fn write_modules(&self, settings: &Settings, prepared: &Prepared, stacks: &[StackBound]) -> Result<Vec<GeneratedModule>> {
         let Prepared { tree, metadata, plan, stem, work, .. } = prepared;
         let archive_name = settings.paths.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex()?;
@@ -697,12 +698,12 @@ impl Builder {
                 std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))
             })
             .collect::<Result<Vec<_>>>()?;
-        let rust_files = codegen::rust_files(plan, &bindings, &provenance, self.mlf_rt)?;
+        let rust_files = codegen::rust_files(plan, stacks, &bindings, &provenance, self.mlf_rt)?;
         let mut modules = Vec::new();
-        for (module, file) in plan.modules.iter().zip(rust_files) {
+        for ((module, stack), file) in plan.modules.iter().zip(stacks).zip(rust_files) {
             let rust_file = settings.out_dir.join(&file.path);
             write_if_changed(&rust_file, &file.bytes)?;
-            let report = ModuleReport::new(module, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
+            let report = ModuleReport::new(module, stack, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
             let json = codegen::report_file(&report);
             let json_file = settings.out_dir.join(&json.path);
             write_if_changed(&json_file, &json.bytes)?;
@@ -720,20 +721,19 @@ impl Builder {
     }
 }
 
-/// Each module's stack bound, from the objects of the model's and the
-/// support library (on disk for a cached build too) and the toolchain's
-/// libraries they call into, set in the plan.
-fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchain) -> Result<()> {
+/// Each module's stack bound, in the plan's order, from the objects of the
+/// model's and the support library (on disk for a cached build too) and the
+/// toolchain's libraries they call into: a value beside the plan, which
+/// compiling does not change.
+fn bound_stacks(prepared: &Prepared, support: &Library, toolchain: &Toolchain) -> Result<Vec<StackBound>> {
     let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
     let lists = [prepared.model.object_list(), support.object_list()];
     let bounds = stack::analyse(&lists, &toolchain.stack_libraries, &roots)?;
     // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
     let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
-    for (module, bound) in prepared.plan.modules.iter_mut().zip(bounds) {
-        module.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi);
-    }
-    Ok(())
+    let stacks = prepared.plan.modules.iter().zip(bounds);
+    Ok(stacks.map(|(module, bound)| stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi)).collect())
 }
 
 /// Calls to CMSIS-NN code for core extensions the compiled core lacks

@@ -36,8 +36,6 @@ pub(crate) struct ModulePlan {
     /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none but
     /// need some on the core built for: set by the Builder once the core is known.
     pub kernel_scratch_bytes: u64,
-    /// The worst-case stack of one run: set by the Builder once the C is compiled.
-    pub stack: StackBound,
     /// The operator calls a profiled run times: set by the Builder when profiling is on (`plan::profile`).
     pub profile: Option<Profile>,
 }

@@ -119,7 +119,11 @@ pub fn inspect_with_cmsis_nn(path: impl AsRef<Path>, cmsis_nn: Option<impl AsRef
     let read = || -> Result<Inspection> {
         let Planned { metadata, plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
         Ok(Inspection {
-            modules: plan.modules.iter().map(|m| ModuleReport::new(m, metadata.version, library.as_ref())).collect(),
+            modules: plan
+                .modules
+                .iter()
+                .map(|m| ModuleReport::new(m, &StackBound::not_compiled(), metadata.version, library.as_ref()))
+                .collect(),
             warnings,
         })
     };
@@ -219,7 +223,8 @@ impl TensorData {
 }
 
 impl ModuleReport {
-    pub(crate) fn new(module: &ModulePlan, mlf_version: u32, cmsis_nn: Option<&KernelLibrary>) -> ModuleReport {
+    /// `stack`: the bound of the module's compiled code, or `StackBound::not_compiled`.
+    pub(crate) fn new(module: &ModulePlan, stack: &StackBound, mlf_version: u32, cmsis_nn: Option<&KernelLibrary>) -> ModuleReport {
         let (executor, interface) = match &module.entry {
             Entry::CInterface(_) => ("aot", "c"),
             Entry::Packed { .. } => ("aot", "packed"),
@@ -270,7 +275,7 @@ impl ModuleReport {
             memory,
             alignment: module.alignment,
             inferred,
-            stack: module.stack.clone(),
+            stack: stack.clone(),
             needs: needs(module, cmsis_nn),
         }
     }

@@ -11,7 +11,7 @@ use crate::input::loops::Reach;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
-use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, StackBound, Tensor};
+use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Tensor};
 use crate::plan::{schedule, Warnings};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
@@ -529,7 +529,6 @@ fn finish_plan(
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
         kernel_scratch_bytes: 0,
-        stack: StackBound::not_compiled(),
         profile: None,
     })
 }
