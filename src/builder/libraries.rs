@@ -16,7 +16,7 @@ use crate::codegen::{self, glue, support};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
-use crate::plan::model::{ModulePlan, Plan};
+use crate::plan::model::{Compiled, ModulePlan, Plan};
 use crate::plan::profile;
 use crate::toolchain::bindings;
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
@@ -275,12 +275,13 @@ pub(super) fn model_library(
 pub(super) fn supply_scratch(
     model: &mut Library,
     generated: &mut Vec<u8>,
-    plan: &mut Plan,
+    plan: &Plan,
+    compiled: &mut [Compiled],
     supplies: &[ScratchSupply],
     work: &Path,
 ) -> Result<()> {
     let (tree_dir, gen_dir) = (work.join("tree"), work.join("gen"));
-    for (index, module) in plan.modules.iter_mut().enumerate() {
+    for ((index, module), compiled) in plan.modules.iter().enumerate().zip(compiled) {
         let own: Vec<&ScratchSupply> = supplies.iter().filter(|supply| supply.module == index).collect();
         let Some(bytes) = own.iter().map(|supply| supply.bytes).max() else { continue };
         let mut calls: BTreeMap<String, BTreeSet<CIdent>> = BTreeMap::new();
@@ -305,7 +306,7 @@ pub(super) fn supply_scratch(
                 *instrumented = gen_dir.join(&wrapper.path);
             }
         }
-        module.kernel_scratch_bytes = bytes;
+        compiled.kernel_scratch_bytes = bytes;
     }
     Ok(())
 }

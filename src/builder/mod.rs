@@ -22,7 +22,7 @@ use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
-use crate::plan::model::{MemoryNeeds, ModulePlan, Plan, StackBound};
+use crate::plan::model::{Compiled, MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
@@ -422,19 +422,19 @@ impl Builder {
         let mut warnings = prepared.warnings.clone();
         warnings.extend(check_kernel_scratch(&settings, &toolchain, &mut prepared)?);
         // Before compiling: a model that cannot fit fails in a second, not after the compile.
-        check_fit(&settings, &prepared.plan, None)?;
+        check_fit(&settings, &prepared, None)?;
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
         let code = [prepared.model.archives(), support.archives()].concat();
-        let memory_fit = check_fit(&settings, &prepared.plan, Some(&code))?;
+        let memory_fit = check_fit(&settings, &prepared, Some(&code))?;
         for warning in memory_fit.iter().flat_map(|fit| &fit.warnings) {
             settings.env.directives.warning(warning);
             warnings.push(warning.clone());
         }
-        let stacks = bound_stacks(&prepared, &support, &toolchain)?;
+        bound_stacks(&mut prepared, &support, &toolchain)?;
         prepared.model.link()?;
         support.link()?;
         toolchain.link(&settings.env.directives)?;
-        let modules = self.write_modules(&settings, &prepared, &stacks)?;
+        let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
@@ -579,7 +579,8 @@ impl Builder {
             &extra,
             settings.privacy.as_ref(),
         )?;
-        Ok(Prepared { tree, metadata, plan, warnings, stem, work, model, generated_c, kernels })
+        let compiled = vec![Compiled::not_compiled(); plan.modules.len()];
+        Ok(Prepared { tree, metadata, plan, compiled, warnings, stem, work, model, generated_c, kernels })
     }
 
     /// Compiles the model's library and runs bindgen on its headers, unless an
@@ -684,9 +685,9 @@ impl Builder {
     }
 
     /// The Rust module and the JSON report of every module, written under
-    /// `mlf/`; `stacks`: each module's bound, in the plan's order.
-    fn write_modules(&self, settings: &Settings, prepared: &Prepared, stacks: &[StackBound]) -> Result<Vec<GeneratedModule>> {
-        let Prepared { tree, metadata, plan, stem, work, .. } = prepared;
+    /// `mlf/`.
+    fn write_modules(&self, settings: &Settings, prepared: &Prepared) -> Result<Vec<GeneratedModule>> {
+        let Prepared { tree, metadata, plan, compiled, stem, work, .. } = prepared;
         let archive_name = settings.paths.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
         let digest_hex = tree.digest_hex()?;
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
@@ -698,19 +699,19 @@ impl Builder {
                 std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))
             })
             .collect::<Result<Vec<_>>>()?;
-        let rust_files = codegen::rust_files(plan, stacks, &bindings, &provenance, self.mlf_rt)?;
+        let rust_files = codegen::rust_files(plan, compiled, &bindings, &provenance, self.mlf_rt)?;
         let mut modules = Vec::new();
-        for ((module, stack), file) in plan.modules.iter().zip(stacks).zip(rust_files) {
+        for ((module, compiled), file) in plan.modules.iter().zip(compiled).zip(rust_files) {
             let rust_file = settings.out_dir.join(&file.path);
             write_if_changed(&rust_file, &file.bytes)?;
-            let report = ModuleReport::new(module, stack, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
+            let report = ModuleReport::new(module, compiled, metadata.version, prepared.kernels.as_ref().map(|kernels| &kernels.library));
             let json = codegen::report_file(&report);
             let json_file = settings.out_dir.join(&json.path);
             write_if_changed(&json_file, &json.bytes)?;
             modules.push(GeneratedModule {
                 name: module.name.to_string(),
                 rust_file,
-                memory: module.memory_needs(),
+                memory: module.memory_needs(compiled.kernel_scratch_bytes),
                 inputs: report.inputs.clone(),
                 outputs: report.outputs.clone(),
                 report,
@@ -723,17 +724,19 @@ impl Builder {
 
 /// Each module's stack bound, in the plan's order, from the objects of the
 /// model's and the support library (on disk for a cached build too) and the
-/// toolchain's libraries they call into: a value beside the plan, which
-/// compiling does not change.
-fn bound_stacks(prepared: &Prepared, support: &Library, toolchain: &Toolchain) -> Result<Vec<StackBound>> {
+/// toolchain's libraries they call into, kept in `prepared.compiled` (the
+/// plan does not change).
+fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchain) -> Result<()> {
     let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
     let lists = [prepared.model.object_list(), support.object_list()];
     let bounds = stack::analyse(&lists, &toolchain.stack_libraries, &roots)?;
     // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
     let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
-    let stacks = prepared.plan.modules.iter().zip(bounds);
-    Ok(stacks.map(|(module, bound)| stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi)).collect())
+    for ((module, compiled), bound) in prepared.plan.modules.iter().zip(&mut prepared.compiled).zip(bounds) {
+        compiled.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi);
+    }
+    Ok(())
 }
 
 /// Calls to CMSIS-NN code for core extensions the compiled core lacks
@@ -759,17 +762,19 @@ fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &m
     for warning in &check.warnings {
         settings.env.directives.warning(warning);
     }
-    let Prepared { model, generated_c, plan, work, .. } = prepared;
-    libraries::supply_scratch(model, generated_c, plan, &check.supplies, work)?;
+    let Prepared { model, generated_c, plan, compiled, work, .. } = prepared;
+    libraries::supply_scratch(model, generated_c, plan, compiled, &check.supplies, work)?;
     Ok(check.warnings)
 }
 
 /// The model laid onto the regions of the build's `memory.x`, if it has one:
 /// planned sizes, plus the compiled code once `libraries` (model and
 /// support) exist. Fails when a region is too small.
-fn check_fit(settings: &Settings, plan: &Plan, libraries: Option<&[PathBuf]>) -> Result<Option<MemoryFit>> {
+fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathBuf]>) -> Result<Option<MemoryFit>> {
     let Some((path, layout)) = &settings.memory else { return Ok(None) };
-    let needs: Vec<MemoryNeeds> = plan.modules.iter().map(ModulePlan::memory_needs).collect();
+    let plan = &prepared.plan;
+    let needs: Vec<MemoryNeeds> =
+        plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled.kernel_scratch_bytes)).collect();
     let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
     let code = match libraries {
         Some(libraries) => {
@@ -823,6 +828,9 @@ struct Prepared {
     tree: Tree,
     metadata: Metadata,
     plan: Plan,
+    /// What only building shows of each module (plan order): the CMSIS-NN
+    /// scratch once the core is known, the stack once the C is compiled.
+    compiled: Vec<Compiled>,
     /// From planning, for [`Output::warnings`].
     warnings: Vec<String>,
     /// Names the work directory and the model's library.

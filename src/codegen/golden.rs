@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{c_files, module_index, rust::Provenance, rust_files, GeneratedFile};
-use crate::plan::model::{StackBound, StackFrame};
+use crate::plan::model::{Compiled, StackBound, StackFrame};
 use crate::plan::{read_and_plan, PlanOptions};
 use crate::toolchain::stack;
 
@@ -43,15 +43,15 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBo
         crate::plan::profile::apply(&planned.tree, &mut planned.plan).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
     }
     let plan = &planned.plan;
-    let mut stacks = vec![StackBound::not_compiled(); plan.modules.len()];
+    let mut compiled = vec![Compiled::not_compiled(); plan.modules.len()];
     if let Some(stack) = stack {
-        stacks[0] = stack.clone();
+        compiled[0].stack = stack.clone();
     }
     let digest_hex = planned.tree.digest_hex().expect("digest");
     let provenance = Provenance { archive_name: "model.tar", digest_hex: &digest_hex, package: PACKAGE };
     let no_bindings = vec![String::new(); plan.modules.len()];
     let mut files = c_files(plan, PACKAGE);
-    files.extend(rust_files(plan, &stacks, &no_bindings, &provenance, mlf_rt).expect("rust files"));
+    files.extend(rust_files(plan, &compiled, &no_bindings, &provenance, mlf_rt).expect("rust files"));
     if plan.modules.len() > 1 {
         let modules = plan.modules.iter().map(|module| (module.name.to_string(), mlf_rt)).collect();
         files.push(module_index(&modules));

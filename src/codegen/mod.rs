@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::plan::model::{ModulePlan, Plan, StackBound};
+use crate::plan::model::{Compiled, ModulePlan, Plan};
 use crate::plan::report::ModuleReport;
 
 /// One generated file: where it goes, relative to the directory the producing function names, and its bytes.
@@ -60,22 +60,22 @@ pub(crate) fn params_source(module: &ModulePlan) -> Option<(PathBuf, impl Fn(&mu
 }
 
 /// Each module's Rust (`mlf/<m>.rs`, relative to `OUT_DIR`), in the plan's
-/// order, over the stack bound and the bindgen text of each module (same
-/// order); with `mlf_rt` each module also implements `mlf_rt::Model`.
+/// order, over what the compiled code of each module showed and its bindgen
+/// text (same order); with `mlf_rt` each module also implements `mlf_rt::Model`.
 pub(crate) fn rust_files(
     plan: &Plan,
-    stacks: &[StackBound],
+    compiled: &[Compiled],
     bindings: &[String],
     provenance: &rust::Provenance<'_>,
     mlf_rt: bool,
 ) -> Result<Vec<GeneratedFile>> {
     assert_eq!(plan.modules.len(), bindings.len(), "one bindings text per module");
-    assert_eq!(plan.modules.len(), stacks.len(), "one stack bound per module");
+    assert_eq!(plan.modules.len(), compiled.len(), "one compiled value per module");
     plan.modules
         .iter()
-        .zip(stacks.iter().zip(bindings))
-        .map(|(module, (stack, bindings))| {
-            let text = rust::module_rust(module, stack, bindings, provenance, mlf_rt)?;
+        .zip(compiled.iter().zip(bindings))
+        .map(|(module, (compiled, bindings))| {
+            let text = rust::module_rust(module, compiled, bindings, provenance, mlf_rt)?;
             Ok(GeneratedFile { path: rust_path(module), bytes: text.into_bytes() })
         })
         .collect()

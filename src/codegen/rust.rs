@@ -19,7 +19,7 @@ use quote::{format_ident, quote};
 use crate::codegen::glue;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, RustIdent};
-use crate::plan::model::{Entry, ModulePlan, OperatorSlot, StackBound, Tensor};
+use crate::plan::model::{Compiled, Entry, ModulePlan, OperatorSlot, Tensor};
 
 /// Where the generated text says it came from.
 pub(crate) struct Provenance<'a> {
@@ -34,11 +34,11 @@ pub(crate) struct Provenance<'a> {
 const MODULE_FUNCTIONS: &[&str] = &["run", "run_raw", "invoke", "descriptor", "workspace_peak", "set_log_hook"];
 
 /// `$OUT_DIR/mlf/<m>.rs`: the module's items over its `bindings` (bindgen's
-/// text) and its compiled code's `stack` bound, with `mlf_rt` also `Model`
+/// text) and what its `compiled` code showed, with `mlf_rt` also `Model`
 /// implementing `mlf_rt::Model`.
 pub(crate) fn module_rust(
     module: &ModulePlan,
-    stack: &StackBound,
+    compiled: &Compiled,
     bindings: &str,
     provenance: &Provenance<'_>,
     mlf_rt: bool,
@@ -46,7 +46,7 @@ pub(crate) fn module_rust(
     let bindings = syn::parse_file(bindings).map_err(|e| {
         Error::new(ErrorKind::Bindings, format!("bindgen's output for module `{}` is not Rust syn can read: {e}", module.name))
     })?;
-    let items = Items { module, stack, provenance };
+    let items = Items { module, compiled, provenance };
     let ffi = ffi_module(module, &bindings);
     let body = [
         ffi,
@@ -64,7 +64,7 @@ pub(crate) fn module_rust(
         items.profile_module(),
         if mlf_rt { mlf_rt_impl(module) } else { TokenStream::new() },
     ];
-    let stack_note = match (&stack.bytes, &stack.unknown) {
+    let stack_note = match (&compiled.stack.bytes, &compiled.stack.unknown) {
         (None, Some(why)) => format!("\nIts stack bound is unknown, so there is no `STACK_BYTES`: {}.", ident::rust_doc(why)),
         _ => String::new(),
     };
@@ -166,7 +166,7 @@ fn ffi_module(module: &ModulePlan, bindings: &syn::File) -> TokenStream {
 /// The items that depend on the module and where it came from.
 struct Items<'a> {
     module: &'a ModulePlan,
-    stack: &'a StackBound,
+    compiled: &'a Compiled,
     provenance: &'a Provenance<'a>,
 }
 
@@ -181,7 +181,7 @@ impl Items<'_> {
 
     fn constants(&self) -> TokenStream {
         let m = self.module;
-        let needs = m.memory_needs();
+        let needs = m.memory_needs(self.compiled.kernel_scratch_bytes);
         let name = m.name.as_str();
         let targets = &m.targets;
         let (workspace, constants, io) = (int(m.memory.workspace_bytes), int(m.memory.constants_bytes), int(m.memory.io_bytes));
@@ -281,14 +281,14 @@ impl Items<'_> {
             pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;
         });
         // Only when known: a module whose bound is unknown says why in its own docs.
-        if let Some(bytes) = self.stack.bytes {
+        if let Some(bytes) = self.compiled.stack.bytes {
             let stack_doc = doc(&format!(
                 "Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`]: the deepest call path,\n\
                  each C function's frame as the compiler reported it (`-fstack-usage`), the calls read from the\n\
                  compiled objects, library functions' frames read from the toolchain's libraries (`name (libm.a)`)\n\
                  or, where their code is not read, named allowances, and an allowance for the Rust wrapper;\n\
                  interrupts not included (README.md, \"How deep is its stack?\"). Deepest path:\n{}.",
-                ident::rust_doc(&self.stack.path_text())
+                ident::rust_doc(&self.compiled.stack.path_text())
             ));
             let bytes = int(bytes);
             items.extend(quote! {

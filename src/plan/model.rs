@@ -33,9 +33,6 @@ pub(crate) struct ModulePlan {
     pub arena_bytes: u64,
     /// Target strings from the metadata, for documentation.
     pub targets: Vec<String>,
-    /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none but
-    /// need some on the core built for: set by the Builder once the core is known.
-    pub kernel_scratch_bytes: u64,
     /// The operator calls a profiled run times: set by the Builder when profiling is on (`plan::profile`).
     pub profile: Option<Profile>,
 }
@@ -155,7 +152,8 @@ impl ModulePlan {
         inputs.chain(self.outputs.iter().map(|tensor| (false, tensor))).filter(|(_, tensor)| tensor.padding > 0)
     }
 
-    pub fn memory_needs(&self) -> MemoryNeeds {
+    /// `kernel_scratch_bytes`: see [`Compiled::kernel_scratch_bytes`].
+    pub fn memory_needs(&self, kernel_scratch_bytes: u64) -> MemoryNeeds {
         let schedule = self.schedule();
         // USMP without application pools puts the workspace in a static array of the AOT code;
         // graph operators have none of their own.
@@ -170,11 +168,29 @@ impl ModulePlan {
             inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
-            kernel_scratch: self.kernel_scratch_bytes,
+            kernel_scratch: kernel_scratch_bytes,
             padded_io: self.padded_tensors().map(|(_, tensor)| tensor.buffer_bytes()).fold(0, u64::saturating_add),
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
         }
+    }
+}
+
+/// What is known of a module only once its C is built for the target: a
+/// value the Builder keeps beside the plan, which building does not change.
+#[derive(Debug, Clone)]
+pub(crate) struct Compiled {
+    /// The worst-case stack of one run.
+    pub stack: StackBound,
+    /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none
+    /// but need some on the core built for.
+    pub kernel_scratch_bytes: u64,
+}
+
+impl Compiled {
+    /// A module whose C is not compiled (planning alone, `inspect` without `--target`).
+    pub(crate) fn not_compiled() -> Compiled {
+        Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0 }
     }
 }
 

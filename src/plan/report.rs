@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::input::kernel_library::KernelLibrary;
 use crate::input::user_path::Base;
-use crate::plan::model::{Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
+use crate::plan::model::{Compiled, Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
 use crate::toolchain::target;
 
@@ -122,7 +122,7 @@ pub fn inspect_with_cmsis_nn(path: impl AsRef<Path>, cmsis_nn: Option<impl AsRef
             modules: plan
                 .modules
                 .iter()
-                .map(|m| ModuleReport::new(m, &StackBound::not_compiled(), metadata.version, library.as_ref()))
+                .map(|m| ModuleReport::new(m, &Compiled::not_compiled(), metadata.version, library.as_ref()))
                 .collect(),
             warnings,
         })
@@ -223,8 +223,8 @@ impl TensorData {
 }
 
 impl ModuleReport {
-    /// `stack`: the bound of the module's compiled code, or `StackBound::not_compiled`.
-    pub(crate) fn new(module: &ModulePlan, stack: &StackBound, mlf_version: u32, cmsis_nn: Option<&KernelLibrary>) -> ModuleReport {
+    /// `compiled`: what the module's compiled code showed, or `Compiled::not_compiled`.
+    pub(crate) fn new(module: &ModulePlan, compiled: &Compiled, mlf_version: u32, cmsis_nn: Option<&KernelLibrary>) -> ModuleReport {
         let (executor, interface) = match &module.entry {
             Entry::CInterface(_) => ("aot", "c"),
             Entry::Packed { .. } => ("aot", "packed"),
@@ -232,7 +232,7 @@ impl ModuleReport {
             Entry::Operator { .. } => ("none", "operator"),
             Entry::Graph(_) => ("graph", "graph"),
         };
-        let memory = module.memory_needs();
+        let memory = module.memory_needs(compiled.kernel_scratch_bytes);
         let mut inferred = Vec::new();
         for tensor in module.inputs.iter().chain(&module.outputs) {
             if tensor.shape == [tensor.elements()] {
@@ -275,7 +275,7 @@ impl ModuleReport {
             memory,
             alignment: module.alignment,
             inferred,
-            stack: stack.clone(),
+            stack: compiled.stack.clone(),
             needs: needs(module, cmsis_nn),
         }
     }

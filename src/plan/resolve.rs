@@ -528,7 +528,6 @@ fn finish_plan(
         alignment,
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
-        kernel_scratch_bytes: 0,
         profile: None,
     })
 }
