@@ -546,11 +546,8 @@ impl Builder {
     /// archive read, planned and written under the output directory,
     /// mlf-build's own C and the generated glue.
     fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
-        let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target) };
-        let Planned { mut tree, metadata, mut plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
-        if self.profile {
-            crate::plan::profile::apply(&tree, &mut plan)?;
-        }
+        let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target), profile: self.profile };
+        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
             settings.env.directives.warning(warning);

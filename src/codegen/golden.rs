@@ -38,10 +38,8 @@ const CASES: &[(&str, &str, bool, bool)] = &[
 const PACKAGE: &str = "golden";
 
 fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBound>) -> Vec<GeneratedFile> {
-    let mut planned = read_and_plan(archive, &PlanOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
-    if profiled {
-        crate::plan::profile::apply(&planned.tree, &mut planned.plan).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
-    }
+    let options = PlanOptions { profile: profiled, ..Default::default() };
+    let planned = read_and_plan(archive, &options).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
     let plan = &planned.plan;
     let mut compiled = vec![Compiled::not_compiled(); plan.modules.len()];
     if let Some(stack) = stack {

@@ -38,6 +38,8 @@ pub(crate) struct PlanOptions<'a> {
     pub limits: Limits,
     /// The build target, when there is one: its checks then apply too.
     pub target: Option<&'a Target>,
+    /// `Builder::profile`: each module also gets the operator calls a profiled run times.
+    pub profile: bool,
 }
 
 /// An archive read and planned.
@@ -105,7 +107,7 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) 
         checks::check_objects(&tree, target)?;
     }
     let tree = rename::apply(tree, &mut metadata, options.renames, warnings)?;
-    let plan = resolve::plan(&tree, &metadata, warnings)?;
+    let mut plan = resolve::plan(&tree, &metadata, warnings)?;
     for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
         warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
     }
@@ -113,6 +115,9 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) 
     limits::check_plan(&plan)?;
     if let Some(target) = options.target {
         checks::check_target(&plan, target, &metadata)?;
+    }
+    if options.profile {
+        profile::apply(&tree, &mut plan)?;
     }
     Ok((tree, metadata, plan))
 }

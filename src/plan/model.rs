@@ -33,7 +33,7 @@ pub(crate) struct ModulePlan {
     pub arena_bytes: u64,
     /// Target strings from the metadata, for documentation.
     pub targets: Vec<String>,
-    /// The operator calls a profiled run times: set by the Builder when profiling is on (`plan::profile`).
+    /// The operator calls a profiled run times, when planned with `PlanOptions::profile` (`plan::profile`).
     pub profile: Option<Profile>,
 }
 
