@@ -10,7 +10,7 @@ use crate::cargo::write::write_if_changed;
 use crate::codegen::kernel_probe::{self, KernelPath, ScratchProbe};
 use crate::codegen::{self, GeneratedFile};
 use crate::error::{printable, Error, ErrorKind, Result};
-use crate::input::kernel_library::{Extension, Guard, KernelLibrary, ScratchCall, MAX_LIBRARY_FILE_BYTES};
+use crate::input::kernel_library::{self, Extension, Guard, KernelLibrary, ScratchCall, MAX_LIBRARY_FILE_BYTES};
 use crate::input::user_path;
 use crate::plan::limits;
 use crate::plan::model::Plan;
@@ -38,8 +38,7 @@ pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dir
     let calls: Vec<_> = plan.modules.iter().filter_map(|module| module.needs.cmsis_nn.as_ref()).collect();
     let Some(first) = calls.first() else { return Ok(None) };
     let undefined: BTreeSet<String> = calls.iter().flat_map(|calls| calls.undefined.keys().cloned()).collect();
-    // CMSIS-NN's names all start `arm_`; the rest may be the C library's.
-    let kernels: Vec<&str> = undefined.iter().map(String::as_str).filter(|name| name.starts_with("arm_")).collect();
+    let kernels = kernel_library::kernels_among(&undefined);
     let dir = match given.map(Path::to_path_buf).or_else(|| env.var(CMSIS_NN_PATH).map(PathBuf::from)) {
         Some(dir) => dir,
         None if include_dirs.iter().any(|dir| dir.join(&first.header).is_file()) => return Ok(None),
@@ -59,7 +58,7 @@ pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dir
     };
     let library = KernelLibrary::read_cmsis_nn(&dir)?;
     let selection = library.select(&undefined);
-    let missing: Vec<&str> = kernels.iter().copied().filter(|name| selection.undefined.contains(*name)).collect();
+    let missing = selection.missing(&kernels);
     if !missing.is_empty() {
         return Err(Error::new(
             ErrorKind::Config,
@@ -73,8 +72,7 @@ pub(super) fn cmsis_nn(plan: &Plan, given: Option<&Path>, env: &Env, include_dir
         .in_file(first.file.clone())
         .help("the archive was compiled against another CMSIS-NN release: pass that one (TVM 0.14-0.18 used v4.1.0)"));
     }
-    // Absolute, so the wrappers include the same files from wherever the compiler runs.
-    let root = dir.canonicalize().map_err(|e| Error::io("read", &dir, e))?;
+    let root = library.root.clone();
     let wrappers = codegen::kernel_wrappers(&root, &selection.sources)?;
     let originals = selection.sources.iter().map(|source| root.join(source)).collect();
     Ok(Some(KernelCode { include_dir: root.join("Include"), library, originals, wrappers }))

@@ -83,6 +83,19 @@ pub(crate) struct Selection {
     pub undefined: BTreeSet<String>,
 }
 
+impl Selection {
+    /// The kernels among `kernels` the library left undefined.
+    pub fn missing<'k>(&self, kernels: &[&'k str]) -> Vec<&'k str> {
+        kernels.iter().copied().filter(|name| self.undefined.contains(*name)).collect()
+    }
+}
+
+/// The CMSIS-NN kernels among the functions `undefined` names: CMSIS-NN's
+/// names all start `arm_`; the rest may be the C library's.
+pub(crate) fn kernels_among<'n>(undefined: impl IntoIterator<Item = &'n String>) -> Vec<&'n str> {
+    undefined.into_iter().map(String::as_str).filter(|name| name.starts_with("arm_")).collect()
+}
+
 impl KernelLibrary {
     /// Reads the CMSIS-NN checkout at `root` (the folder holding `Include/` and `Source/`).
     pub fn read_cmsis_nn(root: &Path) -> Result<KernelLibrary> {
@@ -94,6 +107,9 @@ impl KernelLibrary {
             )
             .help("pass the folder that holds CMSIS-NN's Include/ and Source/ (a clone of github.com/ARM-software/CMSIS-NN, or the CMSIS-NN folder of a CMSIS pack)"));
         }
+        // Absolute and one spelling however it was given (`a/../b`, relative): the wrappers include
+        // the same files from wherever the compiler runs, and every report names the folder alike.
+        let root = &root.canonicalize().map_err(|e| Error::io("read", root, e))?;
         let mut total = 0u64;
         let mut read_all = |dir: &Path, extension: &str| -> Result<Vec<(String, String)>> {
             let files = user_path::files_below(dir, "the CMSIS-NN folder", |path| path.extension().is_some_and(|ext| ext == extension))?;

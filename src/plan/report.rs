@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::Result;
-use crate::input::kernel_library::KernelLibrary;
+use crate::input::kernel_library::{self, KernelLibrary};
 use crate::input::user_path::Base;
 use crate::plan::model::{Compiled, Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
@@ -146,8 +146,7 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
     let mut needs = Vec::new();
     let code = &module.needs;
     if let Some(calls) = &code.cmsis_nn {
-        // CMSIS-NN's names all start `arm_`; the rest may be the C library's.
-        let kernels: Vec<&str> = calls.undefined.keys().map(String::as_str).filter(|name| name.starts_with("arm_")).collect();
+        let kernels = kernel_library::kernels_among(calls.undefined.keys());
         let called = if kernels.is_empty() {
             String::new()
         } else {
@@ -160,11 +159,8 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
         let mut met_by = None;
         if let Some(library) = cmsis_nn {
             let undefined: BTreeSet<String> = calls.undefined.keys().cloned().collect();
-            let left = library.select(&undefined).undefined;
-            let missing: Vec<&str> = kernels.iter().copied().filter(|name| left.contains(*name)).collect();
-            // One spelling of the folder however it was given (`a/../b`, relative): the Builder's report and inspect's agree.
-            let root = std::fs::canonicalize(&library.root).unwrap_or_else(|_| library.root.clone());
-            let given = format!("{} ({})", root.display(), library.version.as_deref().unwrap_or("revision unknown"));
+            let missing = library.select(&undefined).missing(&kernels);
+            let given = format!("{} ({})", library.root.display(), library.version.as_deref().unwrap_or("revision unknown"));
             if missing.is_empty() {
                 met_by = Some(format!("CMSIS-NN at {given}, which defines every function called"));
             } else {
@@ -251,7 +247,7 @@ impl ModuleReport {
                 memory.kernel_scratch
             ));
         }
-        for tensor in module.inputs.iter().chain(&module.outputs).filter(|tensor| tensor.padding > 0) {
+        for (_, tensor) in module.padded_tensors() {
             inferred.push(format!(
                 "`{}` padded by {} bytes: the code reaches at most {} bytes of it (an upper bound), so it runs on a copy; the tensor stays {} bytes",
                 tensor.name,
