@@ -114,28 +114,42 @@ pub(crate) const CPU_TIME_VARIABLE: &str = "MLF_BUILD_CC_CPU_SECONDS";
 
 /// A backstop for C the checks of `input::c` let through that would
 /// still exhaust the compiler (macros built by `##` pasting, passed as
-/// arguments): the limits a compile reading `input_bytes` of C runs under,
-/// scaled to them unless the variables above set them.
-fn compile_limits(env: &Env, input_bytes: u64) -> Result<Limits> {
-    let setting = |name: &str| -> Result<Option<u64>> {
-        env.var(name)
-            .map(|value| {
-                value.trim().parse::<u64>().map_err(|_| {
-                    Error::new(ErrorKind::Config, format!("{name}={} is not a number", printable(&value)))
-                        .help(format!("set {name} to a whole number, or 0 for no limit"))
+/// arguments): the limits of compiles, scaled to the C each reads unless
+/// the variables above set them.
+struct LimitSettings {
+    /// From [`ADDRESS_SPACE_VARIABLE`]: `Some(0)` is no limit, `None` scaled.
+    address_space_mib: Option<u64>,
+    /// From [`CPU_TIME_VARIABLE`]: `Some(0)` is no limit, `None` scaled.
+    cpu_seconds: Option<u64>,
+}
+
+impl LimitSettings {
+    fn read(env: &Env) -> Result<LimitSettings> {
+        let setting = |name: &str| -> Result<Option<u64>> {
+            env.var(name)
+                .map(|value| {
+                    value.trim().parse::<u64>().map_err(|_| {
+                        Error::new(ErrorKind::Config, format!("{name}={} is not a number", printable(&value)))
+                            .help(format!("set {name} to a whole number, or 0 for no limit"))
+                    })
                 })
-            })
-            .transpose()
-    };
-    let address_space = match setting(ADDRESS_SPACE_VARIABLE)? {
-        Some(mib) => (mib > 0).then(|| mib.saturating_mul(1 << 20)),
-        None => Some(BASE_ADDRESS_SPACE_BYTES.saturating_add(input_bytes.saturating_mul(ADDRESS_SPACE_PER_INPUT_BYTE))),
-    };
-    let cpu = match setting(CPU_TIME_VARIABLE)? {
-        Some(seconds) => (seconds > 0).then_some(seconds),
-        None => Some(BASE_CPU_SECONDS.saturating_add((input_bytes >> 20).saturating_mul(CPU_SECONDS_PER_INPUT_MIB))),
-    };
-    Ok(Limits { address_space_bytes: address_space, cpu_seconds: cpu })
+                .transpose()
+        };
+        Ok(LimitSettings { address_space_mib: setting(ADDRESS_SPACE_VARIABLE)?, cpu_seconds: setting(CPU_TIME_VARIABLE)? })
+    }
+
+    /// The limits of a compile reading `input_bytes` of C.
+    fn limits(&self, input_bytes: u64) -> Limits {
+        let address_space = match self.address_space_mib {
+            Some(mib) => (mib > 0).then(|| mib.saturating_mul(1 << 20)),
+            None => Some(BASE_ADDRESS_SPACE_BYTES.saturating_add(input_bytes.saturating_mul(ADDRESS_SPACE_PER_INPUT_BYTE))),
+        };
+        let cpu = match self.cpu_seconds {
+            Some(seconds) => (seconds > 0).then_some(seconds),
+            None => Some(BASE_CPU_SECONDS.saturating_add((input_bytes >> 20).saturating_mul(CPU_SECONDS_PER_INPUT_MIB))),
+        };
+        Limits { address_space_bytes: address_space, cpu_seconds: cpu }
+    }
 }
 
 /// Calls the profiling hooks on entry to and exit from every function of the
@@ -213,17 +227,19 @@ impl Library {
             inputs::forget(&self.object_list())?;
         }
         let header_bytes = self.archive_header_bytes();
-        let env = Env { directives: self.directives.clone() };
-        let mut started = Vec::new();
-        for (source_bytes, unit) in &stale {
-            // A wrapper compiles elsewhere (sccache's server, distcc): limits would hold its client only.
-            let limits = if unit.compiler.under_wrapper {
-                Limits::default()
-            } else {
-                compile_limits(&env, source_bytes.saturating_add(header_bytes))?
-            };
-            started.push(self.start(unit, limits));
-        }
+        // A wrapper compiles elsewhere (sccache's server, distcc): limits would hold its client only.
+        let limited = stale.iter().any(|(_, unit)| !unit.compiler.under_wrapper);
+        let settings = limited.then(|| LimitSettings::read(&Env { directives: self.directives.clone() })).transpose()?;
+        let started: Vec<Started<'_>> = stale
+            .iter()
+            .map(|(source_bytes, unit)| {
+                let limits = match &settings {
+                    Some(settings) if !unit.compiler.under_wrapper => settings.limits(source_bytes.saturating_add(header_bytes)),
+                    _ => Limits::default(),
+                };
+                self.start(unit, limits)
+            })
+            .collect();
         let result = self.finish_all(started, &digests);
         remove_temporaries(&self.out_dir)?;
         result?;
