@@ -818,11 +818,7 @@ impl TensorResolver<'_> {
         };
         let m = &self.meta.name;
         if self.reach_is_exact(position) {
-            warnings.push(format!(
-                "tensor `{name}` of module `{m}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
-                agreed.1, agreed.0
-            ));
-            return Ok(((bytes, format!("{code_source}, not {} ({} bytes)", agreed.1, agreed.0)), 0));
+            return Ok((self.code_wins(name, &agreed, bytes, &code_source, warnings), 0));
         }
         let what = format!("the padded copy of tensor `{name}` (the upper bound of {code_source})");
         crate::plan::limits::check_bytes(m, &what, bytes).map_err(|e| e.in_file(self.file))?;
@@ -850,14 +846,19 @@ impl TensorResolver<'_> {
     fn checked_by_code(&self, name: &str, stated: &(u64, String), position: usize, warnings: &mut Warnings) -> (u64, String) {
         match self.code_size(position) {
             Some((bytes, _, code_source)) if bytes != stated.0 && self.reach_is_exact(position) => {
-                warnings.push(format!(
-                    "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
-                    self.meta.name, stated.1, stated.0
-                ));
-                (bytes, format!("{code_source}, not {} ({} bytes)", stated.1, stated.0))
+                self.code_wins(name, stated, bytes, &code_source, warnings)
             }
             _ => stated.clone(),
         }
+    }
+
+    /// The size the code reaches exactly, `bytes`, instead of the one `stated`, with a warning naming both.
+    fn code_wins(&self, name: &str, stated: &(u64, String), bytes: u64, code_source: &str, warnings: &mut Warnings) -> (u64, String) {
+        warnings.push(format!(
+            "tensor `{name}` of module `{}`: {} states {} bytes, but the code reaches {bytes} bytes; {bytes} bytes are used",
+            self.meta.name, stated.1, stated.0
+        ));
+        (bytes, format!("{code_source}, not {} ({} bytes)", stated.1, stated.0))
     }
 
     /// Two sources disagree and no majority decides: the code does, when its

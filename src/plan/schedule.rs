@@ -677,6 +677,12 @@ mod tests {
     }
 
     /// Inputs with no storage table, metadata names or workspaces, 16-byte aligned.
+    /// What the code of `function` in `default_lib1.c` reaches of each argument, exactly or as an upper bound.
+    fn code_reach(function: &str, bytes: &[Option<u64>], exact: bool) -> (String, CodeReach) {
+        let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact })).collect();
+        (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
+    }
+
     fn plain_inputs(params: &[Param]) -> Inputs<'_> {
         Inputs {
             graph_path: GRAPH,
@@ -1003,10 +1009,7 @@ mod tests {
     fn buffers_are_as_large_as_the_code_reaches() {
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         let params = [p0()];
-        let reach = |function: &str, bytes: &[Option<u64>]| {
-            let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact: true })).collect();
-            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
-        };
+        let reach = |function: &str, bytes: &[Option<u64>]| code_reach(function, bytes, true);
         // `a` reads 40 bytes of x (24 stated) and writes 30 into its result (24, rounded up to 32);
         // `b` writes 48 into the output (24).
         let reaches = [reach("tvmgen_default_a", &[Some(40), Some(12), Some(30)]), reach("tvmgen_default_b", &[None, Some(48)])];
@@ -1046,10 +1049,7 @@ mod tests {
     fn upper_bounds_pad_and_keep_the_graphs_sizes() {
         let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
         let params = [p0()];
-        let bound = |function: &str, bytes: &[Option<u64>]| {
-            let bytes = bytes.iter().map(|bytes| bytes.map(|bytes| ArgumentReach { bytes, exact: false })).collect();
-            (function.to_string(), CodeReach { file: "codegen/host/src/default_lib1.c".to_string(), bytes })
-        };
+        let bound = |function: &str, bytes: &[Option<u64>]| code_reach(function, bytes, false);
         let reaches = [bound("tvmgen_default_a", &[Some(40), Some(16), Some(30)]), bound("tvmgen_default_b", &[None, Some(48)])];
         let with = Inputs { reaches: reaches.into_iter().collect(), metadata_output_bytes: vec![24], ..plain_inputs(&params) };
         let (plan, inputs, outputs) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
