@@ -238,12 +238,9 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
                     sign_extend((s << 20) | (j2 << 19) | (j1 << 18) | (u32::from(hw & 0x3f) << 12) | (u32::from(hw2 & 0x7ff) << 1), 21)
                 };
                 jumps.push((at, Some(pc + offset)));
-            } else if hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000 {
-                // bl and blx into this code (a call the assembler resolved) run it again: a branch there.
-                let to = pc + thumb_long_branch_offset(hw, hw2);
-                if to != at as i64 && (0..code.len() as i64).contains(&to) {
-                    jumps.push((at, Some(to)));
-                }
+            } else if let Some(to) = thumb_local_call(code, at, hw, hw2) {
+                // A call the assembler resolved runs this code again: a branch there.
+                jumps.push((at, Some(to)));
             }
             at += 4;
             continue;
@@ -265,6 +262,14 @@ fn thumb_jumps(code: &[u8]) -> Vec<(usize, Option<i64>)> {
         at += 2;
     }
     jumps
+}
+
+/// Where `bl` or `blx` at `at` goes when that is into `code` and not to
+/// itself (a relocation's placeholder): a call into the function's own code.
+fn thumb_local_call(code: &[u8], at: usize, hw: u16, hw2: u16) -> Option<i64> {
+    let to = at as i64 + 4 + thumb_long_branch_offset(hw, hw2);
+    let call = hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000;
+    (call && to != at as i64 && (0..code.len() as i64).contains(&to)).then_some(to)
 }
 
 /// How far `b.w` (T4), `bl` and `blx` go from the PC: S:I1:I2:imm10:imm11:0, I = NOT(J xor S).
@@ -292,12 +297,8 @@ fn thumb(code: &[u8], literals: Literals<'_>, frame: &mut Frame) -> Result<(), S
         if matches!(hw >> 11, 0b11101..=0b11111) {
             let Some(hw2) = halfword(at + 2) else { break };
             thumb32(hw, hw2, frame)?;
-            // bl and blx into this code (not to themselves, a relocation's placeholder)
-            // leave lr pointing into it: a return through lr goes there.
-            let call = hw >> 11 == 0b11110 && hw2 & 0xc000 == 0xc000;
-            let to = at as i64 + 4 + thumb_long_branch_offset(hw, hw2);
-            let local_call = call && to != at as i64 && (0..code.len() as i64).contains(&to);
-            if local_call || thumb32_writes_lr(hw, hw2) {
+            // A call into this code leaves lr pointing into it: a return through lr goes there.
+            if thumb_local_call(code, at, hw, hw2).is_some() || thumb32_writes_lr(hw, hw2) {
                 frame.links_written.push(LR);
             }
             constants = [None; 8];
