@@ -463,6 +463,13 @@ fn needs_are_named_without_target_and_cmsis_nn_meets_its_own() {
         "{report}"
     );
     assert_eq!(needs(&inspect_json(&tree, &[])), [("header".to_string(), false)]);
+    // A header name is archive text: a control character in it is printed escaped.
+    let tree = unpacked(&plain, "inspect-header-escape");
+    let source = tree.join("codegen/host/src/default_lib1.c");
+    let code = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, format!("#include \"vendor\u{1b}[2J.h\"\n{code}")).unwrap();
+    let report = text(&[tree.as_os_str()]);
+    assert!(report.contains("needs <vendor\\u{1b}[2J.h>: included") && !report.contains('\u{1b}'), "{report}");
 
     // A graph without its weights file: refused, naming the file.
     let tree = unpacked(&graph, "inspect-params");

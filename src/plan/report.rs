@@ -175,7 +175,7 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
         }
         needs.push(Need {
             kind: "header".to_string(),
-            what: format!("<{header}>: included but not in the archive; add its directory with Builder::include_dir(..) and its library's sources with Builder::source(..)"),
+            what: format!("<{}>: included but not in the archive; add its directory with Builder::include_dir(..) and its library's sources with Builder::source(..)", crate::error::printable(header)),
             file: file.clone(),
             met_by: None,
         });
