@@ -59,6 +59,7 @@ pub mod fuzzing;
 mod ident;
 mod input;
 mod plan;
+mod sha256;
 #[cfg(test)]
 mod test_support;
 mod toolchain;

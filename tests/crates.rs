@@ -137,7 +137,7 @@ fn firmware_missing() -> Option<String> {
     }
     ["arm-none-eabi-gcc", "arm-none-eabi-nm", "arm-none-eabi-size", "qemu-system-arm"]
         .into_iter()
-        .find(|tool| which::which(tool).is_err())
+        .find(|tool| Command::new(tool).arg("--version").output().is_err())
         .map(|tool| format!("{tool} is not installed"))
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256;
 
 use crate::cargo::cache;
 use crate::cargo::directive::Directives;
@@ -152,6 +152,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         instrumented: Vec::new(),
         untimed_functions: Vec::new(),
         private: config.privacy.and_then(Privacy::support),
+        header_sources: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -164,7 +165,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         let stamp = cache::Stamp { path: library.out_dir.join("stamp"), key };
         if !(stamp.is_current() && library.is_built()) {
             stamp.invalidate()?;
-            library.compile(config.compilers, config.base)?;
+            library.compile(config.compilers, config.base, || ())?;
             stamp.record()?;
         }
         built.insert(library.out_dir.clone());
@@ -264,6 +265,7 @@ pub(super) fn model_library(
         instrumented,
         untimed_functions,
         private: privacy.map(Privacy::model),
+        header_sources: plan.modules.iter().map(|module| gen_dir.join(glue::source_name(module))).collect(),
     };
     Ok((library, generated))
 }

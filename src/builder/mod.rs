@@ -625,7 +625,8 @@ impl Builder {
         // The support library and the model's C build side by side; bindgen
         // (libclang, inside this process) reads the archive's headers only
         // after the glue that includes them compiled under the compiler's
-        // limits, so a header no estimate caught cannot exhaust this process.
+        // limits, so a header no estimate caught cannot exhaust this process,
+        // and then beside the model's other sources.
         let (support, built) = std::thread::scope(|scope| {
             let support = scope.spawn(|| libraries::support_library(&settings.out_dir, &settings.support_dir, &config));
             let built = if cached {
@@ -650,9 +651,16 @@ impl Builder {
                         })
                         .collect::<Result<Vec<_>>>()
                 };
-                match model.compile(compilers, base) {
+                let (headers_compiled, glue_compiled) = std::sync::mpsc::channel();
+                let bound = scope.spawn(move || glue_compiled.recv().ok().map(|()| bindgen()));
+                let compiled = model.compile(compilers, base, move || {
+                    let _ = headers_compiled.send(());
+                });
+                // Nothing was sent when the glue did not compile: then bindgen never ran.
+                let bound = joined(bound);
+                match compiled {
                     Ok(()) => {
-                        let bound = bindgen();
+                        let bound = bound.ok_or_else(|| Error::new(ErrorKind::Compile, "the glue compiled but bindgen was not started"))?;
                         let key = joined(key);
                         Ok(Some((bound?, key?)))
                     }

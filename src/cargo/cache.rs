@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256;
 
 use crate::cargo::write::write_if_changed;
 use crate::error::{Error, Result};

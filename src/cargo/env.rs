@@ -31,3 +31,10 @@ pub(crate) fn cargo_provided(name: &str) -> Option<String> {
 pub(crate) fn keying_only(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
+
+/// The directories `PATH` lists, where programs named without a path are
+/// found: untracked for the reason of [`keying_only`], and read as the
+/// operating system's bytes, which need not be UTF-8.
+pub(crate) fn program_search_path() -> Vec<std::path::PathBuf> {
+    std::env::var_os("PATH").map(|path| std::env::split_paths(&path).collect()).unwrap_or_default()
+}

@@ -82,6 +82,11 @@ pub(crate) fn header_name(module: &ModulePlan) -> String {
     format!("mlf_{}_glue.h", module.name)
 }
 
+/// The glue's C source: it includes [`header_name`], which bindgen reads.
+pub(crate) fn source_name(module: &ModulePlan) -> String {
+    format!("mlf_{}_glue.c", module.name)
+}
+
 /// The glue of `module` for the package (crate) `package` being built.
 pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let m = &module.name;
@@ -176,7 +181,7 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     if let Some(profile) = &module.profile {
         profiled_source(&mut source, module, profile, (arena, arena_len));
     }
-    Glue { header_name, header, source_name: format!("mlf_{m}_glue.c"), source }
+    Glue { header_name, header, source_name: source_name(module), source }
 }
 
 /// The file name of a graph module's weights as a C file of their own

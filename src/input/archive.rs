@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256;
 use tar::EntryType;
 
 use crate::cargo::write::write_if_changed;
@@ -151,7 +151,7 @@ impl Tree {
                 }
             }
         }
-        Ok(*self.digest.get_or_init(|| hasher.finalize().into()))
+        Ok(*self.digest.get_or_init(|| hasher.finalize()))
     }
 
     /// Lets the files' bytes go once [`Tree::write_to`] wrote them to `dir`:

@@ -20,7 +20,7 @@ fn file(dir: &Path, key: &str) -> PathBuf {
 
 /// A program's resolved path, size and modification time.
 pub(crate) fn stamp(program: &Path) -> Option<String> {
-    let path = which::which(program).ok()?;
+    let path = crate::toolchain::spawn::find_program(program)?;
     let (len, modified) = inputs::stat(&path)?;
     Some(format!("{} {len} {modified}", path.display()))
 }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
 
 use crate::cargo::directive::Directives;
 use crate::cargo::env::Env;
@@ -186,6 +187,34 @@ pub(crate) struct Library {
     pub untimed_functions: Vec<String>,
     /// The crate's tag its symbols are renamed with, when they are made its own.
     pub private: Option<Private>,
+    /// Sources that include every header bindgen reads (the glue): once they
+    /// compiled, under the limits, those headers are safe for libclang ([`Library::compile`]).
+    pub header_sources: Vec<PathBuf>,
+}
+
+/// The sources of [`Library::header_sources`] still compiling, and what to call when none is left.
+struct HeaderGate<'a, F> {
+    waiting: Mutex<(HashSet<&'a Path>, Option<F>)>,
+}
+
+impl<F: FnOnce()> HeaderGate<'_, F> {
+    /// `source` compiled (`None`: nothing new); when none is left waiting, the call is made, once.
+    fn compiled(&self, source: Option<&Path>) {
+        let call = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(source) = source {
+                waiting.0.remove(source);
+            }
+            if waiting.0.is_empty() {
+                waiting.1.take()
+            } else {
+                None
+            }
+        };
+        if let Some(call) = call {
+            call();
+        }
+    }
 }
 
 /// One source to compile and where its object goes.
@@ -209,7 +238,9 @@ struct Started<'a> {
 
 impl Library {
     /// Compiles what changed since the last build and writes the libraries.
-    pub fn compile(&self, compilers: &Compilers, base: &cc::Build) -> Result<()> {
+    /// `headers_compiled` is called once every [`Library::header_sources`]
+    /// compiled (or was up to date), while the other sources may still compile.
+    pub fn compile(&self, compilers: &Compilers, base: &cc::Build, headers_compiled: impl FnOnce() + Send) -> Result<()> {
         std::fs::create_dir_all(&self.out_dir).map_err(|e| Error::io("create", &self.out_dir, e))?;
         remove_temporaries(&self.out_dir)?;
         let digests = Digests::default();
@@ -230,6 +261,10 @@ impl Library {
         // A wrapper compiles elsewhere (sccache's server, distcc): limits would hold its client only.
         let limited = stale.iter().any(|(_, unit)| !unit.compiler.under_wrapper);
         let settings = limited.then(|| LimitSettings::read(&Env { directives: self.directives.clone() })).transpose()?;
+        let waiting: HashSet<&Path> =
+            stale.iter().map(|(_, unit)| unit.source).filter(|source| self.header_sources.iter().any(|header| header == source)).collect();
+        let gate = HeaderGate { waiting: Mutex::new((waiting, Some(headers_compiled))) };
+        gate.compiled(None);
         let started: Vec<Started<'_>> = stale
             .iter()
             .map(|(source_bytes, unit)| {
@@ -240,7 +275,7 @@ impl Library {
                 self.start(unit, limits)
             })
             .collect();
-        let result = self.finish_all(started, &digests);
+        let result = self.finish_all(started, &digests, &|unit: &Unit<'_>| gate.compiled(Some(unit.source)));
         remove_temporaries(&self.out_dir)?;
         result?;
         if !compiled && self.is_built() {
@@ -404,9 +439,9 @@ impl Library {
     /// Runs the compiles; every object compiled is renamed into place with
     /// its record, even when another failed (the next build compiles only
     /// the failed ones). The first failure is the error.
-    fn finish_all(&self, started: Vec<Started<'_>>, digests: &Digests) -> Result<()> {
+    fn finish_all(&self, started: Vec<Started<'_>>, digests: &Digests, compiled: &(dyn Fn(&Unit<'_>) + Sync)) -> Result<()> {
         let commands: Vec<(Command, Limits)> = started.iter().map(|s| (clone_command(&s.command), s.limits)).collect();
-        let ran = spawn::run_all(commands);
+        let ran = spawn::run_all(commands, &|index| compiled(started[index].unit));
         let mut first_error = None;
         for (started, ran) in started.iter().zip(ran) {
             let result = match ran {

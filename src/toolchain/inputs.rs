@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256;
 
 use crate::cargo::record::{self, record_struct};
 use crate::cargo::write::write_replacing;

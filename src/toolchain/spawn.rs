@@ -12,7 +12,7 @@
 //! compiler and what it starts (`cc1`) each get them. Without the watcher it runs unlimited.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -71,9 +71,49 @@ impl CompilerCommand {
 /// `ccache`) is one too.
 const WRAPPERS: [&str; 7] = ["ccache", "distcc", "sccache", "icecc", "cachepot", "buildcache", "kache"];
 
+/// Where the program `name` runs from, as the system would start it: a name
+/// with a directory as it stands (from the current directory when relative),
+/// else the first executable file of that name in `PATH` (on Windows also
+/// with the extensions `PATHEXT` lists).
+pub(crate) fn find_program(name: &Path) -> Option<PathBuf> {
+    if name.as_os_str().is_empty() {
+        return None;
+    }
+    if name.components().count() > 1 {
+        return is_executable(name).then(|| name.to_path_buf());
+    }
+    let extensions: Vec<String> = if cfg!(windows) && name.extension().is_none() {
+        env::keying_only("PATHEXT").unwrap_or_else(|| ".EXE;.CMD;.BAT;.COM".into()).split(';').map(str::to_string).collect()
+    } else {
+        Vec::new()
+    };
+    env::program_search_path().into_iter().filter(|dir| !dir.as_os_str().is_empty()).find_map(|dir| {
+        let candidate = dir.join(name);
+        let with_extensions = extensions.iter().map(|extension| {
+            let mut file = candidate.clone().into_os_string();
+            file.push(extension);
+            PathBuf::from(file)
+        });
+        std::iter::once(candidate.clone()).chain(with_extensions).find(|path| is_executable(path))
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(metadata) = std::fs::metadata(path) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        metadata.is_file()
+    }
+}
+
 /// Whether `compiler` is one of [`WRAPPERS`] by another name: a link to it.
-fn is_wrapper(compiler: &std::path::Path) -> bool {
-    let target = which::which(compiler).ok().and_then(|found| std::fs::canonicalize(found).ok());
+fn is_wrapper(compiler: &Path) -> bool {
+    let target = find_program(compiler).and_then(|found| std::fs::canonicalize(found).ok());
     let stem = target.as_deref().and_then(std::path::Path::file_stem).and_then(|stem| stem.to_str());
     stem.is_some_and(|stem| WRAPPERS.iter().any(|wrapper| wrapper.eq_ignore_ascii_case(stem)))
 }
@@ -144,8 +184,9 @@ pub(crate) enum Ran {
 
 /// Runs `commands` side by side in the order given, each with its stderr
 /// and stdout captured and under its limits; after the first one that fails or cannot start no
-/// more are started. Returns what each did, `None` for those not started.
-pub(crate) fn run_all(commands: Vec<(Command, Limits)>) -> Vec<Option<Ran>> {
+/// more are started. Returns what each did, `None` for those not started;
+/// `succeeded(index)` is called as each command exits successfully.
+pub(crate) fn run_all(commands: Vec<(Command, Limits)>, succeeded: &(dyn Fn(usize) + Sync)) -> Vec<Option<Ran>> {
     if commands.is_empty() {
         return Vec::new();
     }
@@ -168,7 +209,9 @@ pub(crate) fn run_all(commands: Vec<(Command, Limits)>) -> Vec<Option<Ran>> {
                     let command = commands[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
                     let ran = command.map(|(command, limits)| group.run(command, limits));
                     SLOTS.give();
-                    if !matches!(&ran, Some(Ran::Exited(output)) if output.status.success()) {
+                    if matches!(&ran, Some(Ran::Exited(output)) if output.status.success()) {
+                        succeeded(index);
+                    } else {
                         failed.store(true, Ordering::SeqCst);
                     }
                     *results[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = ran;
@@ -226,7 +269,7 @@ impl Group {
     /// the watcher runs, so `sh` is there, and for a program that is found
     /// (one that is not stays unstarted, not a shell's failure); else `command` itself.
     fn limited(&self, command: Command, limits: Limits) -> Command {
-        let found = which::which(command.get_program()).is_ok();
+        let found = find_program(Path::new(command.get_program())).is_some();
         let Some(script) = limits.shell_script().filter(|_| self.id.is_some() && found) else { return command };
         let mut shell = Command::new("sh");
         shell.arg("-c").arg(script).arg(command.get_program()).args(command.get_args());
@@ -280,9 +323,34 @@ mod tests {
         command
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn finds_programs_as_the_system_starts_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let sh = find_program(Path::new("sh")).expect("sh is on PATH");
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        let dir = crate::test_support::scratch("find-program");
+        let (runnable, plain) = (dir.join("runnable"), dir.join("plain"));
+        std::fs::write(&runnable, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&runnable, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&plain, "text").unwrap();
+        // A name with a directory is taken as it stands; PATH is not searched for it.
+        assert_eq!(find_program(&runnable), Some(runnable.clone()));
+        assert_eq!(find_program(&plain), None, "not executable");
+        assert_eq!(find_program(&dir), None, "a directory");
+        assert_eq!(find_program(Path::new("runnable")), None, "not on PATH");
+        assert_eq!(find_program(Path::new("")), None);
+        assert_eq!(find_program(Path::new("mlf-build-no-such-program")), None);
+    }
+
     #[test]
     fn runs_every_command_with_its_output_captured() {
-        let ran = run_all((0..5).map(|index| (shell(&format!("echo out{index}; echo err{index} >&2")), Limits::default())).collect());
+        let succeeded = Mutex::new(Vec::new());
+        let commands = (0..5).map(|index| (shell(&format!("echo out{index}; echo err{index} >&2")), Limits::default())).collect();
+        let ran = run_all(commands, &|index| succeeded.lock().unwrap().push(index));
+        let mut succeeded = succeeded.into_inner().unwrap();
+        succeeded.sort();
+        assert_eq!(succeeded, [0, 1, 2, 3, 4]);
         for (index, ran) in ran.iter().enumerate() {
             let Some(Ran::Exited(output)) = ran else { panic!("command {index} did not run") };
             assert!(output.status.success());
@@ -293,12 +361,16 @@ mod tests {
 
     #[test]
     fn a_failure_is_reported_with_its_stderr() {
-        let ran = run_all(vec![(shell("echo broken >&2; exit 3"), Limits::default()), (shell("true"), Limits::default())]);
+        let ran = run_all(vec![(shell("echo broken >&2; exit 3"), Limits::default()), (shell("true"), Limits::default())], &|index| {
+            assert_ne!(index, 0, "a failed command is no success")
+        });
         let Some(Ran::Exited(output)) = &ran[0] else { panic!("the first command runs") };
         assert_eq!(output.status.code(), Some(3));
         assert_eq!(String::from_utf8_lossy(&output.stderr), "broken\n");
-        let missing =
-            run_all(vec![(Command::new("/nonexistent/mlf-build-compiler"), Limits { cpu_seconds: Some(1), address_space_bytes: None })]);
+        let missing = run_all(
+            vec![(Command::new("/nonexistent/mlf-build-compiler"), Limits { cpu_seconds: Some(1), address_space_bytes: None })],
+            &|_| (),
+        );
         assert!(matches!(&missing[0], Some(Ran::NotStarted(_))));
     }
 
@@ -307,11 +379,11 @@ mod tests {
     #[test]
     fn commands_run_under_their_limits() {
         let limits = Limits { address_space_bytes: Some(256 << 20), cpu_seconds: Some(7) };
-        let ran = run_all(vec![(shell("sh -c 'ulimit -v; ulimit -t'"), limits)]);
+        let ran = run_all(vec![(shell("sh -c 'ulimit -v; ulimit -t'"), limits)], &|_| ());
         let Some(Ran::Exited(output)) = &ran[0] else { panic!("the command runs") };
         assert_eq!(String::from_utf8_lossy(&output.stdout), "262144\n7\n");
         let started = std::time::Instant::now();
-        let ran = run_all(vec![(shell("while :; do :; done"), Limits { address_space_bytes: None, cpu_seconds: Some(1) })]);
+        let ran = run_all(vec![(shell("while :; do :; done"), Limits { address_space_bytes: None, cpu_seconds: Some(1) })], &|_| ());
         let Some(Ran::Exited(output)) = &ran[0] else { panic!("the command runs") };
         assert!(!output.status.success() && started.elapsed() < std::time::Duration::from_secs(30));
     }

@@ -306,7 +306,7 @@ mod tests {
     /// A 32-bit object (Arm) is renamed as well as the host's 64-bit ones.
     #[test]
     fn renames_32_bit_objects() {
-        if which::which("arm-none-eabi-gcc").is_err() {
+        if crate::toolchain::spawn::find_program(std::path::Path::new("arm-none-eabi-gcc")).is_none() {
             eprintln!("SKIP renames_32_bit_objects: arm-none-eabi-gcc is not installed");
             return;
         }

@@ -471,8 +471,8 @@ fn probe_toolchain(base: &cc::Build, target: &Target) -> Result<(Toolchain, Answ
     }
     added.apply(&mut build);
     let compiler = build.try_get_compiler().map_err(|e| missing_compiler(target, &e.to_string()))?;
-    let path = which::which(compiler.path())
-        .map_err(|_| missing_compiler(target, &format!("`{}` is not installed", compiler.path().display())))?;
+    let path = crate::toolchain::spawn::find_program(compiler.path())
+        .ok_or_else(|| missing_compiler(target, &format!("`{}` is not installed", compiler.path().display())))?;
     if target.is_riscv() && target.is_bare_metal() {
         // picolibc's headers and libraries exist for gcc only through its specs file.
         let specs = print_file_name(&path, compiler.args(), "picolibc.specs", target)?;

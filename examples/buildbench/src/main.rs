@@ -12,6 +12,11 @@
 //!
 //! `cargo run --release -p buildbench -- ARCHIVE [--target TRIPLE] [--runs N] [--opt-level L] [--cmsis-nn DIR]`
 //!
+//! With `--first-build` it measures instead a new user's first `cargo build`
+//! (dev profile, empty target folder, dependencies included) of README's "Use
+//! it" crate against a crate whose build script uses only `cc` and `bindgen`
+//! on the same archive, unpacked (see `first_build`).
+//!
 //! Each measure runs N times (default 5), interleaved; min and median are printed.
 //! The consumer crate and the archive's copy live under `target/buildbench/`.
 
@@ -27,11 +32,13 @@ struct Args {
     opt_level: Option<String>,
     /// A CMSIS-NN checkout for archives that call it.
     cmsis_nn: Option<PathBuf>,
+    /// Measure a new user's first `cargo build` instead (see `first_build`).
+    first_build: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let usage = "usage: buildbench ARCHIVE [--target TRIPLE] [--runs N] [--opt-level 0|1|2|3|s|z] [--cmsis-nn DIR]";
-    let (mut archive, mut target, mut runs, mut opt_level, mut cmsis_nn) = (None, None, 5, None, None);
+    let usage = "usage: buildbench ARCHIVE [--target TRIPLE] [--runs N] [--opt-level 0|1|2|3|s|z] [--cmsis-nn DIR] [--first-build]";
+    let (mut archive, mut target, mut runs, mut opt_level, mut cmsis_nn, mut first_build) = (None, None, 5, None, None, false);
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
@@ -42,11 +49,12 @@ fn parse_args() -> Result<Args, String> {
                 let dir = iter.next().ok_or("--cmsis-nn needs a directory")?;
                 cmsis_nn = Some(std::fs::canonicalize(&dir).map_err(|e| format!("{dir}: {e}"))?);
             }
+            "--first-build" => first_build = true,
             "-h" | "--help" => return Err(usage.to_string()),
             path => archive = Some(std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?),
         }
     }
-    Ok(Args { archive: archive.ok_or(usage)?, target, runs, opt_level, cmsis_nn })
+    Ok(Args { archive: archive.ok_or(usage)?, target, runs, opt_level, cmsis_nn, first_build })
 }
 
 fn main() -> ExitCode {
@@ -276,6 +284,10 @@ fn bench() -> Result<(), String> {
         run(Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&unpacked))?;
     }
 
+    if args.first_build {
+        return first_build(&args, &root, &work.join("first"), &archive, &unpacked);
+    }
+
     let report = work.join("report.txt");
     let build = || {
         let mut command = cargo();
@@ -365,4 +377,161 @@ fn bench() -> Result<(), String> {
         println!("cortex-m-runner firmware: flash {flash} B, static RAM {ram} B (.data + .bss)");
     }
     Ok(())
+}
+
+/// The Rust snippets of README's "Use it" section, by their first line
+/// (`// build.rs`, `// src/main.rs`): the crate a new user builds first.
+fn use_it_files(root: &Path) -> Result<Vec<(String, String)>, String> {
+    let readme = std::fs::read_to_string(root.join("README.md")).map_err(|e| format!("README.md: {e}"))?;
+    let section = readme.split("\n## Use it\n").nth(1).ok_or("README.md has no `## Use it` section")?;
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let mut files = Vec::new();
+    for block in section.split("```rust").skip(1) {
+        let body = block.split_once('\n').map_or("", |(_, body)| body);
+        let body = body.split("\n```").next().unwrap_or_default();
+        if let Some(name) = body.lines().next().and_then(|first| first.strip_prefix("// ")) {
+            files.push((name.to_string(), format!("{body}\n")));
+        }
+    }
+    match files.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>()[..] {
+        ["build.rs", "src/main.rs"] => Ok(files),
+        ref found => Err(format!("README.md's Use it snippets are {found:?}, not build.rs and src/main.rs")),
+    }
+}
+
+/// The build script of the comparison crate: what a user writes with only
+/// `cc` and `bindgen`, on the archive unpacked beside it as `model/`.
+const CC_BINDGEN_BUILD_RS: &str = r##"fn main() {
+    let model = std::path::Path::new("model");
+    println!("cargo:rerun-if-changed=model");
+    let sources = std::fs::read_dir(model.join("codegen/host/src")).unwrap().map(|entry| entry.unwrap().path());
+    cc::Build::new()
+        .files(sources.filter(|path| path.extension().is_some_and(|x| x == "c")))
+        .include(model.join("codegen/host/include"))
+        .include(model.join("runtime/include"))
+        .warnings(false)
+        .compile("model");
+    let header = std::fs::read_dir(model.join("codegen/host/include")).unwrap().map(|entry| entry.unwrap().path());
+    let header = header.filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("tvmgen_")).next().unwrap();
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    bindgen::Builder::default().header(header.to_string_lossy()).use_core().generate().unwrap().write_to_file(out_dir.join("bindings.rs")).unwrap();
+}
+"##;
+
+/// Its `main`: the bindings included and the entry function linked.
+const CC_BINDGEN_MAIN_RS: &str = r##"#[allow(dead_code, non_camel_case_types, non_snake_case, non_upper_case_globals)]
+mod model {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}
+
+fn main() {
+    println!("entry at {:p}", model::tvmgen_default_run as *const ());
+}
+"##;
+
+/// Children's user + system CPU seconds so far (`/proc/self/stat`).
+fn children_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(") ").map_or("", |(_, rest)| rest).split(' ').collect();
+    let ticks = |index: usize| fields.get(index).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // cutime and cstime are fields 16 and 17; the rest starts at field 3. Linux counts 100 ticks a second.
+    (ticks(13) + ticks(14)) / 100.0
+}
+
+/// A new user's first `cargo build` (dev profile, empty target folder,
+/// every dependency compiled) of README's "Use it" crate, against the same
+/// archive built by a crate whose build script uses only `cc` and `bindgen`
+/// (the same versions and features mlf-build uses), interleaved.
+fn first_build(args: &Args, root: &Path, work: &Path, archive: &Path, unpacked: &Path) -> Result<(), String> {
+    if archive.is_dir() || args.target.is_some() || args.cmsis_nn.is_some() || args.opt_level.is_some() {
+        return Err("--first-build takes a .tar archive, for the host, with no other option".into());
+    }
+    let header = unpacked.join("codegen/host/include/tvmgen_default.h");
+    if !header.is_file() {
+        return Err(format!(
+            "--first-build's cc + bindgen crate needs an AOT archive of module `default` ({} is missing)",
+            header.display()
+        ));
+    }
+    let use_it = work.join("use-it");
+    let plain = work.join("cc-bindgen");
+    let _ = std::fs::remove_dir_all(work);
+    let package = |name: &str, dependencies: &str| {
+        format!("[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[build-dependencies]\n{dependencies}")
+    };
+    let use_it_manifest = package("use-it", &format!("mlf-build = {{ path = {:?} }}\n", root.display().to_string()));
+    let plain_manifest = package(
+        "cc-bindgen",
+        "cc = { version = \"1.2\", features = [\"parallel\"] }\nbindgen = { version = \"0.72\", default-features = false, features = [\"runtime\", \"prettyplease\"] }\n",
+    );
+    let mut use_it_files = use_it_files(root)?;
+    use_it_files.push(("Cargo.toml".into(), use_it_manifest));
+    let plain_files = [
+        ("Cargo.toml".to_string(), plain_manifest),
+        ("build.rs".into(), CC_BINDGEN_BUILD_RS.into()),
+        ("src/main.rs".into(), CC_BINDGEN_MAIN_RS.into()),
+    ];
+    for (dir, files) in [(&use_it, &use_it_files[..]), (&plain, &plain_files[..])] {
+        std::fs::create_dir_all(dir.join("src")).map_err(|e| e.to_string())?;
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))?;
+        }
+        // The repository's lock keeps the builds offline and on the same versions.
+        std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| format!("Cargo.lock: {e}"))?;
+    }
+    std::fs::copy(archive, use_it.join("model.tar")).map_err(|e| format!("model.tar: {e}"))?;
+    run(Command::new("cp").arg("-r").arg(unpacked).arg(plain.join("model")))?;
+
+    let cold_build = |dir: &Path, extra: &[&str]| -> Result<(f64, f64), String> {
+        let _ = std::fs::remove_dir_all(dir.join("target"));
+        let cpu = children_cpu_seconds();
+        let seconds = timed(
+            cargo().current_dir(dir).args(["build", "--offline", "--quiet"]).args(extra).env("CARGO_TARGET_DIR", dir.join("target")),
+        )?;
+        Ok((seconds, children_cpu_seconds() - cpu))
+    };
+    let (mut mine, mut mine_cpu, mut theirs, mut theirs_cpu) = (Samples(vec![]), Samples(vec![]), Samples(vec![]), Samples(vec![]));
+    for _ in 0..args.runs {
+        let (seconds, cpu) = cold_build(&use_it, &[])?;
+        mine.0.push(seconds);
+        mine_cpu.0.push(cpu);
+        let (seconds, cpu) = cold_build(&plain, &[])?;
+        theirs.0.push(seconds);
+        theirs_cpu.0.push(cpu);
+    }
+    // Once more with Cargo's timings, for the units on the critical path.
+    cold_build(&use_it, &["--timings"])?;
+
+    println!("buildbench --first-build: {}, host, {} runs, dev profile, empty target folder", args.archive.display(), args.runs);
+    println!("{:<52} {:>8} {:>8} {:>12}", "first `cargo build`", "min", "median", "CPU median");
+    let rows = [("README's Use it crate (mlf-build)", &mine, &mine_cpu), ("the same archive with only cc + bindgen", &theirs, &theirs_cpu)];
+    for (name, wall, cpu) in rows {
+        let ((min, median), (_, cpu)) = (wall.min_median(), cpu.min_median());
+        println!("{name:<52} {min:>7.1}s {median:>7.1}s {cpu:>11.1}s");
+    }
+    let (ratio_min, ratio_median) = (mine.min_median().0 / theirs.min_median().0, mine.min_median().1 / theirs.min_median().1);
+    println!("{:<52} {ratio_min:>7.2}× {ratio_median:>7.2}×", "ratio");
+    let timings = use_it.join("target/cargo-timings/cargo-timing.html");
+    let html = std::fs::read_to_string(&timings).map_err(|e| format!("{}: {e}", timings.display()))?;
+    println!("slowest units of the Use it build (cargo --timings):");
+    for (name, start, duration) in slowest_units(&html, 8) {
+        println!("  {name:<44} starts {start:>5.1}s  takes {duration:>5.1}s");
+    }
+    Ok(())
+}
+
+/// The `n` longest units in a `cargo --timings` report: (name, start, duration).
+fn slowest_units(html: &str, n: usize) -> Vec<(String, f64, f64)> {
+    let data = html.split("const UNIT_DATA = ").nth(1).and_then(|rest| rest.split("\n];").next()).unwrap_or_default();
+    let units: Vec<serde_json::Value> = serde_json::from_str(&format!("{data}\n]")).unwrap_or_default();
+    let mut units: Vec<(String, f64, f64)> = units
+        .iter()
+        .filter_map(|unit| {
+            let name = format!("{}{}", unit["name"].as_str()?, unit["target"].as_str().unwrap_or_default());
+            Some((name, unit["start"].as_f64()?, unit["duration"].as_f64()?))
+        })
+        .collect();
+    units.sort_by(|a, b| b.2.total_cmp(&a.2));
+    units.truncate(n);
+    units
 }
