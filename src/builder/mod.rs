@@ -15,7 +15,7 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{self, glue, rust as emit, support};
+use crate::codegen::{self, glue, rust as emit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{digest_hex, Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
@@ -566,7 +566,7 @@ impl Builder {
         if !small {
             std::thread::spawn(bindings::preload);
         }
-        support::write(&settings.support_dir)?;
+        libraries::write_own_code(&settings.support_dir)?;
         let extra = self.extra_code(settings, kernels.as_ref());
         let (model, generated_c) = libraries::model_library(
             &plan,
@@ -609,7 +609,7 @@ impl Builder {
             Ok(cache::key(&[
                 unpack::digest(tree, &tree_dir)?.as_slice(),
                 env!("CARGO_PKG_VERSION").as_bytes(),
-                support::digest().as_bytes(),
+                libraries::own_code_digest().as_bytes(),
                 &config.fingerprint(),
                 generated_c,
                 &extra_fingerprint,
