@@ -27,7 +27,7 @@ pub fn archive(bytes: &[u8]) -> Result<()> {
     let scratch = Scratch::new()?;
     let tree = Tree::load(&scratch.tar(bytes)?, LIMITS)?;
     let dir = scratch.path.join("tree");
-    tree.write_to(&dir)?;
+    crate::builder::unpack::write_tree(&tree, &dir)?;
     Tree::load(&dir, LIMITS).map(drop)
 }
 

@@ -45,9 +45,10 @@
 // The build.rs snippets (here and in the book) are whole build scripts, `fn main` included.
 #![allow(clippy::needless_doctest_main)]
 
-// The pipeline, one folder per stage: `input` reads the archive, `plan`
-// decides what to build, `codegen` writes the C glue and the Rust,
-// `toolchain` compiles and binds, `cargo` talks to Cargo and the output directory.
+// The pipeline, one folder per stage: `input` reads the archive, `own_code`
+// holds mlf-build's own C, `plan` decides what to build, `codegen` generates
+// the C glue and the Rust, `toolchain` compiles and binds, `cargo` talks to
+// Cargo and the output directory, `builder` runs them and writes the files.
 mod builder;
 mod cargo;
 mod codegen;
@@ -58,6 +59,7 @@ mod error;
 pub mod fuzzing;
 mod ident;
 mod input;
+mod own_code;
 mod plan;
 mod sha256;
 #[cfg(test)]

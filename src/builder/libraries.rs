@@ -12,10 +12,11 @@ use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
 use crate::codegen::kernel_scratch::{self, ScratchFiles};
-use crate::codegen::{self, glue, support};
+use crate::codegen::{self, glue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
+use crate::own_code;
 use crate::plan::model::{Compiled, ModulePlan, Plan};
 use crate::plan::profile;
 use crate::toolchain::bindings;
@@ -129,6 +130,20 @@ impl CompileConfig<'_> {
     }
 }
 
+/// Writes mlf-build's own C below `dir` (each file only when its bytes changed).
+pub(super) fn write_own_code(dir: &Path) -> Result<()> {
+    for (path, bytes) in own_code::files() {
+        write_if_changed(&dir.join(path), bytes)?;
+    }
+    Ok(())
+}
+
+/// A hash of mlf-build's own C, paths and bytes, for the cache keys of what compiles with it.
+pub(super) fn own_code_digest() -> String {
+    let parts: Vec<&[u8]> = own_code::files().flat_map(|(path, bytes)| [path.as_bytes(), bytes]).collect();
+    cache::key(&parts)
+}
+
 /// The crate's platform layer, built once per output directory and build
 /// script run however many archives it builds.
 pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileConfig<'_>) -> Result<Library> {
@@ -139,7 +154,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
     let (name, dir) = if shared { ("mlf_support_shared", "support-shared") } else { ("mlf_support", "support") };
     let library = Library {
         name: name.to_string(),
-        c_sources: vec![support.join(support::LIBRARY_SOURCE)],
+        c_sources: vec![support.join(own_code::LIBRARY_SOURCE)],
         cxx_sources: Vec::new(),
         objects: Vec::new(),
         include_dirs: vec![support.join("include"), support.join("runtime-include")],
@@ -158,7 +173,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
     if !built.contains(&library.out_dir) {
         let key = cache::key(&[
             env!("CARGO_PKG_VERSION").as_bytes(),
-            support::digest().as_bytes(),
+            own_code_digest().as_bytes(),
             &config.fingerprint(),
             STACK_FLAGS.join(" ").as_bytes(),
         ]);
@@ -218,7 +233,7 @@ pub(super) fn model_library(
     // The crate's own backend even when the archive ships TVM's: the runtime's
     // `assert()` pulls the C library's stdio and syscalls into bare-metal builds.
     if allocates {
-        external_sources.push(extra.support_dir.join(support::BACKEND_SOURCE));
+        external_sources.push(extra.support_dir.join(own_code::BACKEND_SOURCE));
     }
     let crt_config = match &plan.crt_config_template {
         Some(path) => std::fs::read(tree_dir.join(path)).map_err(|e| Error::io("read", &tree_dir.join(path), e))?,
@@ -435,7 +450,7 @@ mod tests {
     #[test]
     fn support_exports_are_what_the_support_library_defines() {
         let dir = scratch("support-exports");
-        support::write(&dir).unwrap();
+        write_own_code(&dir).unwrap();
         let object = dir.join("support.o");
         run_ok(
             std::process::Command::new("cc")
@@ -443,7 +458,7 @@ mod tests {
                 .arg(dir.join("include"))
                 .arg("-I")
                 .arg(dir.join("runtime-include"))
-                .arg(dir.join(support::LIBRARY_SOURCE))
+                .arg(dir.join(own_code::LIBRARY_SOURCE))
                 .arg("-o")
                 .arg(&object),
         );

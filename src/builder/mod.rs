@@ -7,6 +7,7 @@ mod diagnose;
 mod kernels;
 mod libraries;
 mod registry;
+pub(crate) mod unpack;
 
 use std::path::{Path, PathBuf};
 
@@ -14,9 +15,9 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{self, glue, rust as emit, support};
+use crate::codegen::{self, glue, rust as emit};
 use crate::error::{Error, ErrorKind, Result};
-use crate::input::archive::{Limits, Tree};
+use crate::input::archive::{digest_hex, Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
@@ -404,7 +405,7 @@ impl Builder {
     /// # }
     /// ```
     pub fn build(self) -> Result<Output> {
-        let base = Base::package_root();
+        let base = Base::package_root(env::cargo_provided("CARGO_MANIFEST_DIR"));
         let archive = base.resolve(&self.archive);
         // Held until the build succeeded: a failing build script prints its error alone.
         let directives = Directives::new(self.cargo_metadata);
@@ -560,12 +561,12 @@ impl Builder {
         let stem = plan.modules.first().map_or_else(|| "model".to_string(), |m| m.name.to_string());
         let work = settings.out_dir.join("mlf").join("build").join(&stem);
         let tree_dir = work.join("tree");
-        tree.write_to(&tree_dir)?;
-        tree.release(&tree_dir);
+        unpack::write_tree(&tree, &tree_dir)?;
+        tree.release();
         if !small {
             std::thread::spawn(bindings::preload);
         }
-        support::write(&settings.support_dir)?;
+        libraries::write_own_code(&settings.support_dir)?;
         let extra = self.extra_code(settings, kernels.as_ref());
         let (model, generated_c) = libraries::model_library(
             &plan,
@@ -606,9 +607,9 @@ impl Builder {
         let extra_fingerprint = extra.fingerprint()?;
         let key = || -> Result<String> {
             Ok(cache::key(&[
-                tree.digest()?.as_slice(),
+                unpack::digest(tree, &tree_dir)?.as_slice(),
                 env!("CARGO_PKG_VERSION").as_bytes(),
-                support::digest().as_bytes(),
+                libraries::own_code_digest().as_bytes(),
                 &config.fingerprint(),
                 generated_c,
                 &extra_fingerprint,
@@ -679,12 +680,12 @@ impl Builder {
                 for (path, text) in bound {
                     write_if_changed(&path, text.as_bytes())?;
                 }
-                tree.record_digest(&tree_dir)?;
+                unpack::record_digest(&tree_dir, &unpack::digest(tree, &tree_dir)?)?;
                 stamp(key).record()?;
             }
             // A run killed while writing the tree left no record: the digest
             // just computed is kept, or every rerun would hash the tree again.
-            None => tree.record_missing_digest(&tree_dir)?,
+            None => unpack::record_missing_digest(tree, &tree_dir)?,
         }
         Ok(support)
     }
@@ -694,7 +695,7 @@ impl Builder {
     fn write_modules(&self, settings: &Settings, prepared: &Prepared) -> Result<Vec<GeneratedModule>> {
         let Prepared { tree, metadata, plan, compiled, stem, work, .. } = prepared;
         let archive_name = settings.paths.archive.file_name().map_or_else(|| stem.clone(), |name| name.to_string_lossy().into_owned());
-        let digest_hex = tree.digest_hex()?;
+        let digest_hex = digest_hex(&unpack::digest(tree, &work.join("tree"))?);
         let provenance = emit::Provenance { archive_name: &archive_name, digest_hex: &digest_hex, package: &settings.package };
         let bindings = plan
             .modules

@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
+use crate::own_code::{GLUE_PREFIX, PROFILE_HOOKS};
 use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
 use crate::plan::model::{Place, Schedule};
 
@@ -19,22 +20,6 @@ pub(crate) struct Glue {
     pub header: String,
     pub source_name: String,
     pub source: String,
-}
-
-/// The prefix of every symbol the glue defines (`mlf_<m>_invoke`, `mlf_<m>_model` ...).
-const GLUE_PREFIX: &str = "mlf_";
-
-/// The hooks `-finstrument-functions` calls, which a profiled module's glue defines.
-const PROFILE_HOOKS: [&str; 2] = ["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
-
-/// Whether `name` is a function mlf-build's support code (`build-support/src`)
-/// or the generated glue of one of `modules` (`mlf_<m>_...`, the profiling
-/// hooks) defines: the archive's C must not define it too.
-pub(crate) fn is_own_symbol(name: &str, modules: &[&str]) -> bool {
-    let glue = name
-        .strip_prefix(GLUE_PREFIX)
-        .is_some_and(|rest| modules.iter().any(|module| rest.strip_prefix(module).is_some_and(|after| after.starts_with('_'))));
-    glue || PROFILE_HOOKS.contains(&name) || crate::codegen::support::defines(name)
 }
 
 /// The C array holding a graph module's `.params` weights.

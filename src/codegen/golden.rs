@@ -45,7 +45,7 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBo
     if let Some(stack) = stack {
         compiled[0].stack = stack.clone();
     }
-    let digest_hex = planned.tree.digest_hex().expect("digest");
+    let digest_hex = crate::input::archive::digest_hex(&planned.tree.digest().expect("an unreleased tree has a digest"));
     let provenance = Provenance { archive_name: "model.tar", digest_hex: &digest_hex, package: PACKAGE };
     let no_bindings = vec![String::new(); plan.modules.len()];
     let mut files = c_files(plan, PACKAGE);

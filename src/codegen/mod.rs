@@ -1,5 +1,5 @@
 //! Generating code from a plan: the C glue between the archive's entry point
-//! and Rust (`glue`), mlf-build's own C (`support`) and the Rust module (`rust`).
+//! and Rust (`glue`) and the Rust module (`rust`).
 //!
 //! The functions here return files as data and touch no disk, environment or
 //! Cargo: the Builder decides where they go and when they are rewritten.
@@ -8,7 +8,6 @@ pub(crate) mod glue;
 pub(crate) mod kernel_probe;
 pub(crate) mod kernel_scratch;
 pub(crate) mod rust;
-pub(crate) mod support;
 
 #[cfg(test)]
 mod golden;

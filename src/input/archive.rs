@@ -1,5 +1,6 @@
 //! Loads an archive (a `.tar` or an extracted directory) into memory, refusing
-//! anything that could reach outside it, and writes it back out incrementally.
+//! anything that could reach outside it. Writing it out is the Builder's
+//! (`builder/unpack.rs`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,7 +11,6 @@ use std::sync::OnceLock;
 use crate::sha256::Sha256;
 use tar::EntryType;
 
-use crate::cargo::write::write_if_changed;
 use crate::error::{Error, ErrorKind, Result};
 
 const UNSAFE_ENTRY_HELP: &str = "TVM writes no such entry: remove it from the archive (or build the archive's files without it)";
@@ -42,11 +42,10 @@ impl Default for Limits {
 /// An archive's regular files, in memory, keyed by normalized relative path ("codegen/host/src/default_lib0.c").
 pub(crate) struct Tree {
     files: BTreeMap<String, Vec<u8>>,
-    /// Computed when first asked for, or taken from the record of an
-    /// identical tree written before ([`Tree::write_to`]).
+    /// Computed when first asked for, or set by whoever knows it ([`Tree::set_digest`]).
     digest: OnceLock<[u8; 32]>,
-    /// Where the files' bytes are once [`Tree::release`] let them go.
-    released_to: Option<PathBuf>,
+    /// Whether [`Tree::release`] let the files' bytes go (their paths stay).
+    released: bool,
 }
 
 impl Tree {
@@ -84,7 +83,7 @@ impl Tree {
                 return Err(unsafe_entry(key, format!("is a file, but `{child}` needs it to be a directory")));
             }
         }
-        Ok(Tree { files, digest: OnceLock::new(), released_to: None })
+        Ok(Tree { files, digest: OnceLock::new(), released: false })
     }
 
     /// The files, for building a changed tree with [`Tree::from_files`].
@@ -93,7 +92,7 @@ impl Tree {
     }
 
     pub fn get(&self, path: &str) -> Option<&[u8]> {
-        if self.released_to.is_some() {
+        if self.released {
             return None;
         }
         self.files.get(&normalize(path).ok()?).map(Vec::as_slice)
@@ -113,174 +112,72 @@ impl Tree {
             .take_while(move |path| prefix.as_deref().is_some_and(|prefix| path.starts_with(prefix)))
     }
 
-    // Only tests call it so far.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Every path, sorted (kept by [`Tree::release`]).
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str)
     }
 
+    /// Every (path, bytes), sorted; nothing once [`Tree::release`]d.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files.iter().filter(|_| !self.released).map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+    }
+
     /// SHA-256 over the sorted (path, length, bytes) of every file: the same
     /// content gives the same digest whether it came from a tar (in any member
-    /// order, with or without "./") or a directory.
-    pub fn digest(&self) -> Result<[u8; 32]> {
+    /// order, with or without "./") or a directory. `None` once
+    /// [`Tree::release`]d before the digest was known: the bytes are gone.
+    pub fn digest(&self) -> Option<[u8; 32]> {
         if let Some(digest) = self.digest.get() {
-            return Ok(*digest);
+            return Some(*digest);
+        }
+        if self.released {
+            return None;
         }
         let mut hasher = Sha256::new();
         for (path, bytes) in &self.files {
-            // Paths cannot contain NUL, so it delimits them unambiguously.
-            hasher.update(path.as_bytes());
-            hasher.update([0]);
-            match &self.released_to {
-                None => {
-                    hasher.update((bytes.len() as u64).to_le_bytes());
-                    hasher.update(bytes);
-                }
-                Some(dir) => {
-                    let file = key_path(dir, path);
-                    let read_error = |e| Error::io("read", &file, e);
-                    let mut reader = fs::File::open(&file).map_err(read_error)?;
-                    hasher.update(reader.metadata().map_err(read_error)?.len().to_le_bytes());
-                    let mut buffer = vec![0; 64 << 10];
-                    loop {
-                        match reader.read(&mut buffer).map_err(read_error)? {
-                            0 => break,
-                            read => hasher.update(&buffer[..read]),
-                        }
-                    }
-                }
-            }
+            hash_file_header(&mut hasher, path, bytes.len() as u64);
+            hasher.update(bytes);
         }
-        Ok(*self.digest.get_or_init(|| hasher.finalize()))
+        Some(*self.digest.get_or_init(|| hasher.finalize()))
     }
 
-    /// Lets the files' bytes go once [`Tree::write_to`] wrote them to `dir`:
-    /// the build reads them from there, and a large archive is not held in
-    /// memory beside the compiler and libclang. [`Tree::get`] finds nothing after.
-    pub fn release(&mut self, dir: &Path) {
+    /// Takes a digest computed elsewhere from these same files (hashed where
+    /// they were written, or recorded by an earlier run that wrote them)
+    /// unless one is known already; returns the one the tree keeps.
+    pub fn set_digest(&self, digest: [u8; 32]) -> [u8; 32] {
+        *self.digest.get_or_init(|| digest)
+    }
+
+    /// Lets the files' bytes go once they are written out: the build reads
+    /// them from there, and a large archive is not held in memory beside the
+    /// compiler and libclang. [`Tree::get`] and [`Tree::files`] find nothing after.
+    pub fn release(&mut self) {
         for bytes in self.files.values_mut() {
             *bytes = Vec::new();
         }
-        self.released_to = Some(dir.to_path_buf());
-    }
-
-    pub fn digest_hex(&self) -> Result<String> {
-        Ok(self.digest()?.iter().map(|byte| format!("{byte:02x}")).collect())
-    }
-
-    /// Writes every file below `dir`, each only if its bytes differ from what
-    /// is there; removes files below `dir` that the tree no longer has (and
-    /// then-empty directories). Returns how many files were written.
-    ///
-    /// The digest is recorded in `<dir>.digest` ([`Tree::record_digest`]):
-    /// when a later tree leaves `dir` exactly as it was, it takes that digest
-    /// instead of hashing its bytes again (SHA-256 of tens of megabytes takes
-    /// seconds in the unoptimised build scripts Cargo builds by default).
-    pub fn write_to(&self, dir: &Path) -> Result<usize> {
-        let record = digest_record(dir);
-        let recorded = fs::read_to_string(&record).ok().and_then(|text| parse_digest(text.trim()));
-        // Gone while `dir` changes, so an interrupted write leaves no record behind.
-        match fs::remove_file(&record) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(Error::io("remove", &record, e)),
-            _ => {}
-        }
-        fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        // Afterwards every non-directory left below `dir` is a file of the tree,
-        // so no symlink remains where a directory is needed.
-        let removed = self.remove_stale(dir, "")?;
-        let mut written = 0;
-        for (key, bytes) in &self.files {
-            let path = key_path(dir, key);
-            if write_if_changed(&path, bytes)? {
-                written += 1;
-            }
-        }
-        if let Some(digest) = recorded.filter(|_| removed == 0 && written == 0) {
-            // Already set only if computed from these same bytes.
-            let _ = self.digest.set(digest);
-            self.record_digest(dir)?;
-        }
-        Ok(written)
-    }
-
-    /// Records the digest of the tree [`Tree::write_to`] wrote to `dir`
-    /// (hashing it if that is not done yet).
-    pub fn record_digest(&self, dir: &Path) -> Result<()> {
-        let record = digest_record(dir);
-        fs::write(&record, self.digest_hex()?).map_err(|e| Error::io("write", &record, e))
-    }
-
-    /// [`Tree::record_digest`] unless `<dir>.digest` is there.
-    pub fn record_missing_digest(&self, dir: &Path) -> Result<()> {
-        if digest_record(dir).is_file() {
-            return Ok(());
-        }
-        self.record_digest(dir)
-    }
-
-    /// Removes everything below `dir` (whose key is `prefix`) that is not a
-    /// file of the tree; returns how many entries it removed.
-    fn remove_stale(&self, dir: &Path, prefix: &str) -> Result<usize> {
-        let mut removed = 0;
-        for entry in fs::read_dir(dir).map_err(|e| Error::io("read", dir, e))? {
-            let entry = entry.map_err(|e| Error::io("read", dir, e))?;
-            let path = entry.path();
-            // `DirEntry::file_type` does not follow symlinks.
-            let file_type = entry.file_type().map_err(|e| Error::io("inspect", &path, e))?;
-            let key = entry.file_name().to_str().map(|name| join_key(prefix, name));
-            match key {
-                Some(key) if file_type.is_dir() => {
-                    removed += self.remove_stale(&path, &key)?;
-                    let mut children = fs::read_dir(&path).map_err(|e| Error::io("read", &path, e))?;
-                    if children.next().is_none() {
-                        fs::remove_dir(&path).map_err(|e| Error::io("remove", &path, e))?;
-                        removed += 1;
-                    }
-                }
-                Some(key) if self.files.contains_key(&key) => {}
-                _ if file_type.is_dir() => {
-                    fs::remove_dir_all(&path).map_err(|e| Error::io("remove", &path, e))?;
-                    removed += 1;
-                }
-                _ => {
-                    fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
-                    removed += 1;
-                }
-            }
-        }
-        Ok(removed)
+        self.released = true;
     }
 }
 
-/// Where the file `key` ("codegen/host/src/x.c") of a tree written to `dir` is.
-fn key_path(dir: &Path, key: &str) -> PathBuf {
-    key.split('/').fold(dir.to_path_buf(), |path, part| path.join(part))
+/// What [`Tree::digest`] hashes before a file's bytes: its path and length.
+pub(crate) fn hash_file_header(hasher: &mut Sha256, path: &str, length: u64) {
+    // Paths cannot contain NUL, so it delimits them unambiguously.
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update(length.to_le_bytes());
 }
 
-/// `<dir>.digest`, beside the tree written to `dir`.
-fn digest_record(dir: &Path) -> PathBuf {
-    let mut name = dir.file_name().unwrap_or_default().to_os_string();
-    name.push(".digest");
-    dir.with_file_name(name)
-}
-
-/// A digest written by [`Tree::digest_hex`].
-fn parse_digest(hex: &str) -> Option<[u8; 32]> {
-    let mut digest = [0u8; 32];
-    if hex.len() != 64 {
-        return None;
-    }
-    for (byte, pair) in digest.iter_mut().zip(hex.as_bytes().chunks(2)) {
-        *byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(digest)
+/// A digest as lowercase hex, as provenance comments and digest records show it.
+pub(crate) fn digest_hex(digest: &[u8; 32]) -> String {
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn unsafe_entry(entry: &str, message: impl Into<String>) -> Error {
     Error::new(ErrorKind::UnsafeEntry, message).in_file(entry).help(UNSAFE_ENTRY_HELP)
 }
 
-fn join_key(prefix: &str, name: &str) -> String {
+/// The key of the file `name` in the directory whose key is `prefix` ("" for the root).
+pub(crate) fn join_key(prefix: &str, name: &str) -> String {
     if prefix.is_empty() {
         name.to_owned()
     } else {
@@ -825,7 +722,7 @@ mod tests {
         let from_files = Tree::from_files([file("b/c.h", ""), file("./a.c", "int a;")]).unwrap();
         assert_eq!(a.digest().unwrap(), b.digest().unwrap());
         assert_eq!(a.digest().unwrap(), from_files.digest().unwrap());
-        assert_eq!(a.digest_hex().unwrap().len(), 64);
+        assert_eq!(digest_hex(&a.digest().unwrap()).len(), 64);
 
         let changed = Tree::from_files([file("b/c.h", ""), file("a.c", "int b;")]).unwrap();
         assert_ne!(a.digest().unwrap(), changed.digest().unwrap());
@@ -1073,87 +970,6 @@ mod tests {
         assert!(error.to_string().contains("missing.tar"), "{error}");
     }
 
-    #[test]
-    fn write_to_reuses_the_digest_only_of_an_unchanged_tree() {
-        let dir = scratch("digest-record");
-        let out = dir.join("tree");
-        let tree = || Tree::from_files([file("a.c", "a"), file("sub/b.c", "b")]).unwrap();
-        let hashed = tree().digest().unwrap();
-        let first = tree();
-        first.write_to(&out).unwrap();
-        assert!(!dir.join("tree.digest").exists(), "recorded only once known");
-        first.record_digest(&out).unwrap();
-        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), tree().digest_hex().unwrap());
-
-        // A record is taken, not recomputed, when the bytes on disk stay the same.
-        let planted = "ab".repeat(32);
-        fs::write(dir.join("tree.digest"), &planted).unwrap();
-        let same = tree();
-        same.write_to(&out).unwrap();
-        assert_eq!(same.digest_hex().unwrap(), planted);
-        assert_eq!(fs::read_to_string(dir.join("tree.digest")).unwrap(), planted, "kept for the next run");
-
-        // Any change (a byte, a removed file) means hashing the new tree.
-        fs::write(dir.join("tree.digest"), &planted).unwrap();
-        let changed = Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap();
-        changed.write_to(&out).unwrap();
-        assert_ne!(changed.digest().unwrap(), hashed);
-        assert_eq!(changed.digest().unwrap(), Tree::from_files([file("a.c", "A"), file("sub/b.c", "b")]).unwrap().digest().unwrap());
-        fs::write(dir.join("tree.digest"), &planted).unwrap();
-        let fewer = Tree::from_files([file("a.c", "A")]).unwrap();
-        fewer.write_to(&out).unwrap();
-        assert_ne!(fewer.digest_hex().unwrap(), planted);
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_released_tree_hashes_what_it_wrote() {
-        let dir = scratch("released");
-        let out = dir.join("tree");
-        let files = || [file("a.c", "a"), file("sub/b.c", "bb")];
-        let mut tree = Tree::from_files(files()).unwrap();
-        tree.write_to(&out).unwrap();
-        tree.release(&out);
-        assert_eq!(tree.get("a.c"), None, "the bytes are gone from memory");
-        assert_eq!(tree.digest().unwrap(), Tree::from_files(files()).unwrap().digest().unwrap());
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn write_to_writes_only_changes() {
-        let dir = scratch("write");
-        let out = dir.join("tree");
-        let outside = dir.join("outside.txt");
-        fs::write(&outside, "keep").unwrap();
-
-        let tree = Tree::from_files([file("a.c", "a"), file("sub/b.c", "b"), file("sub/deep/c.c", "c")]).unwrap();
-        assert_eq!(tree.write_to(&out).unwrap(), 3);
-        assert_eq!(tree.write_to(&out).unwrap(), 0);
-        assert_eq!(fs::read(out.join("sub/deep/c.c")).unwrap(), b"c");
-
-        let changed = Tree::from_files([file("a.c", "a"), file("sub/b.c", "B")]).unwrap();
-        assert_eq!(changed.write_to(&out).unwrap(), 1);
-        assert_eq!(fs::read(out.join("sub/b.c")).unwrap(), b"B");
-        assert!(!out.join("sub/deep").exists(), "stale file and its empty directory are removed");
-
-        #[cfg(unix)]
-        {
-            // Symlinks on disk are replaced, never written through.
-            fs::remove_file(out.join("a.c")).unwrap();
-            std::os::unix::fs::symlink(&outside, out.join("a.c")).unwrap();
-            fs::remove_dir_all(out.join("sub")).unwrap();
-            std::os::unix::fs::symlink(&dir, out.join("sub")).unwrap();
-            assert_eq!(changed.write_to(&out).unwrap(), 2);
-            assert!(fs::symlink_metadata(out.join("a.c")).unwrap().is_file());
-            assert!(fs::symlink_metadata(out.join("sub")).unwrap().is_dir());
-        }
-        assert_eq!(fs::read(&outside).unwrap(), b"keep");
-        let mut entries: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-        entries.sort();
-        assert_eq!(entries, ["outside.txt", "tree"]);
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
     #[cfg(unix)]
     #[test]
     fn directory_symlinks_must_stay_inside() {
@@ -1198,19 +1014,5 @@ mod tests {
             let tree = Tree::load(&dir, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
             assert!(tree.contains("metadata.json"), "{}", dir.display());
         }
-    }
-
-    #[test]
-    fn tar_and_extracted_tree_have_the_same_digest() {
-        let Some((_, tars)) = corpus_tars() else { return };
-        // The largest archive has the deepest tree (runtime/).
-        let largest = tars.iter().max_by_key(|tar| fs::metadata(tar).map(|m| m.len()).unwrap_or(0)).unwrap();
-        let from_tar = Tree::load(largest, Limits::default()).unwrap();
-        let dir = scratch("extract");
-        assert_eq!(from_tar.write_to(&dir).unwrap(), from_tar.paths().count());
-        let from_dir = Tree::load(&dir, Limits::default()).unwrap();
-        assert_eq!(from_tar.digest().unwrap(), from_dir.digest().unwrap());
-        assert_eq!(from_tar.write_to(&dir).unwrap(), 0);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

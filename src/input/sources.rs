@@ -147,13 +147,12 @@ impl<'t> Sources<'t> {
 }
 
 /// Refuses a module's source that defines (with external linkage) a function
-/// mlf-build's support code or the glue of one of `modules` defines: the link
-/// would fail, or take the archive's instead.
-pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, modules: &[&str]) -> Result<()> {
+/// `is_own` names (one mlf-build's support code or generated glue defines):
+/// the link would fail, or take the archive's instead.
+pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, is_own: impl Fn(&str) -> bool) -> Result<()> {
     for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
         let code = sources.text(path);
-        let own =
-            function_definitions(code).find(|(name, _)| crate::codegen::glue::is_own_symbol(name, modules) && !c::is_static(code, name));
+        let own = function_definitions(code).find(|(name, _)| is_own(name) && !c::is_static(code, name));
         if let Some((name, _)) = own {
             return Err(Error::new(
                 ErrorKind::Unsupported,

@@ -8,7 +8,6 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use crate::cargo::env;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The directory relative paths are taken from, and how messages name it.
@@ -31,10 +30,11 @@ enum Expect {
 }
 
 impl Base {
-    /// The Builder's: the package root (`CARGO_MANIFEST_DIR`, where Cargo runs
-    /// the build script), else, outside Cargo, the current directory.
-    pub fn package_root() -> Base {
-        match env::cargo_provided("CARGO_MANIFEST_DIR") {
+    /// The Builder's: the package root (`manifest_dir`, Cargo's
+    /// `CARGO_MANIFEST_DIR`, where it runs the build script), else, outside
+    /// Cargo, the current directory.
+    pub fn package_root(manifest_dir: Option<String>) -> Base {
+        match manifest_dir {
             Some(dir) => Base { dir: normalize(Path::new(&dir)), name: "the package root", origin: Some("CARGO_MANIFEST_DIR") },
             None => Base::current_dir(),
         }

@@ -170,7 +170,7 @@ fn needs(module: &ModulePlan, cmsis_nn: Option<&KernelLibrary>) -> Vec<Need> {
         needs.push(Need { kind: "cmsis-nn".to_string(), what, file: calls.file.clone(), met_by });
     }
     for (header, file) in &code.unshipped_headers {
-        if crate::codegen::support::supplies_header(header) {
+        if crate::own_code::supplies_header(header) {
             continue;
         }
         needs.push(Need {

@@ -38,7 +38,7 @@ fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str], warni
     let tree = sources.tree;
     let name = meta.name.clone();
     let codegen = sources::codegen_for(tree, &name, modules);
-    sources::check_own_symbols(sources, &codegen, modules)?;
+    sources::check_own_symbols(sources, &codegen, |name| crate::own_code::is_own_symbol(name, modules))?;
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
         return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
             .in_file(sources::SRC_DIR)

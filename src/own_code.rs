@@ -1,16 +1,14 @@
 //! mlf-build's own C (the support library and the runtime headers), embedded
 //! in the library as cxx-build embeds `cxx.h`: a build reads no file from the
-//! crate's source directory, and editing one rebuilds mlf-build itself.
+//! crate's source directory, and editing one rebuilds mlf-build itself. Also
+//! the names the generated glue defines, which the archive's C must not. The
+//! files are returned as data; the Builder writes them.
 
-use std::path::Path;
-
-use crate::cargo::write::write_if_changed;
-use crate::error::Result;
 use crate::input::c;
 
 macro_rules! embed {
     ($path:literal) => {
-        ($path, include_bytes!(concat!("../../build-support/", $path)).as_slice())
+        ($path, include_bytes!(concat!("../build-support/", $path)).as_slice())
     };
 }
 
@@ -43,7 +41,7 @@ pub(crate) const BACKEND_SOURCE: &str = "src/backend.c";
 
 /// Whether a source of the support code (`src/`) defines the function `name`
 /// with external linkage (read from the sources themselves, as the archive's C is).
-pub(crate) fn defines(name: &str) -> bool {
+fn defines(name: &str) -> bool {
     static DEFINED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     DEFINED
         .get_or_init(|| {
@@ -60,6 +58,22 @@ pub(crate) fn defines(name: &str) -> bool {
         .any(|defined| defined == name)
 }
 
+/// The prefix of every symbol the glue defines (`mlf_<m>_invoke`, `mlf_<m>_model` ...).
+pub(crate) const GLUE_PREFIX: &str = "mlf_";
+
+/// The hooks `-finstrument-functions` calls, which a profiled module's glue defines.
+pub(crate) const PROFILE_HOOKS: [&str; 2] = ["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
+
+/// Whether `name` is a function mlf-build's support code (`build-support/src`)
+/// or the generated glue of one of `modules` (`mlf_<m>_...`, the profiling
+/// hooks) defines: the archive's C must not define it too.
+pub(crate) fn is_own_symbol(name: &str, modules: &[&str]) -> bool {
+    let glue = name
+        .strip_prefix(GLUE_PREFIX)
+        .is_some_and(|rest| modules.iter().any(|module| rest.strip_prefix(module).is_some_and(|after| after.starts_with('_'))));
+    glue || PROFILE_HOOKS.contains(&name) || defines(name)
+}
+
 /// Whether mlf-build's support code puts `header` on the archive's include
 /// path (`mlf_support.h`, TVM's runtime headers), or writes it there (`crt_config.h`).
 pub(crate) fn supplies_header(header: &str) -> bool {
@@ -67,18 +81,10 @@ pub(crate) fn supplies_header(header: &str) -> bool {
         || FILES.iter().any(|(path, _)| ["include/", "runtime-include/"].iter().any(|dir| path.strip_prefix(dir) == Some(header)))
 }
 
-/// Writes the files below `dir` (only those whose bytes changed).
-pub(crate) fn write(dir: &Path) -> Result<()> {
-    for (path, bytes) in FILES {
-        write_if_changed(&dir.join(path), bytes)?;
-    }
-    Ok(())
-}
-
-/// A hash of every embedded file and its path, for the cache keys of what is compiled with them.
-pub(crate) fn digest() -> String {
-    let parts: Vec<&[u8]> = FILES.iter().flat_map(|(path, bytes)| [path.as_bytes(), bytes]).collect();
-    crate::cargo::cache::key(&parts)
+/// Every file as (path below the support directory, bytes): the Builder
+/// writes them there, and hashes them into the keys of what compiles with them.
+pub(crate) fn files() -> impl Iterator<Item = (&'static str, &'static [u8])> {
+    FILES.iter().copied()
 }
 
 #[cfg(test)]
@@ -88,7 +94,7 @@ mod tests {
     /// A file added to `build-support/` but not to [`FILES`] would be missing from every build.
     #[test]
     fn every_file_of_build_support_is_embedded() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("build-support");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("build-support");
         let mut on_disk = Vec::new();
         let mut pending = vec![root.clone()];
         while let Some(dir) = pending.pop() {
