@@ -29,7 +29,7 @@ use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
-use crate::toolchain::{bindings, joined, stack};
+use crate::toolchain::{bindings, joined, spawn, stack};
 use kernels::KernelCode;
 use libraries::{CompileConfig, ExtraCode, Privacy};
 
@@ -634,7 +634,7 @@ impl Builder {
                 Ok(None)
             } else {
                 stamp(String::new()).invalidate()?;
-                let key = scope.spawn(key);
+                let key = scope.spawn(|| spawn::in_job_slot(key));
                 let bindgen = || {
                     plan.modules
                         .iter()
@@ -653,7 +653,7 @@ impl Builder {
                         .collect::<Result<Vec<_>>>()
                 };
                 let (headers_compiled, glue_compiled) = std::sync::mpsc::channel();
-                let bound = scope.spawn(move || glue_compiled.recv().ok().map(|()| bindgen()));
+                let bound = scope.spawn(move || glue_compiled.recv().ok().map(|()| spawn::in_job_slot(bindgen)));
                 let compiled = model.compile(compilers, base, move || {
                     let _ = headers_compiled.send(());
                 });

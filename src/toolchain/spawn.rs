@@ -153,6 +153,21 @@ impl Slots {
     }
 }
 
+/// Runs `work` (CPU-bound work inside this process: bindgen, hashing) in one
+/// of the job slots the compilers share, so that no more than `NUM_JOBS`
+/// things compete for the processors and the longest compile keeps one.
+pub(crate) fn in_job_slot<T>(work: impl FnOnce() -> T) -> T {
+    struct Given;
+    impl Drop for Given {
+        fn drop(&mut self) {
+            SLOTS.give();
+        }
+    }
+    SLOTS.take();
+    let _given = Given;
+    work()
+}
+
 /// The most of its address space and of CPU time each process of a compile
 /// may use; `None` is no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
