@@ -58,6 +58,7 @@ mod error;
 pub mod fuzzing;
 mod ident;
 mod input;
+mod objects;
 mod plan;
 #[cfg(test)]
 mod test_support;
