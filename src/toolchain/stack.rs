@@ -1154,7 +1154,7 @@ impl Program {
                     libraries.iter().enumerate().find_map(|(index, archive)| Some((index, archive, archive.member_defining(&name)?)));
                 if let Some((index, archive, (offset, bytes))) = defining {
                     if added.insert((index, offset)) {
-                        self.add_library_member(&archive.name, bytes);
+                        self.add_library_member(&archive.name, &bytes);
                     }
                 }
             }
