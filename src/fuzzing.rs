@@ -10,6 +10,7 @@ use crate::ident;
 use crate::input::archive::{Limits, Tree};
 use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
+use crate::objects::Machine;
 use crate::plan::schedule::{self, Inputs};
 use crate::{
     input::graph, input::metadata, input::params, plan, toolchain::elf, toolchain::measure, toolchain::prologue, toolchain::stack,
@@ -164,7 +165,7 @@ pub fn memory_x(bytes: &[u8]) -> Result<()> {
 /// `bytes` as Thumb and as RISC-V machine code whose frame is read, and as
 /// a call graph whose stack bound is walked (`toolchain::stack::graph_bound`).
 pub fn stack(bytes: &[u8]) -> Result<()> {
-    for machine in [prologue::EM_ARM, prologue::EM_RISCV] {
+    for machine in [Machine::Arm, Machine::Riscv] {
         let _ = prologue::frame(machine, &[prologue::Piece::Code { bytes, section: bytes, offset: 0 }], None, false);
     }
     stack::graph_bound(bytes);

@@ -59,6 +59,7 @@ mod error;
 pub mod fuzzing;
 mod ident;
 mod input;
+mod objects;
 mod own_code;
 mod plan;
 mod sha256;

@@ -5,6 +5,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::Tree;
 use crate::input::metadata::Metadata;
 use crate::input::sources;
+use crate::objects::Machine;
 use crate::plan::model::Plan;
 use crate::toolchain::elf;
 use crate::toolchain::target::{self, Target};
@@ -100,7 +101,7 @@ pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
         let bytes = tree.get(path).unwrap_or_default();
         let header = elf::Header::parse(bytes);
         match header.as_ref().map(|header| header.machine) {
-            Some(found) if found == expected => {
+            Some(found) if found == expected.elf() => {
                 let (Some(header), Some(target_is_64)) = (header, target.elf_is_64()) else { continue };
                 if header.is_64() != target_is_64 {
                     return Err(Error::new(
@@ -117,13 +118,13 @@ pub(crate) fn check_objects(tree: &Tree, target: &Target) -> Result<()> {
                 }
             }
             found => {
-                let found = found.map_or_else(|| "not an ELF object".to_string(), target::elf_machine_name);
+                let found = found.map_or_else(|| "not an ELF object".to_string(), Machine::describe);
                 return Err(Error::new(
                     ErrorKind::WrongTarget,
                     format!(
                         "prebuilt object is for {found}, but the build target `{}` is {}",
                         target.triple,
-                        target::elf_machine_name(expected)
+                        expected.name()
                     ),
                 )
                 .in_file(path)

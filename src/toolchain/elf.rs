@@ -1,29 +1,25 @@
-//! Just enough ELF to read a relocatable object's sections, symbols and
-//! relocations. Every reader takes bytes the caller read (only the tables, for
-//! an archive index; the whole object, to analyse it); every offset is checked.
+//! An object's header, sections, symbols and relocations, read through the
+//! `object` crate's ELF types over bytes the caller read (only the tables, for
+//! the symbol renamer and the footprint; the whole object, to analyse it).
+//! `object`'s own tables check less than a prebuilt object needs here (the
+//! section limit before any section is read, one symbol table, each
+//! relocation's symbol in range): [`validate`] adds that.
 
-/// `SHT_SYMTAB`: the object's symbol table.
-pub(crate) const SHT_SYMTAB: u32 = 2;
-/// `SHT_PROGBITS`: a section of bytes the program defines (code, data, constants).
-pub(crate) const SHT_PROGBITS: u32 = 1;
-/// `SHT_NOBITS`: a section that occupies no file bytes (`.bss`).
-pub(crate) const SHT_NOBITS: u32 = 8;
-/// Section flags: writable, occupies memory at run time, executable.
-pub(crate) const SHF_WRITE: u64 = 0x1;
-pub(crate) const SHF_ALLOC: u64 = 0x2;
-pub(crate) const SHF_EXECINSTR: u64 = 0x4;
-/// `SHT_RELA` and `SHT_REL`: relocations with and without explicit addends.
-pub(crate) const SHT_RELA: u32 = 4;
-pub(crate) const SHT_REL: u32 = 9;
-/// `STT_FUNC` and `STT_SECTION`: a symbol's type ([`Symbol::kind`]).
-pub(crate) const STT_FUNC: u8 = 2;
-pub(crate) const STT_SECTION: u8 = 3;
+use object::elf::{FileHeader32, FileHeader64, Rel32, Rel64, Rela32, Rela64, SectionHeader32, SectionHeader64, Sym32, Sym64};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::{elf, pod, Endian, Endianness, ReadRef};
+
+pub(crate) use object::elf::{SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_SYMTAB, STT_FUNC, STT_SECTION};
+/// Section flags (`sh_flags` is 64 bits wide in ELF64): writable, occupies memory at run time, executable.
+pub(crate) const SHF_WRITE: u64 = elf::SHF_WRITE as u64;
+pub(crate) const SHF_ALLOC: u64 = elf::SHF_ALLOC as u64;
+pub(crate) const SHF_EXECINSTR: u64 = elf::SHF_EXECINSTR as u64;
 
 /// The ELF file header's fields that say how to read the rest.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Header {
     is_64: bool,
-    little_endian: bool,
+    endian: Endianness,
     /// `e_machine`: the architecture.
     pub machine: u16,
     /// Where the section header table starts, its entry size and count (`e_shnum`).
@@ -124,12 +120,6 @@ pub(crate) fn validate(object: &[u8]) -> Option<Result<(Header, Vec<Section>), M
     }))
 }
 
-/// `SHT_NULL`: an unused section header (the first one).
-const SHT_NULL: u32 = 0;
-
-/// `e_shstrndx` saying the real index is in the first section's `sh_link`.
-const SHN_XINDEX: u64 = 0xffff;
-
 /// The NUL-terminated string at `offset` of a string table.
 pub(crate) fn string(table: &[u8], offset: u32) -> Option<&[u8]> {
     let rest = table.get(usize::try_from(offset).ok()?..)?;
@@ -155,37 +145,44 @@ impl Header {
     }
 
     /// The header at the start of `bytes`; `None` when they are not ELF.
+    /// Not `FileHeader::parse`, which also wants `e_ident`'s version byte:
+    /// nothing here depends on it.
     pub fn parse(bytes: &[u8]) -> Option<Header> {
-        if !bytes.starts_with(b"\x7fELF") {
+        // The shorter header starts both classes: its `e_ident` says which this is.
+        let ident = bytes.read_at::<FileHeader32<Endianness>>(0).ok()?.e_ident();
+        if ident.magic != elf::ELFMAG {
             return None;
         }
-        let is_64 = match bytes.get(4)? {
-            1 => false,
-            2 => true,
+        let endian = match ident.data {
+            elf::ELFDATA2LSB => Endianness::Little,
+            elf::ELFDATA2MSB => Endianness::Big,
             _ => return None,
         };
-        let little_endian = match bytes.get(5)? {
-            1 => true,
-            2 => false,
-            _ => return None,
-        };
-        let mut header =
-            Header { is_64, little_endian, machine: 0, section_table: 0, section_entry: 0, section_count: 0, names_section: 0 };
-        header.machine = u16::try_from(header.read(bytes, 18, 2)?).ok()?;
-        let (table, entry, count, names) = if is_64 { (0x28, 0x3a, 0x3c, 0x3e) } else { (0x20, 0x2e, 0x30, 0x32) };
-        header.section_table = header.read(bytes, table, header.word())?;
-        header.section_entry = header.read(bytes, entry, 2)?;
-        header.section_count = header.read(bytes, count, 2)?;
-        header.names_section = header.read(bytes, names, 2)?;
-        Some(header)
+        match ident.class {
+            elf::ELFCLASS32 => Some(Header::of(bytes.read_at::<FileHeader32<Endianness>>(0).ok()?, false, endian)),
+            elf::ELFCLASS64 => Some(Header::of(bytes.read_at::<FileHeader64<Endianness>>(0).ok()?, true, endian)),
+            _ => None,
+        }
+    }
+
+    fn of(header: &impl FileHeader<Endian = Endianness>, is_64: bool, endian: Endianness) -> Header {
+        Header {
+            is_64,
+            endian,
+            machine: header.e_machine(endian),
+            section_table: header.e_shoff(endian).into(),
+            section_entry: header.e_shentsize(endian).into(),
+            section_count: header.e_shnum(endian).into(),
+            names_section: header.e_shstrndx(endian).into(),
+        }
     }
 
     /// Bytes of one symbol table entry (`Elf32_Sym` or `Elf64_Sym`).
     pub fn symbol_len(&self) -> usize {
         if self.is_64 {
-            24
+            size_of::<Sym64<Endianness>>()
         } else {
-            16
+            size_of::<Sym32<Endianness>>()
         }
     }
 
@@ -198,15 +195,6 @@ impl Header {
         }
     }
 
-    /// The unsigned `width`-byte field at `at` in `bytes`, in the file's byte order.
-    fn read(&self, bytes: &[u8], at: usize, width: usize) -> Option<u64> {
-        let field = bytes.get(at..at.checked_add(width)?)?;
-        Some(field.iter().enumerate().fold(0u64, |value, (i, byte)| {
-            let shift = if self.little_endian { i } else { width - 1 - i } * 8;
-            value | (u64::from(*byte) << shift)
-        }))
-    }
-
     /// Writes `value` as the unsigned `width`-byte field at `at`, in the file's
     /// byte order; `None` when it does not fit the field or `bytes`.
     pub fn write(&self, bytes: &mut [u8], at: usize, width: usize, value: u64) -> Option<()> {
@@ -215,7 +203,7 @@ impl Header {
         }
         let field = bytes.get_mut(at..at.checked_add(width)?)?;
         for (i, byte) in field.iter_mut().enumerate() {
-            let shift = if self.little_endian { i } else { width - 1 - i } * 8;
+            let shift = if self.endian.is_little_endian() { i } else { width - 1 - i } * 8;
             *byte = (value >> shift) as u8;
         }
         Some(())
@@ -245,40 +233,53 @@ impl Header {
 
     /// Section `index` of the section table `table` (its bytes from its start).
     pub fn section(&self, table: &[u8], index: u64) -> Option<Section> {
-        let at = usize::try_from(index.checked_mul(self.section_entry)?).ok()?;
-        let word = self.word();
-        let (flags, offset, size, link, info) = if self.is_64 { (8, 24, 32, 40, 44) } else { (8, 16, 20, 24, 28) };
-        Some(Section {
-            name: u32::try_from(self.read(table, at, 4)?).ok()?,
-            kind: u32::try_from(self.read(table, at.checked_add(4)?, 4)?).ok()?,
-            flags: self.read(table, at.checked_add(flags)?, word)?,
-            offset: self.read(table, at.checked_add(offset)?, word)?,
-            size: self.read(table, at.checked_add(size)?, word)?,
-            link: u32::try_from(self.read(table, at.checked_add(link)?, 4)?).ok()?,
-            info: u32::try_from(self.read(table, at.checked_add(info)?, 4)?).ok()?,
+        let at = index.checked_mul(self.section_entry)?;
+        Some(if self.is_64 {
+            self.section_of(table.read_at::<SectionHeader64<Endianness>>(at).ok()?)
+        } else {
+            self.section_of(table.read_at::<SectionHeader32<Endianness>>(at).ok()?)
         })
+    }
+
+    fn section_of(&self, section: &impl SectionHeader<Endian = Endianness>) -> Section {
+        let endian = self.endian;
+        Section {
+            name: section.sh_name(endian),
+            kind: section.sh_type(endian),
+            flags: section.sh_flags(endian).into(),
+            offset: section.sh_offset(endian).into(),
+            size: section.sh_size(endian).into(),
+            link: section.sh_link(endian),
+            info: section.sh_info(endian),
+        }
     }
 
     /// The symbols of a symbol table section's bytes (entry 0, the null symbol, included).
     pub fn symbols<'a>(&'a self, table: &'a [u8]) -> impl Iterator<Item = Symbol> + 'a {
-        let entry = self.symbol_len();
-        let (value, info, section) = if self.is_64 { (8, 4, 6) } else { (4, 12, 14) };
-        table.chunks_exact(entry).filter_map(move |bytes| {
-            Some(Symbol {
-                name: u32::try_from(self.read(bytes, 0, 4)?).ok()?,
-                value: self.read(bytes, value, self.word())?,
-                kind: bytes[info] & 0xf,
-                binding: bytes[info] >> 4,
-                section: u16::try_from(self.read(bytes, section, 2)?).ok()?,
+        table.chunks_exact(self.symbol_len()).filter_map(move |entry| {
+            Some(if self.is_64 {
+                self.symbol_of(pod::from_bytes::<Sym64<Endianness>>(entry).ok()?.0)
+            } else {
+                self.symbol_of(pod::from_bytes::<Sym32<Endianness>>(entry).ok()?.0)
             })
         })
     }
 
-    /// Every section header of a whole object's bytes.
-    pub fn sections(&self, object: &[u8]) -> Option<Vec<Section>> {
-        let table = object.get(usize::try_from(self.section_table).ok()?..)?;
-        let count = self.section_count_in(table)?;
-        let table = table.get(..usize::try_from(self.section_table_len(count)?).ok()?)?;
+    fn symbol_of(&self, symbol: &impl Sym<Endian = Endianness>) -> Symbol {
+        Symbol {
+            name: symbol.st_name(self.endian),
+            value: symbol.st_value(self.endian).into(),
+            kind: symbol.st_type(),
+            binding: symbol.st_bind(),
+            section: symbol.st_shndx(self.endian),
+        }
+    }
+
+    /// Every section header of an object, read from `object` (its bytes, or a file's range).
+    pub fn sections<'d>(&self, object: impl ReadRef<'d>) -> Option<Vec<Section>> {
+        let first = object.read_bytes_at(self.section_table, self.section_table_len(1)?).ok()?;
+        let count = self.section_count_in(first)?;
+        let table = object.read_bytes_at(self.section_table, self.section_table_len(count)?).ok()?;
         (0..count).map(|index| self.section(table, index)).collect()
     }
 
@@ -317,7 +318,7 @@ impl Header {
             (self.section_table, self.section_table + table.len() as u64, "the section table".to_string()),
         ];
         for (index, section) in sections.iter().enumerate() {
-            if section.kind == SHT_NOBITS || section.kind == SHT_NULL || section.size == 0 {
+            if section.kind == SHT_NOBITS || section.kind == elf::SHT_NULL || section.size == 0 {
                 continue;
             }
             let end = section.offset.checked_add(section.size).filter(|&end| end <= object.len() as u64);
@@ -362,34 +363,39 @@ impl Header {
     /// The index in `sections` of the section holding the sections' names.
     pub fn names_index(&self, sections: &[Section]) -> Option<usize> {
         match self.names_section {
-            SHN_XINDEX => usize::try_from(sections.first()?.link).ok(),
+            index if index == u64::from(elf::SHN_XINDEX) => usize::try_from(sections.first()?.link).ok(),
             index => usize::try_from(index).ok(),
         }
     }
     /// The relocations of a `SHT_REL` (`explicit_addend` false) or `SHT_RELA` section's bytes.
     pub fn relocations<'a>(&'a self, table: &'a [u8], explicit_addend: bool) -> impl Iterator<Item = Relocation> + 'a {
-        let word = self.word();
-        let entry = if explicit_addend { 3 * word } else { 2 * word };
-        table.chunks_exact(entry).filter_map(move |bytes| {
-            let info = self.read(bytes, word, word)?;
-            let (symbol, kind) = if self.is_64 { (info >> 32, info & 0xffff_ffff) } else { (info >> 8, info & 0xff) };
-            let addend = if explicit_addend {
-                let raw = self.read(bytes, 2 * word, word)?;
-                // Sign-extend a 32-bit addend.
-                if self.is_64 {
-                    raw as i64
-                } else {
-                    i64::from(raw as u32 as i32)
+        let entry = match (self.is_64, explicit_addend) {
+            (false, false) => size_of::<Rel32<Endianness>>(),
+            (false, true) => size_of::<Rela32<Endianness>>(),
+            (true, false) => size_of::<Rel64<Endianness>>(),
+            (true, true) => size_of::<Rela64<Endianness>>(),
+        };
+        let endian = self.endian;
+        table.chunks_exact(entry).filter_map(move |entry| {
+            let (offset, symbol, kind, addend) = match (self.is_64, explicit_addend) {
+                (false, false) => {
+                    let rel = pod::from_bytes::<Rel32<Endianness>>(entry).ok()?.0;
+                    (rel.r_offset.get(endian).into(), rel.r_sym(endian), rel.r_type(endian), 0)
                 }
-            } else {
-                0
+                (false, true) => {
+                    let rela = pod::from_bytes::<Rela32<Endianness>>(entry).ok()?.0;
+                    (rela.r_offset.get(endian).into(), rela.r_sym(endian), rela.r_type(endian), rela.r_addend.get(endian).into())
+                }
+                (true, false) => {
+                    let rel = pod::from_bytes::<Rel64<Endianness>>(entry).ok()?.0;
+                    (rel.r_offset.get(endian), rel.r_sym(endian), rel.r_type(endian), 0)
+                }
+                (true, true) => {
+                    let rela = pod::from_bytes::<Rela64<Endianness>>(entry).ok()?.0;
+                    (rela.r_offset.get(endian), rela.r_sym(endian, false), rela.r_type(endian, false), rela.r_addend.get(endian))
+                }
             };
-            Some(Relocation {
-                offset: self.read(bytes, 0, word)?,
-                symbol: u32::try_from(symbol).ok()?,
-                kind: u32::try_from(kind).ok()?,
-                addend,
-            })
+            Some(Relocation { offset, symbol, kind, addend })
         })
     }
 }

@@ -1,7 +1,11 @@
 //! Flash and static RAM of the libraries a build compiled, read from the ELF
 //! objects inside their `.a` archives: before any firmware links them.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use object::read::archive::ArchiveFile;
+use object::read::{ReadCache, ReadRef};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::toolchain::elf;
@@ -90,11 +94,13 @@ fn libraries(dir: &Path) -> Result<Vec<PathBuf>> {
 pub(crate) fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
     let mut total = Sizes::default();
     for path in paths {
-        let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
-        let members =
-            ar_members(&bytes).ok_or_else(|| Error::new(ErrorKind::Compile, format!("`{}` is not an ar archive", path.display())))?;
-        for member in members {
-            if let Some(sizes) = elf_sizes(member) {
+        let not_ar = || Error::new(ErrorKind::Compile, format!("`{}` is not an ar archive", path.display()));
+        // Only the members' ELF and section headers are read, never their code and weights.
+        let file = ReadCache::new(File::open(path).map_err(|e| Error::io("read", path, e))?);
+        let archive = ArchiveFile::parse(&file).map_err(|_| not_ar())?;
+        for member in archive.members() {
+            let (start, size) = member.map_err(|_| not_ar())?.file_range();
+            if let Some(sizes) = elf_sizes(file.range(start, size)) {
                 total.add(sizes);
             }
         }
@@ -102,30 +108,10 @@ pub(crate) fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
     Ok(total)
 }
 
-/// The members of a System V / GNU `ar` archive.
-fn ar_members(bytes: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut rest = bytes.strip_prefix(b"!<arch>\n")?;
-    let mut members = Vec::new();
-    while rest.len() >= 60 {
-        let header = &rest[..60];
-        let size: usize = std::str::from_utf8(&header[48..58]).ok()?.trim().parse().ok()?;
-        let body = rest.get(60..60usize.checked_add(size)?)?;
-        // BSD names (`#1/<n>`) precede the data.
-        let name = std::str::from_utf8(&header[..16]).ok()?.trim_end();
-        let data = match name.strip_prefix("#1/") {
-            Some(length) => body.get(length.parse::<usize>().ok()?..)?,
-            None => body,
-        };
-        members.push(data);
-        let next = 60usize.checked_add(size)?.checked_add(size % 2)?;
-        rest = rest.get(next.min(rest.len())..)?;
-    }
-    Some(members)
-}
-
 /// Section sizes of one relocatable ELF object; `None` for anything else.
-fn elf_sizes(object: &[u8]) -> Option<Sizes> {
-    let header = elf::Header::parse(object)?;
+fn elf_sizes<'d>(object: impl ReadRef<'d>) -> Option<Sizes> {
+    let size = object.len().ok()?;
+    let header = elf::Header::parse(object.read_bytes_at(0, size.min(elf::Header::LEN as u64)).ok()?)?;
     let mut sizes = Sizes::default();
     for section in header.sections(object)? {
         if section.flags & elf::SHF_ALLOC == 0 {

@@ -23,9 +23,7 @@
 //! wrote itself, other than by a call or by loading it back from the stack,
 //! is such a jump: it may go anywhere.
 
-/// `e_machine` values of the code this module reads.
-pub(crate) const EM_ARM: u16 = 40;
-pub(crate) const EM_RISCV: u16 = 243;
+use crate::objects::Machine;
 
 /// A function's code, in pieces: the Thumb or RISC-V instructions between its
 /// start and the next function's, less the data (literal pools) an Arm
@@ -51,23 +49,16 @@ pub(crate) type Relocated = std::collections::HashMap<u64, Option<(i64, bool)>>;
 /// archive's code) each decrement is taken to run once, as compilers write
 /// frames, without proving it (`Frame::runs_once`): jump tables there would
 /// otherwise trade read frames for allowances.
-pub(crate) fn frame(machine: u16, pieces: &[Piece<'_>], relocated: Option<&Relocated>, from_toolchain: bool) -> Result<u64, String> {
+pub(crate) fn frame(machine: Machine, pieces: &[Piece<'_>], relocated: Option<&Relocated>, from_toolchain: bool) -> Result<u64, String> {
     let mut frame = Frame::default();
     for piece in pieces {
         let Piece::Code { bytes, section, offset } = *piece else {
             return Err("it has A32 (Arm-state) code, which is not read".to_string());
         };
         match machine {
-            EM_ARM => thumb(bytes, Literals { section, offset }, &mut frame)?,
-            EM_RISCV => riscv(bytes, offset, &mut frame)?,
-            other => {
-                let name = match other {
-                    62 => "x86-64".to_string(),
-                    183 => "AArch64".to_string(),
-                    other => format!("ELF machine {other}"),
-                };
-                return Err(format!("{name} machine code is not read (Thumb and RISC-V code is)"));
-            }
+            Machine::Arm => thumb(bytes, Literals { section, offset }, &mut frame)?,
+            Machine::Riscv => riscv(bytes, offset, &mut frame)?,
+            other => return Err(format!("{} machine code is not read (Thumb and RISC-V code is)", other.name())),
         }
     }
     let code = || {
@@ -876,14 +867,14 @@ mod tests {
 
     fn thumb_frame(halfwords: &[u16]) -> Result<u64, String> {
         let bytes: Vec<u8> = halfwords.iter().flat_map(|h| h.to_le_bytes()).collect();
-        frame(EM_ARM, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None, false)
+        frame(Machine::Arm, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None, false)
     }
 
     fn riscv_frame(parcels: &[u32]) -> Result<u64, String> {
         // A parcel above 0xffff is a 32-bit instruction.
         let bytes: Vec<u8> =
             parcels.iter().flat_map(|&p| if p & 3 == 3 { p.to_le_bytes().to_vec() } else { (p as u16).to_le_bytes().to_vec() }).collect();
-        frame(EM_RISCV, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None, false)
+        frame(Machine::Riscv, &[Piece::Code { bytes: &bytes, section: &bytes, offset: 0 }], None, false)
     }
 
     #[test]
@@ -1013,13 +1004,13 @@ mod tests {
         let code_len = bytes.len();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..code_len], section: &bytes, offset: 0 };
-        assert_eq!(frame(EM_ARM, &[code], None, false), Ok(8 + 712));
+        assert_eq!(frame(Machine::Arm, &[code], None, false), Ok(8 + 712));
         // A branch target between the load and its use: the value may come from elsewhere.
         // push {r4, lr}; ldr r4, [pc, #4]; b.n +0 (to the next instruction); add sp, r4; pop.
         let mut bytes: Vec<u8> = [0xb510u16, 0x4c02, 0xe7ff, 0x44a5, 0xbd10, 0x46c0].iter().flat_map(|h| h.to_le_bytes()).collect();
         bytes.extend((-712i32).to_le_bytes());
         let code = Piece::Code { bytes: &bytes[..12], section: &bytes, offset: 0 };
-        assert!(frame(EM_ARM, &[code], None, false).unwrap_err().contains("adds r4"));
+        assert!(frame(Machine::Arm, &[code], None, false).unwrap_err().contains("adds r4"));
         // A load from memory (ldr r4, [r0]) is no constant.
         assert!(thumb_frame(&[0x6804, 0x44a5]).unwrap_err().contains("adds r4"));
     }
@@ -1036,8 +1027,8 @@ mod tests {
         assert!(thumb_frame(&[0xebad, 0x0d03]).unwrap_err().contains("from r3"));
         // add sp, r2
         assert!(thumb_frame(&[0x4495]).unwrap_err().contains("adds r2"));
-        assert!(frame(EM_ARM, &[Piece::Arm], None, false).unwrap_err().contains("A32"));
-        assert!(frame(62, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }], None, false)
+        assert!(frame(Machine::Arm, &[Piece::Arm], None, false).unwrap_err().contains("A32"));
+        assert!(frame(Machine::X86_64, &[Piece::Code { bytes: &[0x55], section: &[0x55], offset: 0 }], None, false)
             .unwrap_err()
             .contains("x86-64 machine code is not read"));
     }

@@ -28,18 +28,13 @@ use crate::cargo::cache;
 use crate::cargo::record::{self, record_struct};
 use crate::cargo::write::write_if_changed;
 use crate::error::{Error, ErrorKind, Result};
+use crate::objects::Machine;
 use crate::plan::model::{StackBound, StackFrame};
 use crate::toolchain::compile::{self, Provenance};
 use crate::toolchain::elf::{self, Header};
 use crate::toolchain::inputs;
 use crate::toolchain::prologue;
 use crate::toolchain::system_lib::Archive;
-
-/// `e_machine` values the relocation types are known for.
-const EM_ARM: u16 = 40;
-const EM_X86_64: u16 = 62;
-const EM_AARCH64: u16 = 183;
-const EM_RISCV: u16 = 243;
 
 /// mlf-build's support functions that call a function pointer their caller
 /// passes, in their own frame: `mlf_support_call` runs the glue's entry under
@@ -185,23 +180,23 @@ enum Use {
 }
 
 /// What relocation `kind` at `offset` of `code` (the section's bytes) does, on `machine`.
-fn classify(machine: u16, kind: u32, code: &[u8], offset: u64) -> Use {
+fn classify(machine: Machine, kind: u32, code: &[u8], offset: u64) -> Use {
     match machine {
         // PC24, THM_CALL, CALL, JUMP24, THM_JUMP24, THM_JUMP19, THM_JUMP11, THM_JUMP8; NONE, V4BX, PREL31.
-        EM_ARM => match kind {
+        Machine::Arm => match kind {
             1 | 10 | 28 | 29 | 30 | 51 | 102 | 103 => Use::Call,
             0 | 40 | 42 => Use::Ignore,
             _ => Use::Reference,
         },
         // BRANCH, JAL, CALL, CALL_PLT, RVC_BRANCH, RVC_JUMP; NONE, PCREL_LO12_I/S (point at
         // their auipc), ADD/SUB (label differences), ALIGN, RELAX, SUB6, SET6/8/16/32.
-        EM_RISCV => match kind {
+        Machine::Riscv => match kind {
             16..=19 | 44 | 45 => Use::Call,
             0 | 24 | 25 | 33..=40 | 43 | 51..=56 => Use::Ignore,
             _ => Use::Reference,
         },
         // PLT32 calls; PC32 calls when the instruction is call/jmp/jcc rel32, else takes an address.
-        EM_X86_64 => match kind {
+        Machine::X86_64 => match kind {
             4 => Use::Call,
             0 => Use::Ignore,
             2 => {
@@ -217,7 +212,7 @@ fn classify(machine: u16, kind: u32, code: &[u8], offset: u64) -> Use {
             _ => Use::Reference,
         },
         // TSTBR14, CONDBR19, JUMP26, CALL26.
-        EM_AARCH64 => match kind {
+        Machine::Aarch64 => match kind {
             279 | 280 | 282 | 283 => Use::Call,
             0 => Use::Ignore,
             _ => Use::Reference,
@@ -311,7 +306,7 @@ fn relocation_tables<'a>(
 /// start), and in an Arm object which parts are Thumb, A32 or data (the
 /// `$t`, `$a`, `$d` mapping symbols).
 struct CodeMap {
-    machine: u16,
+    machine: Machine,
     /// Each section's function starts, in order.
     starts: HashMap<usize, Vec<u64>>,
     /// Each section's mapping symbols, in order: offset and `t`, `a` or `d`.
@@ -324,20 +319,19 @@ struct CodeMap {
 
 impl CodeMap {
     fn new<'s>(
-        header: &Header,
+        machine: Machine,
         symbols: &'s [elf::Symbol],
         name: impl Fn(&'s elf::Symbol) -> Option<&'s str>,
         from_toolchain: bool,
     ) -> CodeMap {
-        let mut map =
-            CodeMap { machine: header.machine, starts: HashMap::new(), mapping: HashMap::new(), relocated: HashMap::new(), from_toolchain };
+        let mut map = CodeMap { machine, starts: HashMap::new(), mapping: HashMap::new(), relocated: HashMap::new(), from_toolchain };
         for symbol in symbols.iter().filter(|symbol| symbol.section != 0) {
             let section = usize::from(symbol.section);
             if symbol.kind == elf::STT_FUNC {
                 let start = map.start(symbol.value);
                 map.starts.entry(section).or_default().push(start);
             } else if let Some(kind) = name(symbol).and_then(|name| name.strip_prefix('$')).and_then(|kind| kind.bytes().next()) {
-                if header.machine == prologue::EM_ARM && b"tad".contains(&kind) {
+                if machine == Machine::Arm && b"tad".contains(&kind) {
                     map.mapping.entry(section).or_default().push((symbol.value, kind));
                 }
             }
@@ -354,7 +348,7 @@ impl CodeMap {
 
     /// A function symbol's value as an offset (a Thumb function's has its low bit set).
     fn start(&self, value: u64) -> u64 {
-        if self.machine == prologue::EM_ARM {
+        if self.machine == Machine::Arm {
             value & !1
         } else {
             value
@@ -368,7 +362,7 @@ impl CodeMap {
     }
 
     /// The frame of the function at `value` of `section` (whose bytes are `code`), from its machine code.
-    fn frame(&self, machine: u16, section: usize, code: &[u8], value: u64) -> std::result::Result<u64, String> {
+    fn frame(&self, machine: Machine, section: usize, code: &[u8], value: u64) -> std::result::Result<u64, String> {
         let start = self.start(value);
         let starts = self.starts.get(&section).map_or(&[][..], Vec::as_slice);
         let end = starts.get(starts.partition_point(|&s| s <= start)).copied();
@@ -382,7 +376,7 @@ impl CodeMap {
     }
 
     /// The frame of the code from `start` to `end` of `section` (whose bytes are `code`).
-    fn range_frame(&self, machine: u16, section: usize, code: &[u8], start: u64, end: u64) -> std::result::Result<u64, String> {
+    fn range_frame(&self, machine: Machine, section: usize, code: &[u8], start: u64, end: u64) -> std::result::Result<u64, String> {
         let mapping = self.mapping.get(&section).map_or(&[][..], Vec::as_slice);
         // The kind at the start (Thumb when no mapping symbol says), then each change within.
         let mut kind = mapping.iter().rev().find(|(at, _)| *at <= start).map_or(b't', |(_, kind)| *kind);
@@ -461,9 +455,7 @@ impl Program {
     /// Reads an object into the program; `None` when it cannot be read, or is past a limit (noted in [`Program::over_limit`]).
     fn add(&mut self, bytes: &[u8], source: FrameSource<'_>) -> Option<()> {
         let header = Header::parse(bytes)?;
-        if ![EM_ARM, EM_X86_64, EM_AARCH64, EM_RISCV].contains(&header.machine) {
-            return None;
-        }
+        let machine = Machine::from_elf(header.machine).filter(|machine| machine.relocations_read())?;
         let sections = match header.checked_sections(bytes) {
             Ok(sections) => sections,
             Err(elf::Malformed::Limit(what)) => {
@@ -494,14 +486,14 @@ impl Program {
             FrameSource::StackUsage(text) => parse_stack_usage(text),
             FrameSource::OwnCode | FrameSource::MachineCode { .. } => BTreeMap::new(),
         };
-        let mut code_of = CodeMap::new(&header, &symbols, symbol_name, matches!(source, FrameSource::MachineCode { .. }));
+        let mut code_of = CodeMap::new(machine, &symbols, symbol_name, matches!(source, FrameSource::MachineCode { .. }));
         // Branches a relocation completes (RV32 objects' loops, which relaxation leaves
         // for the linker): to a label of their own section, or out of it.
         for table in relocation_tables(&header, &sections, bytes, executable) {
             let (applies_to, explicit_addend, relocations) = table?;
             let code = sections.get(applies_to)?.bytes(bytes)?;
             for relocation in relocations {
-                if classify(header.machine, relocation.kind, code, relocation.offset) != Use::Call {
+                if classify(machine, relocation.kind, code, relocation.offset) != Use::Call {
                     continue;
                 }
                 let symbol = symbols.get(usize::try_from(relocation.symbol).ok()?)?;
@@ -549,7 +541,7 @@ impl Program {
                 }
                 FrameSource::MachineCode { .. } => {
                     let section = sections.get(section_index)?;
-                    code_of.frame(header.machine, section_index, section.bytes(bytes)?, symbol.value).map(Frame::Bytes)
+                    code_of.frame(machine, section_index, section.bytes(bytes)?, symbol.value).map(Frame::Bytes)
                 }
             };
             let (frame, undecoded) = match frame {
@@ -614,7 +606,7 @@ impl Program {
             let target_section = sections.get(applies_to)?;
             let code = if in_code { target_section.bytes(bytes)? } else { &[] };
             for relocation in relocations {
-                let usage = classify(header.machine, relocation.kind, code, relocation.offset);
+                let usage = classify(machine, relocation.kind, code, relocation.offset);
                 if usage == Use::Ignore || relocation.symbol == 0 {
                     continue;
                 }
@@ -651,7 +643,7 @@ impl Program {
                     is_label = true;
                     // A section symbol points at a function only at that function's start:
                     // x86-64 PC-relative addends are 4 short of it.
-                    let adjust = if header.machine == EM_X86_64 && matches!(relocation.kind, 2 | 4) { 4 } else { 0 };
+                    let adjust = if machine == Machine::X86_64 && matches!(relocation.kind, 2 | 4) { 4 } else { 0 };
                     let offset = relocation.addend.checked_add(adjust)?;
                     let starts = u64::try_from(offset).ok().and_then(|offset| function_at.get(&(section, offset)));
                     // In a library's code, a branch to a label (RELA: exact) goes to the function around it.
@@ -1162,7 +1154,7 @@ impl Program {
                     libraries.iter().enumerate().find_map(|(index, archive)| Some((index, archive, archive.member_defining(&name)?)));
                 if let Some((index, archive, (offset, bytes))) = defining {
                     if added.insert((index, offset)) {
-                        self.add_library_member(&archive.name, bytes);
+                        self.add_library_member(&archive.name, &bytes);
                     }
                 }
             }
@@ -1411,14 +1403,14 @@ mod tests {
     fn tells_x86_calls_from_address_loads() {
         // call rel32, jmp rel32, jne rel32, then lea rax, [rip + rel32].
         let code = [0xe8, 0, 0, 0, 0, 0xe9, 0, 0, 0, 0, 0x0f, 0x85, 0, 0, 0, 0, 0x48, 0x8d, 0x05, 0, 0, 0, 0];
-        assert_eq!(classify(EM_X86_64, 2, &code, 1), Use::Call);
-        assert_eq!(classify(EM_X86_64, 2, &code, 6), Use::Call);
-        assert_eq!(classify(EM_X86_64, 2, &code, 12), Use::Call);
-        assert_eq!(classify(EM_X86_64, 2, &code, 19), Use::Reference);
-        assert_eq!(classify(EM_ARM, 10, &[], 0), Use::Call);
-        assert_eq!(classify(EM_ARM, 2, &[], 0), Use::Reference);
-        assert_eq!(classify(EM_RISCV, 19, &[], 0), Use::Call);
-        assert_eq!(classify(EM_RISCV, 51, &[], 0), Use::Ignore);
+        assert_eq!(classify(Machine::X86_64, 2, &code, 1), Use::Call);
+        assert_eq!(classify(Machine::X86_64, 2, &code, 6), Use::Call);
+        assert_eq!(classify(Machine::X86_64, 2, &code, 12), Use::Call);
+        assert_eq!(classify(Machine::X86_64, 2, &code, 19), Use::Reference);
+        assert_eq!(classify(Machine::Arm, 10, &[], 0), Use::Call);
+        assert_eq!(classify(Machine::Arm, 2, &[], 0), Use::Reference);
+        assert_eq!(classify(Machine::Riscv, 19, &[], 0), Use::Call);
+        assert_eq!(classify(Machine::Riscv, 51, &[], 0), Use::Ignore);
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! stays flat however large the weights; only their symbol tables are read
 //! whole. Other object formats (Mach-O, COFF, LLVM bitcode) and GCC's slim
 //! LTO objects go through `cc` and the toolchain's archiver.
+//!
+//! Written here, not with `object`'s writers (`object::write`, `ar_archive_writer`):
+//! they build a whole object or member in memory, and a library is copied
+//! member by member, its symbols renamed on the way (`symbols::Patch`), so
+//! the weights never sit in memory.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};

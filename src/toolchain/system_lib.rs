@@ -1,29 +1,30 @@
 //! The toolchain's own static libraries (the C library's `libc.a`/`libm.a`,
 //! `libgcc.a`, Rust's `compiler_builtins` rlib) as the linker reads them: the
 //! member that defines a symbol, found through the archive's symbol index
-//! (the System V / GNU `/` member that `ar s` writes). For the stack bound,
-//! which reads those members' machine code.
+//! (the `/` member that `ar s` writes, or BSD's `__.SYMDEF`). For the stack
+//! bound, which reads those members' machine code.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// One static library, read whole, with its symbol index.
+use object::read::archive::{ArchiveFile, ArchiveOffset};
+use object::ReadCache;
+
+/// One static library with its symbol index; only the members asked for are read.
 #[derive(Debug)]
 pub(crate) struct Archive {
     /// The file name (`libm.a`), for stack paths.
     pub name: String,
-    bytes: Vec<u8>,
+    file: Mutex<ReadCache<File>>,
     /// Symbol → offset of its member's header.
-    index: HashMap<String, usize>,
+    index: HashMap<String, u64>,
 }
 
-/// `ar`'s member header: name, dates, ids, mode, then the size at 48..58 and "`\n".
-const MEMBER_HEADER: usize = 60;
-
 impl Archive {
-    /// The library at `path`, read once per process; `None` when it is not
-    /// there or has no symbol index (a thin or BSD archive).
+    /// The library at `path`, opened once per process; `None` when it is not
+    /// there or has no symbol index.
     pub fn open(path: &Path) -> Option<Arc<Archive>> {
         static OPENED: Mutex<Vec<(PathBuf, Option<Arc<Archive>>)>> = Mutex::new(Vec::new());
         let mut opened = OPENED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -36,61 +37,31 @@ impl Archive {
             (Some(_), Some(dash)) => format!("{}.rlib", &name[..dash]),
             _ => name,
         };
-        let archive = std::fs::read(path).ok().and_then(|bytes| Archive::parse(name, bytes)).map(Arc::new);
+        let archive = File::open(path).ok().and_then(|file| Archive::parse(name, file)).map(Arc::new);
         opened.push((path.to_path_buf(), archive.clone()));
         archive
     }
 
-    fn parse(name: String, bytes: Vec<u8>) -> Option<Archive> {
-        let first = bytes.strip_prefix(b"!<arch>\n")?;
-        let (member_name, table) = member_at(first, 0)?;
-        let word = match member_name {
-            b"/" => 4,
-            b"/SYM64/" => 8,
-            _ => return None,
-        };
-        let read = |at: usize| -> Option<usize> {
-            let field = table.get(at..at.checked_add(word)?)?;
-            usize::try_from(field.iter().fold(0u64, |value, &byte| (value << 8) | u64::from(byte))).ok()
-        };
-        let count = read(0)?;
-        let mut names = table.get(word.checked_mul(count.checked_add(1)?)?..)?.split(|&b| b == 0);
-        let mut index = HashMap::with_capacity(count);
-        for entry in 0..count {
-            let symbol = std::str::from_utf8(names.next()?).ok()?;
-            // Offsets count from the file's start; the first definition is the one `ld` takes.
-            let offset = read(word * (entry + 1))?.checked_sub(8)?;
-            index.entry(symbol.to_string()).or_insert(offset);
+    fn parse(name: String, file: File) -> Option<Archive> {
+        let file = ReadCache::new(file);
+        let mut index = HashMap::new();
+        for symbol in ArchiveFile::parse(&file).ok()?.symbols().ok()?? {
+            let symbol = symbol.ok()?;
+            // The first definition is the one `ld` takes.
+            if let Ok(name) = std::str::from_utf8(symbol.name()) {
+                index.entry(name.to_string()).or_insert(symbol.offset().0);
+            }
         }
-        Some(Archive { name, bytes, index })
+        Some(Archive { name, file: Mutex::new(file), index })
     }
 
     /// The bytes of the member that defines `symbol`, and the offset that names it.
-    pub fn member_defining(&self, symbol: &str) -> Option<(usize, &[u8])> {
+    pub fn member_defining(&self, symbol: &str) -> Option<(u64, Vec<u8>)> {
         let offset = *self.index.get(symbol)?;
-        let (_, bytes) = member_at(self.bytes.get(8..)?, offset)?;
-        Some((offset, bytes))
+        let file = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let member = ArchiveFile::parse(&*file).ok()?.member(ArchiveOffset(offset)).ok()?;
+        Some((offset, member.data(&*file).ok()?.to_vec()))
     }
-}
-
-/// The member whose header is at `offset` of the archive's bytes after the
-/// magic: its short name (up to the `/` GNU ends it with, or the index's own
-/// `/`) and its bytes.
-fn member_at(members: &[u8], offset: usize) -> Option<(&[u8], &[u8])> {
-    let header = members.get(offset..offset.checked_add(MEMBER_HEADER)?)?;
-    if &header[58..60] != b"`\n" {
-        return None;
-    }
-    let size: usize = std::str::from_utf8(&header[48..58]).ok()?.trim().parse().ok()?;
-    let raw_name = &header[..16];
-    let end = raw_name.iter().rposition(|&b| b != b' ').map_or(0, |last| last + 1);
-    let name = &raw_name[..end];
-    let name = match name {
-        b"/" | b"//" | b"/SYM64/" => name,
-        _ => name.strip_suffix(b"/").unwrap_or(name),
-    };
-    let start = offset + MEMBER_HEADER;
-    Some((name, members.get(start..start.checked_add(size)?)?))
 }
 
 #[cfg(test)]
@@ -107,8 +78,8 @@ mod tests {
         let (a, b) = (b"first object".to_vec(), b"second!".to_vec());
         let names = b"alpha\0beta\0gamma\0";
         let table_len = 4 + 3 * 4 + names.len();
-        let first_at = 8 + MEMBER_HEADER + table_len + table_len % 2;
-        let second_at = first_at + MEMBER_HEADER + a.len();
+        let first_at = 8 + 60 + table_len + table_len % 2;
+        let second_at = first_at + 60 + a.len();
         let mut table = 3u32.to_be_bytes().to_vec();
         for offset in [first_at, second_at, first_at] {
             table.extend(u32::try_from(offset).unwrap().to_be_bytes());
@@ -124,11 +95,16 @@ mod tests {
         bytes.extend(&a);
         bytes.extend(header("b.o/", b.len()));
         bytes.extend(&b);
-        let archive = Archive::parse("libx.a".into(), bytes).unwrap();
+        let dir = crate::test_support::scratch("system-lib-index");
+        let path = dir.join("libx.a");
+        std::fs::write(&path, &bytes).unwrap();
+        let archive = Archive::parse("libx.a".into(), File::open(&path).unwrap()).unwrap();
         assert_eq!(archive.member_defining("alpha").unwrap().1, a);
         assert_eq!(archive.member_defining("beta").unwrap().1, b);
         assert_eq!(archive.member_defining("gamma").unwrap().0, archive.member_defining("alpha").unwrap().0);
         assert!(archive.member_defining("delta").is_none());
-        assert!(Archive::parse("x".into(), b"!<thin>\n".to_vec()).is_none());
+        std::fs::write(&path, b"!<thin>\n").unwrap();
+        assert!(Archive::parse("x".into(), File::open(&path).unwrap()).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,6 +10,7 @@ use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::record::record_struct;
 use crate::error::{Error, ErrorKind, Result};
+use crate::objects::Machine;
 use crate::toolchain::{answers, joined};
 
 #[derive(Debug, Clone)]
@@ -106,13 +107,13 @@ impl Target {
     }
 
     /// ELF `e_machine` of objects for this target, for checking prebuilt objects.
-    pub fn elf_machine(&self) -> Option<u16> {
+    pub fn elf_machine(&self) -> Option<Machine> {
         match self.arch.as_str() {
-            "x86_64" => Some(62),
-            "aarch64" => Some(183),
-            "x86" => Some(3),
-            _ if self.is_riscv() => Some(243),
-            _ if self.is_arm32() => Some(40),
+            "x86_64" => Some(Machine::X86_64),
+            "aarch64" => Some(Machine::Aarch64),
+            "x86" => Some(Machine::X86),
+            _ if self.is_riscv() => Some(Machine::Riscv),
+            _ if self.is_arm32() => Some(Machine::Arm),
             _ => None,
         }
     }
@@ -299,18 +300,6 @@ pub(crate) fn arm_core(mcpu: &str) -> Option<ArmCore> {
         }
     }
     Some(core)
-}
-
-/// A readable name for an ELF `e_machine` value.
-pub(crate) fn elf_machine_name(machine: u16) -> String {
-    match machine {
-        3 => "x86".to_string(),
-        40 => "32-bit Arm".to_string(),
-        62 => "x86_64".to_string(),
-        183 => "AArch64".to_string(),
-        243 => "RISC-V".to_string(),
-        other => format!("ELF machine {other}"),
-    }
 }
 
 /// The C compiler setup for one target, shared by every library of a build.
