@@ -11,7 +11,7 @@ pub(crate) mod rust;
 pub(crate) mod support;
 
 #[cfg(test)]
-mod golden;
+pub(crate) mod golden;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
