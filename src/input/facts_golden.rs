@@ -77,7 +77,8 @@ fn module_metas(tree: &Tree) -> Vec<ModuleMeta> {
 }
 
 /// Every question `plan/`, `builder/` and `codegen/` ask of a tree's C, per file and per module.
-fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta]) {
+/// `cmsis_nn`: the folder of the CMSIS-NN checkouts the scratch probe asks.
+fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Option<&Path>) {
     out.line(format!("check_c_text: {}", answer(sources::check_c_text(tree))));
     match sources::metadata_from_headers(tree) {
         Some(inferred) => {
@@ -119,7 +120,7 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta]) {
         out.line("");
         out.line(format!("## module {module}"));
         let meta = metas.iter().find(|meta| meta.name == *module);
-        module_facts(out, tree, &sources, module, &modules, meta);
+        module_facts(out, tree, &sources, (module, &modules, meta), cmsis_nn);
     }
 }
 
@@ -127,7 +128,9 @@ fn is_source(path: &str) -> bool {
     path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx"))
 }
 
-fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, module: &str, modules: &[&str], meta: Option<&ModuleMeta>) {
+/// `which`: the module, every module of the archive, and its metadata.
+fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, which: (&str, &[&str], Option<&ModuleMeta>), cmsis_nn: Option<&Path>) {
+    let (module, modules, meta) = which;
     let codegen = sources::codegen_for(tree, module, modules);
     out.line(format!("codegen_for: {codegen:?}"));
     out.line(format!("check_own_symbols: {}", answer(sources::check_own_symbols(sources, &codegen, modules))));
@@ -217,7 +220,7 @@ fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, module: &st
             out.line(format!("pool_reach({pool}): {:?}", sources::pool_reach(sources, &codegen, module, &pool)));
         }
     }
-    needs_facts(out, &sources::code_needs(sources, &codegen));
+    needs_facts(out, &sources::code_needs(sources, &codegen), cmsis_nn);
     if let Some(path) = meta.and_then(|meta| meta.relay_path.as_deref()) {
         let signature = tree.get(path).map(|text| sources::relay_signature(&String::from_utf8_lossy(text)));
         out.line(format!("relay_signature({path}): {signature:?}"));
@@ -236,7 +239,7 @@ fn header_facts(out: &mut Facts, header: &InterfaceHeader) {
     }
 }
 
-fn needs_facts(out: &mut Facts, needs: &sources::CodeNeeds) {
+fn needs_facts(out: &mut Facts, needs: &sources::CodeNeeds, checkouts: Option<&Path>) {
     let sources::CodeNeeds { workspace_allocator, arm_only, dsp, mve, cmsis_nn, unshipped_headers } = needs;
     out.line(format!("code_needs: workspace_allocator {workspace_allocator}, arm_only {arm_only:?}, dsp {dsp:?}, mve {mve:?}"));
     out.line(format!("  unshipped_headers: {unshipped_headers:?}"));
@@ -246,12 +249,12 @@ fn needs_facts(out: &mut Facts, needs: &sources::CodeNeeds) {
     };
     out.line(format!("  cmsis_nn: file {:?}, header {:?}", kernels.file, kernels.header));
     out.line(format!("  undefined: {:?}", kernels.undefined));
-    scratch_facts(out, &kernels.scratch);
+    scratch_facts(out, &kernels.scratch, checkouts);
 }
 
 /// The scratch calls, each function's locals once with their values, and
 /// what the probe asks of both shared CMSIS-NN checkouts on each code path.
-fn scratch_facts(out: &mut Facts, calls: &[ScratchCall]) {
+fn scratch_facts(out: &mut Facts, calls: &[ScratchCall], cmsis_nn: Option<&Path>) {
     let mut locals_printed = BTreeSet::new();
     for call in calls {
         let ScratchCall { file, function, kernel, reserved, buffered, args, locals } = call;
@@ -265,7 +268,7 @@ fn scratch_facts(out: &mut Facts, calls: &[ScratchCall]) {
     if calls.is_empty() {
         return;
     }
-    let Some(dir) = crate::test_support::third_party("CMSIS-NN") else { return };
+    let Some(dir) = cmsis_nn else { return };
     let refs: Vec<&ScratchCall> = calls.iter().collect();
     for version in CMSIS_NN_VERSIONS {
         let Ok(library) = KernelLibrary::read_cmsis_nn(&dir.join(version)) else { continue };
@@ -327,7 +330,7 @@ fn evaluated(value: &Result<kernel_probe::Value, String>) -> String {
 const CMSIS_NN_VERSIONS: [&str; 2] = ["v4.1.0", "v7.0.0"];
 
 /// A corpus case's facts, the archive planned last (for the profile's operator calls).
-fn case_facts(archive: &Path, case: &str) -> String {
+fn case_facts(archive: &Path, case: &str, cmsis_nn: &Path) -> String {
     let mut out = Facts::default();
     out.line(format!("# facts of corpus case {case}"));
     let tree = match Tree::load(archive, Default::default()) {
@@ -338,7 +341,7 @@ fn case_facts(archive: &Path, case: &str) -> String {
         }
     };
     let metas = module_metas(&tree);
-    tree_facts(&mut out, &tree, &metas);
+    tree_facts(&mut out, &tree, &metas, Some(cmsis_nn));
     out.line("");
     out.line("## plan and profile::operator_calls");
     match crate::plan::plan_tree(tree, &Default::default()) {
@@ -481,7 +484,7 @@ fn snippet_facts() -> String {
         out.line(format!("# snippet tree: {name}"));
         let files: Vec<(&str, &str)> = files.iter().map(|(path, text)| (path.as_str(), *text)).collect();
         let tree = tree_of(&files);
-        tree_facts(&mut out, &tree, &module_metas(&tree));
+        tree_facts(&mut out, &tree, &module_metas(&tree), None);
     }
     out.line("");
     out.line("# relay_signature");
@@ -757,39 +760,34 @@ fn scratch_facts_with(out: &mut Facts, calls: &[ScratchCall], declarations: &BTr
 }
 
 /// Every facts file: `(name, text)`.
+/// Every facts file, `(name, text)`, and whether all are there: the corpus's
+/// and CMSIS-NN's need both (a CMSIS-NN archive's facts say what the probe
+/// asks of the checkouts); the snippets' need neither.
 fn all_facts() -> (Vec<(String, String)>, bool) {
     let mut files = vec![("snippets.txt".to_string(), snippet_facts())];
-    let mut complete = true;
-    match crate::test_support::corpus_dir() {
-        Some(corpus) => {
-            let mut cases: Vec<(String, PathBuf)> = Vec::new();
-            for group in ["tvm-0.18", "real-world"] {
-                let Ok(entries) = std::fs::read_dir(corpus.join(group)) else { continue };
-                for entry in entries.flatten() {
-                    let dir = entry.path();
-                    let archive = [dir.join("model.tar"), dir.join("model")].into_iter().find(|path| path.exists());
-                    if let Some(archive) = archive {
-                        cases.push((entry.file_name().to_string_lossy().into_owned(), archive));
-                    }
-                }
-            }
-            cases.sort();
-            for (case, archive) in &cases {
-                assert!(files.iter().all(|(name, _)| *name != format!("{case}.txt")), "two corpus cases named {case}");
-                files.push((format!("{case}.txt"), case_facts(archive, case)));
+    let (Some(corpus), Some(cmsis_nn)) = (crate::test_support::corpus_dir(), crate::test_support::third_party("CMSIS-NN")) else {
+        return (files, false);
+    };
+    let mut cases: Vec<(String, PathBuf)> = Vec::new();
+    for group in ["tvm-0.18", "real-world"] {
+        let Ok(entries) = std::fs::read_dir(corpus.join(group)) else { continue };
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let archive = [dir.join("model.tar"), dir.join("model")].into_iter().find(|path| path.exists());
+            if let Some(archive) = archive {
+                cases.push((entry.file_name().to_string_lossy().into_owned(), archive));
             }
         }
-        None => complete = false,
     }
-    match crate::test_support::third_party("CMSIS-NN") {
-        Some(dir) => {
-            for version in CMSIS_NN_VERSIONS {
-                files.push((format!("cmsis-nn-{version}.txt"), cmsis_nn_facts(&dir.join(version), version)));
-            }
-        }
-        None => complete = false,
+    cases.sort();
+    for (case, archive) in &cases {
+        assert!(files.iter().all(|(name, _)| *name != format!("{case}.txt")), "two corpus cases named {case}");
+        files.push((format!("{case}.txt"), case_facts(archive, case, &cmsis_nn)));
     }
-    (files, complete)
+    for version in CMSIS_NN_VERSIONS {
+        files.push((format!("cmsis-nn-{version}.txt"), cmsis_nn_facts(&cmsis_nn.join(version), version)));
+    }
+    (files, true)
 }
 
 #[test]
