@@ -99,7 +99,14 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
         }
         let text = sources.text(path);
         out.line(format!("{path}:"));
-        out.line(format!("  included_headers: {:?}", sources::included_headers(text).collect::<Vec<_>>()));
+        let included: Vec<&str> = sources::included_headers(text).collect();
+        out.line(format!("  included_headers: {included:?}"));
+        // builder/diagnose.rs reads the file as written, comments and all.
+        let raw = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let as_written: Vec<&str> = sources::included_headers(&raw).collect();
+        if as_written != included {
+            out.line(format!("  included_headers of the text as written: {as_written:?}"));
+        }
         let mut seen = BTreeSet::new();
         for (name, body) in function_definitions(text) {
             let first = seen.insert(name);
@@ -461,7 +468,7 @@ fn snippet_facts() -> String {
         \x20   switch (((int64_t*) args)[0]) {\n    default:\n        out_ret_tcode[0] = 4;\n        return 0;\n\
         \x20   case 10:\n        ((uint64_t*)out_ret_value)[0] = (uint64_t) (uintptr_t) __tvm_param__p7;\n\
         \x20   case 3:\n        return 0;\n    }\n}\nint after(void) {\n  case 99:\n}\n";
-    let needs = "#include <stdint.h>\n#  include <arm_acle.h>\n#include \"arm_mve.h\"\n#include \"missing/x.h\"\n#include <cstdint>\n\
+    let needs = "#include <stdint.h>\n#  include <arm_acle.h>\n#include \"arm_mve.h\"\n#include \"missing/x.h\"\n#include <cstdint>\n/*\n#include <commented.h>\n*/\n\
         int32_t g(int32_t a, int32_t b, int32_t acc) { int __smlad_count = 0; acc = __ror(a, 8); return __SXTB16(__smlad(a, b, acc)); }\n";
     let trees: [(&str, Vec<(String, &str)>); 8] = [
         ("workspace_bytes_follow_the_code", vec![(lib("default_lib1.c"), workspace)]),
