@@ -58,7 +58,7 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBo
 }
 
 /// Where the first difference is, with both lines, for the failure message.
-fn first_difference(expected: &str, actual: &str) -> String {
+pub(crate) fn first_difference(expected: &str, actual: &str) -> String {
     let (mut expected_lines, mut actual_lines) = (expected.lines(), actual.lines());
     for number in 1.. {
         match (expected_lines.next(), actual_lines.next()) {

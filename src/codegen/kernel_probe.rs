@@ -165,7 +165,7 @@ fn probe_argument(text: &str, locals: &[KernelLocal]) -> Result<Argument, String
 
 /// A constant structure as the probe writes it: integers in braces.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Value {
+pub(crate) enum Value {
     Number(i64),
     List(Vec<Value>),
 }
@@ -187,7 +187,7 @@ const MAX_INIT_NUMBERS: usize = 256;
 /// Each local's value (by position), where its initializer is integers,
 /// `NULL` and copies of locals declared before it; else why not. A name
 /// stands for the latest local declared with it (looked up in a map: linear in the locals).
-fn evaluate_locals(locals: &[KernelLocal]) -> Vec<Result<Value, String>> {
+pub(crate) fn evaluate_locals(locals: &[KernelLocal]) -> Vec<Result<Value, String>> {
     let mut values: Vec<Result<Value, String>> = Vec::with_capacity(locals.len());
     let mut latest: HashMap<&str, usize> = HashMap::new();
     for local in locals {

@@ -10,7 +10,7 @@ pub(crate) mod kernel_scratch;
 pub(crate) mod rust;
 
 #[cfg(test)]
-mod golden;
+pub(crate) mod golden;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

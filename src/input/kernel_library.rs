@@ -26,7 +26,7 @@ pub(crate) struct LibrarySource {
     /// Relative to the library's folder, `/`-separated.
     pub path: String,
     /// Every identifier called anywhere in the file: compiled, it needs them all.
-    calls: BTreeSet<String>,
+    pub(crate) calls: BTreeSet<String>,
 }
 
 /// What a kernel library's code defines and calls.
@@ -36,16 +36,16 @@ pub(crate) struct KernelLibrary {
     pub root: PathBuf,
     /// `$Revision` and `$Date` of the API header, as the library states its version.
     pub version: Option<String>,
-    sources: Vec<LibrarySource>,
+    pub(crate) sources: Vec<LibrarySource>,
     /// Function name → the sources defining it (indexes into `sources`).
-    defined_in: BTreeMap<String, Vec<usize>>,
+    pub(crate) defined_in: BTreeMap<String, Vec<usize>>,
     /// Functions and function-like macros defined in headers → what their bodies call.
-    header_calls: BTreeMap<String, BTreeSet<String>>,
+    pub(crate) header_calls: BTreeMap<String, BTreeSet<String>>,
     /// Function name → its parameter list as declared in the headers.
     pub declarations: BTreeMap<String, String>,
     /// Function (or function-like macro) name → the extension its definitions
     /// are compiled only for; `None` once one definition needs none.
-    guards: BTreeMap<String, Option<Guard>>,
+    pub(crate) guards: BTreeMap<String, Option<Guard>>,
 }
 
 /// An Arm core extension that some of the library's code is compiled only for.

@@ -8,6 +8,8 @@
 
 pub(crate) mod archive;
 pub(crate) mod c;
+#[cfg(test)]
+mod facts_golden;
 pub(crate) mod graph;
 pub(crate) mod kernel_library;
 pub(crate) mod loops;

@@ -130,18 +130,18 @@ impl<'t> Sources<'t> {
     }
 
     /// The source's text without comments, literals and numeric initializers; empty for a file the tree lacks.
-    fn text(&self, path: &str) -> &str {
+    pub(crate) fn text(&self, path: &str) -> &str {
         self.texts.get(path).map_or("", |(text, _)| text.as_str())
     }
 
     /// `(parameter list, body)` of the definition of `function` in the source `path`.
-    fn definition(&self, path: &str, function: &str) -> Option<(&str, &str)> {
+    pub(crate) fn definition(&self, path: &str, function: &str) -> Option<(&str, &str)> {
         let (text, index) = self.texts.get(path)?;
         index.get(text, function)
     }
 
     /// The first of `paths` defining `function`, with its parameter list and body.
-    fn defining<'p>(&self, paths: &'p [String], function: &str) -> Option<(&'p String, &str, &str)> {
+    pub(crate) fn defining<'p>(&self, paths: &'p [String], function: &str) -> Option<(&'p String, &str, &str)> {
         paths.iter().find_map(|path| self.definition(path, function).map(|(params, body)| (path, params, body)))
     }
 }
@@ -407,7 +407,7 @@ pub(crate) fn parameter_count(sources: &Sources<'_>, codegen: &Codegen, name: &s
 }
 
 /// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
-fn packed_arg_count(body: &str) -> usize {
+pub(crate) fn packed_arg_count(body: &str) -> usize {
     body.match_indices("args)[")
         .filter_map(|(at, _)| {
             let digits: String = body[at + "args)[".len()..].chars().take_while(char::is_ascii_digit).collect();

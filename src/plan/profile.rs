@@ -50,7 +50,7 @@ pub(crate) fn is_instrumented(module: &ModulePlan) -> bool {
     !matches!(module.entry, Entry::Graph(_))
 }
 
-fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
+pub(crate) fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
     let m = &module.name;
     let refuse = |why: String, help: &str| {
         Error::new(ErrorKind::Unsupported, format!("Builder::profile(true) on module `{m}` ({}): {why}", module.entry.kind())).help(help)
