@@ -17,8 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::codegen::kernel_probe::{self, KernelPath};
 use crate::input::archive::Tree;
 use crate::input::c::{self, called_functions, function_definitions, is_static};
@@ -30,7 +28,9 @@ use crate::input::sources::{self, Definitions, InterfaceHeader, Sources};
 
 /// The first 16 hex digits of the SHA-256 of `bytes`, with their length.
 fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    let mut hasher = crate::sha256::Sha256::new();
+    hasher.update(bytes);
+    let hash = hasher.finalize();
     let hex: String = hash.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
     format!("<{} bytes, sha256 {hex}>", bytes.len())
 }
@@ -140,7 +140,10 @@ fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, which: (&st
     let (module, modules, meta) = which;
     let codegen = sources::codegen_for(tree, module, modules);
     out.line(format!("codegen_for: {codegen:?}"));
-    out.line(format!("check_own_symbols: {}", answer(sources::check_own_symbols(sources, &codegen, modules))));
+    out.line(format!(
+        "check_own_symbols: {}",
+        answer(sources::check_own_symbols(sources, &codegen, |name| crate::own_code::is_own_symbol(name, modules)))
+    ));
     let header_path = InterfaceHeader::path_for(module);
     let header = tree.get(&header_path).map(|text| InterfaceHeader::parse(module, &header_path, &String::from_utf8_lossy(text)));
     match &header {
