@@ -58,6 +58,7 @@ mod error;
 pub mod fuzzing;
 mod ident;
 mod input;
+pub mod json;
 mod plan;
 #[cfg(test)]
 mod test_support;
