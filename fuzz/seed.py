@@ -91,6 +91,17 @@ def memory_x_seeds():
     ]
 
 
+def json_seeds():
+    """JSON at the reader's edges: nesting at the limit, escapes, numbers of every kind."""
+    return [
+        "[" * 127 + "]" * 127,
+        '{"a":' * 127 + "1" + "}" * 127,
+        '"\\u00e9\\ud83d\\ude00\\/\\b\\f\\n\\r\\t\\"\\\\"',
+        "[0, -0, 1.0, -1.5e-7, 1e+20, 18446744073709551615, 18446744073709551616, -9223372036854775808, 5e-324]",
+        '{"b": [true, false, null], "a": {}, "a": []}',
+    ]
+
+
 def main():
     cases = sorted(p.parent for p in CORPUS.glob("*/*/case.json"))
     if not cases:
@@ -101,6 +112,8 @@ def main():
             target = target_for(path)
             if target:
                 write(target, data)
+            if target in ("metadata", "graph") and len(data) <= 65536:
+                write("json", data)
             if target == "sources" and len(data) <= MAX_MEMBER:
                 write("c_lexer", data)
             if target == "object":
@@ -111,6 +124,8 @@ def main():
         whole = small_tar(kept)
         write("archive", whole)
         write("front_end", whole)
+    for seed in json_seeds():
+        write("json", seed.encode())
     for seed in memory_x_seeds():
         write("memory_x", seed.encode())
     # Call graphs for the stack target: a chain through every function, and one closing into a cycle.

@@ -44,6 +44,16 @@ pub fn metadata(bytes: &[u8]) -> Result<()> {
     metadata::parse(bytes).map(drop)
 }
 
+/// `bytes` as JSON: what reads is written (compact and pretty) and reads back the same.
+pub fn json(bytes: &[u8]) -> Result<()> {
+    let value = crate::json::parse(bytes).map_err(|e| Error::new(crate::error::ErrorKind::Metadata, e.to_string()))?;
+    for written in [value.to_string(), crate::json::to_string_pretty(&value)] {
+        let again = crate::json::parse(written.as_bytes()).unwrap_or_else(|e| panic!("written JSON does not read: {e}: {written}"));
+        assert_eq!(again, value, "written as {written}");
+    }
+    Ok(())
+}
+
 /// `bytes` as graph executor JSON, then scheduled as a graph without weights.
 pub fn graph(bytes: &[u8]) -> Result<()> {
     let graph = graph::parse(bytes, "graph.json")?;

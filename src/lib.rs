@@ -59,6 +59,7 @@ mod error;
 pub mod fuzzing;
 mod ident;
 mod input;
+pub mod json;
 mod objects;
 mod own_code;
 mod plan;

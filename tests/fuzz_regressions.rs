@@ -27,6 +27,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("memory_x", fuzzing::memory_x),
     ("stack", fuzzing::stack),
     ("c_lexer", fuzzing::c_lexer),
+    ("json", fuzzing::json),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -411,5 +412,34 @@ fn hostile_memory_x_is_an_error_at_once() {
         "a".repeat(125)
     );
     assert!(fuzzing::memory_x(stars.as_bytes()).is_ok());
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
+
+#[test]
+fn hostile_json_is_an_error_at_once() {
+    let started = std::time::Instant::now();
+    assert_refused(
+        fuzzing::json,
+        &[
+            text("100 000 brackets", "[".repeat(100_000)),
+            text("100 000 objects", "{\"a\":".repeat(100_000)),
+            text("a number beyond f64", format!("1{}", "0".repeat(400))),
+            text("an exponent beyond f64", "1e99999999999999999999"),
+            text("a lone surrogate", "\"\\udc00\""),
+            text("an unpaired surrogate", "\"\\ud800\""),
+            text("a bad escape", "\"\\x\""),
+            text("a raw control character", "\"\u{1}\""),
+            ("invalid UTF-8", b"\"\xff\"".to_vec()),
+            ("a byte order mark", b"\xef\xbb\xbf{}".to_vec()),
+            text("a trailing comma", "[1,]"),
+            text("a comment", "[1] // x"),
+            text("NaN", "NaN"),
+            text("a leading zero", "01"),
+        ],
+    );
+    // At the limit, and beyond the integers: read and written back.
+    for accepted in [format!("{}{}", "[".repeat(127), "]".repeat(127)), format!("-{}", "9".repeat(300)), "\"\\ud83d\\ude00\"".to_string()] {
+        fuzzing::json(accepted.as_bytes()).unwrap();
+    }
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }

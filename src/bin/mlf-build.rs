@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use mlf_build::json::{self, ToValue, Value};
 use mlf_build::{Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
 
 /// Reports on Apache TVM Model Library Format archives, as build scripts using
@@ -123,53 +124,58 @@ fn inspect(args: &Args) -> Result<(), String> {
     fit.as_ref().map_or(Ok(()), |fit| fit.check().map_err(|e| e.to_string()))
 }
 
-fn sizes_json(sizes: &Sizes) -> serde_json::Value {
-    serde_json::json!({ "text": sizes.text, "rodata": sizes.rodata, "data": sizes.data, "bss": sizes.bss, "flash": sizes.flash(), "ram": sizes.ram() })
+fn sizes_json(sizes: &Sizes) -> Value {
+    Value::object([
+        ("text", sizes.text.into()),
+        ("rodata", sizes.rodata.into()),
+        ("data", sizes.data.into()),
+        ("bss", sizes.bss.into()),
+        ("flash", sizes.flash().into()),
+        ("ram", sizes.ram().into()),
+    ])
 }
 
-fn fit_json(fit: &MemoryFit) -> serde_json::Value {
-    let regions: Vec<serde_json::Value> = fit
-        .regions
-        .iter()
-        .map(|region| {
-            let parts: Vec<serde_json::Value> = region
-                .parts
-                .iter()
-                .map(|part| serde_json::json!({ "module": part.module, "what": part.what, "bytes": part.bytes }))
-                .collect();
-            serde_json::json!({
-                "region": region.region,
-                "origin": region.origin,
-                "length": region.length,
-                "used": region.used(),
-                "headroom": region.headroom(),
-                "fits": region.fits(),
-                "parts": parts,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "memory_x": fit.memory_x.display().to_string(),
-        "code_counted": fit.code_counted,
-        "regions": regions,
-        "warnings": fit.warnings,
-    })
+fn fit_json(fit: &MemoryFit) -> Value {
+    let regions = fit.regions.iter().map(|region| {
+        let parts = region
+            .parts
+            .iter()
+            .map(|part| Value::object([("module", part.module.to_value()), ("what", part.what.into()), ("bytes", part.bytes.into())]));
+        Value::object([
+            ("region", region.region.to_value()),
+            ("origin", region.origin.into()),
+            ("length", region.length.into()),
+            ("used", region.used().into()),
+            ("headroom", region.headroom().into()),
+            ("fits", region.fits().into()),
+            ("parts", Value::Array(parts.collect())),
+        ])
+    });
+    Value::object([
+        ("memory_x", fit.memory_x.display().to_string().into()),
+        ("code_counted", fit.code_counted.into()),
+        ("regions", Value::Array(regions.collect())),
+        ("warnings", fit.warnings.to_value()),
+    ])
 }
 
 fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>, fit: Option<&MemoryFit>) -> String {
-    let document = serde_json::json!({
-        "schema": mlf_build::SCHEMA,
-        "archive": args.archive.display().to_string(),
-        "modules": inspection.modules.iter().map(|m| m.to_json()).collect::<Vec<_>>(),
-        "footprint": footprint.map(|f| serde_json::json!({
-            "target": args.target,
-            "cpu": args.cpu,
-            "model": sizes_json(&f.model),
-            "support": sizes_json(&f.support),
-        })),
-        "memory_fit": fit.map(fit_json),
+    let footprint = footprint.map(|f| {
+        Value::object([
+            ("target", args.target.to_value()),
+            ("cpu", args.cpu.to_value()),
+            ("model", sizes_json(&f.model)),
+            ("support", sizes_json(&f.support)),
+        ])
     });
-    serde_json::to_string_pretty(&document).unwrap_or_default()
+    let document = Value::object([
+        ("schema", mlf_build::SCHEMA.into()),
+        ("archive", args.archive.display().to_string().into()),
+        ("modules", Value::Array(inspection.modules.iter().map(|m| m.to_json()).collect())),
+        ("footprint", footprint.into()),
+        ("memory_fit", fit.map(fit_json).into()),
+    ]);
+    json::to_string_pretty(&document)
 }
 
 fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> String {

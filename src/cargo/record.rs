@@ -1,12 +1,12 @@
 //! Plain data kept in the build's cache files (toolchain answers, object
-//! records, stack bounds) as JSON, written and read through `serde_json::Value`
+//! records, stack bounds) as JSON, written and read through `json::Value`
 //! rather than serde's derive, whose proc-macro tree (with a `syn` of its own)
 //! every user's first build would otherwise compile.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use serde_json::Value;
+use crate::json::{self, Value};
 
 /// A value a cache file holds; `from_json` is `None` for anything not written by `to_json`.
 pub(crate) trait Record: Sized {
@@ -18,13 +18,13 @@ pub(crate) trait Record: Sized {
 macro_rules! record_struct {
     ($name:ident { $($field:ident),* $(,)? }) => {
         impl $crate::cargo::record::Record for $name {
-            fn to_json(&self) -> serde_json::Value {
-                let mut fields = serde_json::Map::new();
+            fn to_json(&self) -> $crate::json::Value {
+                let mut fields = $crate::json::Map::new();
                 $(fields.insert(stringify!($field).to_string(), $crate::cargo::record::Record::to_json(&self.$field));)*
-                serde_json::Value::Object(fields)
+                $crate::json::Value::Object(fields)
             }
 
-            fn from_json(value: &serde_json::Value) -> Option<Self> {
+            fn from_json(value: &$crate::json::Value) -> Option<Self> {
                 let fields = value.as_object()?;
                 Some($name { $($field: $crate::cargo::record::Record::from_json(fields.get(stringify!($field))?)?),* })
             }
@@ -40,7 +40,7 @@ pub(crate) fn to_bytes(value: &impl Record) -> Vec<u8> {
 
 /// The value a cache file's `bytes` hold, if they are one.
 pub(crate) fn from_bytes<T: Record>(bytes: &[u8]) -> Option<T> {
-    T::from_json(&serde_json::from_slice(bytes).ok()?)
+    T::from_json(&json::parse(bytes).ok()?)
 }
 
 impl Record for String {

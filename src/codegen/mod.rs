@@ -93,8 +93,7 @@ pub(crate) fn module_index(modules: &BTreeMap<String, bool>) -> GeneratedFile {
 /// `mlf/<m>.json` (relative to `OUT_DIR`): the module's report as `mlf-build
 /// inspect --json` prints it (schema in README.md).
 pub(crate) fn report_file(report: &ModuleReport) -> GeneratedFile {
-    // A `Value` of strings and numbers always serializes.
-    let json = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
+    let json = crate::json::to_string_pretty(&report.to_json());
     GeneratedFile { path: ["mlf", &format!("{}.json", report.name)].iter().collect(), bytes: json.into_bytes() }
 }
 

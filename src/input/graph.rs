@@ -1,13 +1,12 @@
 //! The graph executor's JSON: operator nodes, their outputs ("entries") and
 //! the storage the entries share.
 //!
-//! Parsed from `serde_json::Value` by hand rather than derived, so every
+//! Parsed from `json::Value` by hand rather than derived, so every
 //! error can say which node or entry is wrong and how.
-
-use serde_json::{Map, Value};
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::json::{self, Map, Value};
 
 /// What to do about a graph JSON that cannot be read.
 const GRAPH_DAMAGED: &str = "the graph JSON is damaged, and mlf-build plans every call from it: pass the archive's original file";
@@ -103,7 +102,7 @@ impl Graph {
 /// Parses and validates graph executor JSON; `file` names it in errors.
 pub(crate) fn parse(bytes: &[u8], file: &str) -> Result<Graph> {
     let invalid = |message: String| Error::new(ErrorKind::Metadata, message).in_file(file).help(GRAPH_DAMAGED);
-    let root: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format!("not valid JSON: {e}")).with_source(e))?;
+    let root = json::parse(bytes).map_err(|e| invalid(format!("not valid JSON: {e}")).with_source(e))?;
     from_json(&root).map_err(invalid)
 }
 
@@ -196,7 +195,7 @@ fn parse_node(i: usize, value: &Value) -> Check<Node> {
     Ok(Node { name: name.to_string(), op, inputs })
 }
 
-fn parse_tvm_op(node: &Map<String, Value>) -> Check<NodeOp> {
+fn parse_tvm_op(node: &Map) -> Check<NodeOp> {
     let attrs = get(node, "attrs", as_object)?;
     let in_attrs = |m: String| format!("attrs: {m}");
     let func_name = get(attrs, "func_name", as_str).map_err(in_attrs)?.to_string();
@@ -245,7 +244,7 @@ fn check_row_ptr(ptr: &[usize], nodes: &[Node]) -> Check<()> {
     Ok(())
 }
 
-fn parse_entries(attrs: &Map<String, Value>, node_row_ptr: &[usize], nodes: &[Node]) -> Check<Vec<EntryAttr>> {
+fn parse_entries(attrs: &Map, node_row_ptr: &[usize], nodes: &[Node]) -> Check<Vec<EntryAttr>> {
     let count = node_row_ptr.last().copied().unwrap_or(0);
     let required = |key: &str, tag: &str| typed_list(attrs, key, tag, count)?.ok_or_else(|| format!("attrs: `{key}` is missing"));
     let storage_ids = required("storage_id", "list_int")?;
@@ -277,7 +276,7 @@ fn parse_entries(attrs: &Map<String, Value>, node_row_ptr: &[usize], nodes: &[No
 }
 
 /// `attrs[key]` as `[tag, [items]]` (or a bare `[items]`) of exactly `count` items; `None` when absent.
-fn typed_list<'a>(attrs: &'a Map<String, Value>, key: &str, tag: &str, count: usize) -> Check<Option<&'a [Value]>> {
+fn typed_list<'a>(attrs: &'a Map, key: &str, tag: &str, count: usize) -> Check<Option<&'a [Value]>> {
     let Some(value) = attrs.get(key) else { return Ok(None) };
     let items = match as_array(value).map_err(|m| format!("attrs: `{key}`: {m}"))? {
         [Value::String(found), Value::Array(items)] if found.starts_with("list_") => {
@@ -314,12 +313,12 @@ fn describe_entry(entry: usize, node_row_ptr: &[usize], nodes: &[Node]) -> Strin
 }
 
 /// `obj[key]` converted by `convert`.
-fn get<'a, T>(obj: &'a Map<String, Value>, key: &str, convert: impl FnOnce(&'a Value) -> Check<T>) -> Check<T> {
+fn get<'a, T>(obj: &'a Map, key: &str, convert: impl FnOnce(&'a Value) -> Check<T>) -> Check<T> {
     let value = obj.get(key).ok_or_else(|| format!("`{key}` is missing"))?;
     convert(value).map_err(|m| format!("`{key}`: {m}"))
 }
 
-fn as_object(value: &Value) -> Check<&Map<String, Value>> {
+fn as_object(value: &Value) -> Check<&Map> {
     value.as_object().ok_or_else(|| expected("an object", value))
 }
 
@@ -385,7 +384,7 @@ fn expected(what: &str, found: &Value) -> String {
 pub(crate) mod tests {
     use std::io::Read;
 
-    use serde_json::json;
+    use crate::json::json;
 
     use super::*;
     use crate::input::params;
@@ -426,7 +425,7 @@ pub(crate) mod tests {
     }
 
     fn sids(metadata: &Value) -> &[Value] {
-        let memory = metadata.pointer("/modules/default/memory").or_else(|| metadata.get("memory")).unwrap();
+        let memory = metadata["modules"]["default"].get("memory").or_else(|| metadata.get("memory")).unwrap();
         memory["sids"].as_array().unwrap()
     }
 
@@ -445,7 +444,7 @@ pub(crate) mod tests {
             let sizes = graph.storage_sizes();
             assert!(sizes.iter().all(|&size| size > 0), "{archive}: unused storage id");
 
-            let metadata: Value = serde_json::from_slice(&corpus_member(archive, "metadata.json").unwrap()).unwrap();
+            let metadata = json::parse(&corpus_member(archive, "metadata.json").unwrap()).unwrap();
             check_against_metadata(archive, &graph, &sizes, sids(&metadata), &params);
         }
     }
@@ -487,11 +486,11 @@ pub(crate) mod tests {
         assert_eq!((*num_inputs, *num_outputs, *flatten_data), (2, 1, false));
         assert_eq!(graph.nodes[2].inputs, [EntryRef { node: 0, index: 0 }, EntryRef { node: 1, index: 0 }]);
 
-        let metadata: Value = serde_json::from_slice(&corpus_member(archive, "metadata.json").unwrap()).unwrap();
+        let metadata = json::parse(&corpus_member(archive, "metadata.json").unwrap()).unwrap();
         let sids = sids(&metadata);
         // The input's storage is the one place the metadata's size is the graph's.
-        assert_eq!(sids[0]["input_binding"], "image");
-        assert_eq!(sids[0]["size_bytes"], 3072);
+        assert_eq!(sids[0]["input_binding"].as_str(), Some("image"));
+        assert_eq!(sids[0]["size_bytes"].as_u64(), Some(3072));
         assert_eq!(sids.len(), graph.storage_sizes().len());
     }
 
@@ -521,7 +520,7 @@ pub(crate) mod tests {
     }
 
     fn parse_value(value: &Value) -> Result<Graph> {
-        parse(&serde_json::to_vec(value).unwrap(), "executor-config/graph/default.graph")
+        parse(value.to_string().as_bytes(), "executor-config/graph/default.graph")
     }
 
     #[test]
@@ -537,11 +536,9 @@ pub(crate) mod tests {
     #[test]
     fn accepts_older_spellings() {
         let mut value = sample();
-        let root = value.as_object_mut().unwrap();
-        root.remove("node_row_ptr");
-        let attrs = root["attrs"].as_object_mut().unwrap();
-        attrs.remove("device_index");
-        attrs["storage_id"] = json!([0, 1, 2, 3, 0]);
+        remove(&mut value, "node_row_ptr");
+        remove(&mut value["attrs"], "device_index");
+        value["attrs"]["storage_id"] = json!([0, 1, 2, 3, 0]);
         value["nodes"][2]["inputs"] = json!([[0, 0], [1, 0]]);
         value["nodes"][2]["attrs"]["num_outputs"] = json!(2);
         let graph = parse_value(&value).unwrap();

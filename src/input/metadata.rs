@@ -5,11 +5,10 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
+use crate::json::{self, Number, Tree};
 
 const FILE: &str = "metadata.json";
 const OLDEST: u32 = 1;
@@ -181,7 +180,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Metadata> {
 }
 
 fn parse_document(bytes: &[u8]) -> Result<Metadata> {
-    let document: Json = serde_json::from_slice(bytes).map_err(|e| {
+    let document: Json = json::parse_tree(bytes).map_err(|e| {
         Error::new(ErrorKind::Metadata, format!("not valid JSON: {e}"))
             .help("put back the metadata.json TVM wrote; or remove it: an AOT archive with its interface header is then read from the header and the code")
     })?;
@@ -422,14 +421,14 @@ fn operator_param(at: &At<'_>) -> Result<OperatorParam> {
     })
 }
 
-/// A JSON value that keeps object keys in document order: serde_json's `Value`
-/// sorts them (no `preserve_order` feature), and input/output order matters.
+/// A JSON value that keeps object keys in document order: `json::Value`
+/// sorts them, and input/output order matters.
 #[derive(Debug)]
 enum Json {
     Null,
     Bool(bool),
     UInt(u64),
-    /// Only negative integers: serde_json hands non-negative ones to `visit_u64`.
+    /// Only negative integers: non-negative ones are `UInt`.
     Int(i64),
     Float(f64),
     Str(String),
@@ -452,63 +451,33 @@ impl Json {
     }
 }
 
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
-        deserializer.deserialize_any(JsonVisitor)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
+impl Tree for Json {
+    fn null() -> Json {
+        Json::Null
     }
 
-    fn visit_unit<E>(self) -> Result<Json, E> {
-        Ok(Json::Null)
+    fn bool(value: bool) -> Json {
+        Json::Bool(value)
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Json, E> {
-        Ok(Json::Bool(value))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Json, E> {
-        Ok(Json::UInt(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Json, E> {
-        Ok(u64::try_from(value).map_or(Json::Int(value), Json::UInt))
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<Json, E> {
-        Ok(Json::Float(value))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Json, E> {
-        Ok(Json::Str(value.to_string()))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Json, E> {
-        Ok(Json::Str(value))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
+    fn number(value: Number) -> Json {
+        match value {
+            Number::PosInt(n) => Json::UInt(n),
+            Number::NegInt(n) => Json::Int(n),
+            Number::Float(n) => Json::Float(n),
         }
-        Ok(Json::Array(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(entry) = map.next_entry()? {
-            entries.push(entry);
-        }
-        Ok(Json::Object(entries))
+    fn string(value: String) -> Json {
+        Json::Str(value)
+    }
+
+    fn array(items: Vec<Json>) -> Json {
+        Json::Array(items)
+    }
+
+    fn object(members: Vec<(String, Json)>) -> Json {
+        Json::Object(members)
     }
 }
 
@@ -552,7 +521,7 @@ impl<'a> At<'a> {
     /// The member `key`; absent and `null` both read as `None`.
     fn opt(&self, key: &str) -> Result<Option<At<'a>>> {
         let Json::Object(entries) = self.node else { return Err(self.wrong(OBJECT)) };
-        // The last of duplicate keys wins, as in serde_json.
+        // The last of duplicate keys wins, as in `json::Value`.
         Ok(entries
             .iter()
             .rev()

@@ -4,7 +4,7 @@
 //! prefixes in the module's generated sources and header, in the function
 //! names its graph JSON and metadata.json give, and in its `.params` file name.
 
-use serde_json::Value;
+use crate::json::{self, Value};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, is_c_identifier, CIdent, MAX_NAME_BYTES};
@@ -130,7 +130,7 @@ fn too_long(from: &str, to: &str, name: &str, renamed: &str) -> Error {
 /// and the nodes TVM named after them. A graph that is not JSON with a `nodes`
 /// array is left as it is: planning reports what is wrong with it.
 fn rename_graph(bytes: &mut Vec<u8>, from: &str, to: &str, warnings: &mut Warnings) -> Result<()> {
-    let Ok(mut root) = serde_json::from_slice::<Value>(bytes) else { return Ok(()) };
+    let Ok(mut root) = json::parse(bytes) else { return Ok(()) };
     let Some(nodes) = root.get_mut("nodes").and_then(Value::as_array_mut) else { return Ok(()) };
     let mut unprefixed = Vec::new();
     let prefix = format!("tvmgen_{from}_");
@@ -146,8 +146,7 @@ fn rename_graph(bytes: &mut Vec<u8>, from: &str, to: &str, warnings: &mut Warnin
             rename_string(func_name, from, to)?;
         }
     }
-    *bytes =
-        serde_json::to_vec(&root).map_err(|e| Error::new(ErrorKind::Metadata, format!("the renamed graph JSON cannot be written: {e}")))?;
+    *bytes = root.to_string().into_bytes();
     if let Some(first) = unprefixed.first() {
         warnings.push(format!(
             "module `{to}` (renamed from `{from}`): its graph calls {} function(s) TVM named without the module prefix `tvmgen_{from}_` (`{first}`{}), which keep their names: another archive defining them cannot be linked into the same program",

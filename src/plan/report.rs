@@ -3,14 +3,13 @@
 //! constants) and how the archive was read. `mlf-build inspect` prints it and
 //! the Builder writes it as `$OUT_DIR/mlf/<module>.json` (schema in README.md).
 
-use serde_json::{json, Value};
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::Result;
 use crate::input::kernel_library::{self, KernelLibrary};
 use crate::input::user_path::Base;
+use crate::json::{json, Value};
 use crate::plan::model::{Compiled, Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
 use crate::toolchain::target;

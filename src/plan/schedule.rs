@@ -634,7 +634,7 @@ fn byte_size_of(graph: &Graph, entry: usize) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{json, Value};
+    use crate::json::{json, Value};
 
     use super::*;
     use crate::input::graph;
@@ -701,7 +701,7 @@ mod tests {
     }
 
     fn run(value: &Value, params: &[Param], sids: &[Storage], linked: Option<Vec<usize>>) -> Result<(Schedule, Vec<Tensor>, Vec<Tensor>)> {
-        let graph = graph::parse(&serde_json::to_vec(value).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(value.to_string().as_bytes(), GRAPH).unwrap();
         let with = Inputs { linked: linked.map(|sids| ("_lookup_linked_param".to_string(), sids)), sids, ..plain_inputs(params) };
         schedule(&graph, &with, &mut Warnings::default())
     }
@@ -768,7 +768,7 @@ mod tests {
                 "storage id 0 is bound to `y`, which is not an input of the graph",
             ),
         ];
-        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(sample().to_string().as_bytes(), GRAPH).unwrap();
         for (sids, expected) in cases {
             let params = [p0()];
             let with = Inputs { sids, ..plain_inputs(&params) };
@@ -790,7 +790,7 @@ mod tests {
 
     #[test]
     fn missing_weights_show_as_unexpected_inputs() {
-        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(sample().to_string().as_bytes(), GRAPH).unwrap();
         let with = Inputs { metadata_inputs: vec!["x".to_string()], metadata_outputs: vec!["y".to_string()], ..plain_inputs(&[]) };
         let error = schedule(&graph, &with, &mut Warnings::default()).unwrap_err();
         assert!(error.to_string().contains(r#"are ["p0", "x"], but metadata.json lists the model inputs ["x"]"#), "{error}");
@@ -954,7 +954,7 @@ mod tests {
     fn planned_storage_never_overwrites_live_tensors() {
         for seed in 0..200 {
             let (value, workspaces, params) = random_graph(seed, 3 + (seed as usize % 30));
-            let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+            let graph = graph::parse(value.to_string().as_bytes(), GRAPH).unwrap();
             let with = Inputs { workspaces, ..plain_inputs(&params) };
             let (schedule, _, _) = schedule(&graph, &with, &mut Warnings::default()).unwrap();
             assert_sound(&graph, &schedule);
@@ -998,7 +998,7 @@ mod tests {
         let place = |entry: usize| schedule.tensors.iter().find(|t| t.entry == entry).map(|t| t.place.clone());
         assert_eq!(place(2), place(1));
         assert_eq!(schedule.storage_bytes, 3 * 32);
-        let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(value.to_string().as_bytes(), GRAPH).unwrap();
         assert_sound(&graph, &schedule);
     }
 
@@ -1007,7 +1007,7 @@ mod tests {
     /// arguments read than the graph passes, are refused.
     #[test]
     fn buffers_are_as_large_as_the_code_reaches() {
-        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(sample().to_string().as_bytes(), GRAPH).unwrap();
         let params = [p0()];
         let reach = |function: &str, bytes: &[Option<u64>]| code_reach(function, bytes, true);
         // `a` reads 40 bytes of x (24 stated) and writes 30 into its result (24, rounded up to 32);
@@ -1047,7 +1047,7 @@ mod tests {
     /// glue's copies), weights zeros after their end, storage the bound.
     #[test]
     fn upper_bounds_pad_and_keep_the_graphs_sizes() {
-        let graph = graph::parse(&serde_json::to_vec(&sample()).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(sample().to_string().as_bytes(), GRAPH).unwrap();
         let params = [p0()];
         let bound = |function: &str, bytes: &[Option<u64>]| code_reach(function, bytes, false);
         let reaches = [bound("tvmgen_default_a", &[Some(40), Some(16), Some(30)]), bound("tvmgen_default_b", &[None, Some(48)])];
@@ -1066,7 +1066,7 @@ mod tests {
     #[test]
     fn workspaces_share_bytes_not_live_during_their_call() {
         let value = sample();
-        let graph = graph::parse(&serde_json::to_vec(&value).unwrap(), GRAPH).unwrap();
+        let graph = graph::parse(value.to_string().as_bytes(), GRAPH).unwrap();
         let params = [p0()];
         let with = Inputs {
             workspaces: [("tvmgen_default_b".to_string(), 8)].into_iter().collect(),

@@ -6,12 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
 use crate::cargo::cache;
 use crate::cargo::record::Record;
 use crate::cargo::write::write_replacing;
 use crate::error::Result;
+use crate::json::{self, json, Value};
 use crate::toolchain::inputs;
 
 fn file(dir: &Path, key: &str) -> PathBuf {
@@ -27,7 +26,7 @@ pub(crate) fn stamp(program: &Path) -> Option<String> {
 
 /// The answers stored for `key`, if their programs are unchanged.
 pub(crate) fn load<T: Record>(dir: &Path, key: &str) -> Option<T> {
-    let stored: Value = serde_json::from_slice(&std::fs::read(file(dir, key)).ok()?).ok()?;
+    let stored: Value = json::parse(&std::fs::read(file(dir, key)).ok()?).ok()?;
     let programs = Vec::<(PathBuf, Option<String>)>::from_json(stored.get("programs")?)?;
     let unchanged =
         stored.get("key")?.as_str() == Some(key) && programs.iter().all(|(program, then)| then.is_some() && stamp(program) == *then);
