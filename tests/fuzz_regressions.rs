@@ -27,6 +27,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("memory_x", fuzzing::memory_x),
     ("stack", fuzzing::stack),
     ("c_lexer", fuzzing::c_lexer),
+    ("c_parser", fuzzing::c_parser),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
