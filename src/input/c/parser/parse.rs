@@ -288,7 +288,8 @@ impl<'t> Parser<'t> {
         let mut last = first;
         let mut define_params: Option<Vec<&'t str>> = None;
         let mut params_open = false;
-        let mut body_start: Option<usize> = None;
+        // Where the macro's body starts: byte and line.
+        let mut body_start: Option<(usize, usize)> = None;
         let mut token = Some(first);
         while let Some(current) = token {
             if !current.preprocessor {
@@ -318,7 +319,7 @@ impl<'t> Parser<'t> {
                                 _ => {}
                             }
                         } else {
-                            body_start = Some(current.start);
+                            body_start = Some((current.start, current.line));
                         }
                     } else if words.len() < 3 {
                         words.push(current);
@@ -350,9 +351,9 @@ impl<'t> Parser<'t> {
             "define" => {
                 let Some(name) = words.get(2).filter(|word| word.kind == Kind::Identifier) else { return Ok(()) };
                 self.count_item()?;
-                // No body: it ends at the name (or parameters).
-                let start = body_start.unwrap_or(span.end as usize).max(name.end) as u32;
-                let body = Span { start, end: span.end.max(start), line: span.line };
+                // No body: it ends at the name (or parameters), whose line a raw string may end past.
+                let (start, line) = body_start.unwrap_or((last.end, last.line + last.text(self.text).matches('\n').count()));
+                let body = Span { start: start as u32, end: span.end.max(start as u32), line: line as u32 };
                 self.source.defines.push(Define { name: name.text(self.text), params: define_params, body, span });
             }
             "if" | "ifdef" | "ifndef" | "elif" | "else" | "endif" => {
@@ -718,8 +719,8 @@ impl<'t> Parser<'t> {
         let dims = declared
             .dims
             .iter()
-            .map(|&(open, close)| match &head.tokens[open + 1..close] {
-                [number] if number.kind == TokKind::Number => integer(number.text(self.text)),
+            .map(|&(open, close)| match head.tokens.get(open + 1..close) {
+                Some([number]) if number.kind == TokKind::Number => integer(number.text(self.text)),
                 _ => None,
             })
             .collect();
