@@ -1053,13 +1053,13 @@ mod tests {
     #[test]
     fn deep_brackets_are_refused_at_their_line() {
         let text = format!("int x;\n\nint y = {};", "(".repeat(100_000));
-        let error = parse("deep.c", &text).err().expect("refused");
-        let old = crate::input::c::check_source("deep.c", &text).err().expect("refused");
+        let error = parse("deep.c", &text).expect_err("refused");
+        let old = crate::input::c::check_source("deep.c", &text).expect_err("refused");
         assert_eq!(error.to_string(), old.to_string());
         assert!(error.to_string().contains("at line 3"), "{error}");
         // In a header name and a numeric list (where the byte loop passes over brackets) too.
         for text in [format!("#include \"{}\"\n", "(".repeat(300)), format!("int w[] = {}1{};", "{".repeat(300), "}".repeat(300))] {
-            let error = parse("deep.c", &text).err().expect("refused");
+            let error = parse("deep.c", &text).expect_err("refused");
             assert_eq!(error.to_string(), crate::input::c::check_source("deep.c", &text).err().unwrap().to_string());
         }
     }
@@ -1067,10 +1067,10 @@ mod tests {
     #[test]
     fn distinct_names_are_bounded() {
         let text: String = (0..=MAX_DISTINCT_NAMES).map(|i| format!("n{i}\n")).collect();
-        let error = parse("names.c", &text).err().expect("refused");
+        let error = parse("names.c", &text).expect_err("refused");
         assert!(error.to_string().contains(&format!("more than {MAX_DISTINCT_NAMES} distinct identifiers")), "{error}");
         let text: String = (0..=MAX_ITEMS).map(|_| "int a;\n").collect();
-        let error = parse("items.c", &text).err().expect("refused");
+        let error = parse("items.c", &text).expect_err("refused");
         assert!(error.to_string().contains(&format!("more than {MAX_ITEMS} directives")), "{error}");
     }
 
