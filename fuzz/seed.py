@@ -116,6 +116,7 @@ def main():
                 write("json", data)
             if target == "sources" and len(data) <= MAX_MEMBER:
                 write("c_lexer", data)
+                write("c_parser", data)
             if target == "object":
                 # Machine code for the frame reader (the stack target reads it as Thumb and RISC-V).
                 write("stack", data[:65536])

@@ -125,6 +125,75 @@ pub fn c_lexer(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// `bytes` as a C source through the parser (`input/c/parser/`): every span
+/// lies inside the text on character boundaries, starts on the line it says,
+/// and those of one list come in text order; every function's parts lie in
+/// it, and every body parses, each statement inside its parent. A broken
+/// invariant panics: the fuzzer's finding.
+pub fn c_parser(bytes: &[u8]) -> Result<()> {
+    use c::parser::syntax::{Span, StmtKind};
+    let text = String::from_utf8_lossy(bytes);
+    let source = c::parser::parse::parse(SOURCE, &text)?;
+    let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).collect();
+    let check = |span: Span, within: Span| {
+        let (start, end) = (span.start as usize, span.end as usize);
+        assert!(start <= end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end), "{span:?}");
+        assert!(within.start <= span.start && span.end <= within.end, "{span:?} outside {within:?}");
+        assert_eq!(span.line as usize, line_starts.partition_point(|&line_start| line_start <= start), "{span:?}");
+    };
+    let whole = Span { start: 0, end: text.len() as u32, line: 1 };
+    let in_order = |spans: Vec<Span>| {
+        for pair in spans.windows(2) {
+            assert!(pair[0].start <= pair[1].start, "{pair:?} out of order");
+        }
+        for span in spans {
+            check(span, whole);
+        }
+    };
+    in_order(source.includes.iter().map(|include| include.span).collect());
+    in_order(source.defines.iter().map(|define| define.span).collect());
+    in_order(source.directives.iter().map(|directive| directive.span).collect());
+    in_order(source.prototypes.iter().map(|prototype| prototype.span).collect());
+    in_order(source.variables.iter().map(|variable| variable.span).collect());
+    in_order(source.structs.iter().map(|item| item.span).collect());
+    in_order(source.functions.iter().map(|function| function.span).collect());
+    for define in &source.defines {
+        check(define.body, define.span);
+    }
+    for function in &source.functions {
+        check(function.params_span, function.span);
+        check(function.body_span, function.span);
+        let body = function.body(&source);
+        for (_, span) in &body.called {
+            check(*span, function.body_span);
+        }
+        // Each statement inside its parent and after its elder sibling; iteratively.
+        let mut pending: Vec<(&[c::parser::syntax::Stmt<'_>], Span)> = vec![(&body.statements, function.body_span)];
+        while let Some((statements, parent)) = pending.pop() {
+            let mut previous = parent.start;
+            for statement in statements {
+                check(statement.span, parent);
+                assert!(statement.span.start >= previous, "{statement:?} before its elder sibling");
+                previous = statement.span.end;
+                match &statement.kind {
+                    StmtKind::Block(inner) => pending.push((inner, statement.span)),
+                    StmtKind::If { then, otherwise, .. } => {
+                        pending.push((std::slice::from_ref(then.as_ref()), statement.span));
+                        if let Some(otherwise) = otherwise {
+                            pending.push((std::slice::from_ref(otherwise.as_ref()), statement.span));
+                        }
+                    }
+                    StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Switch { body, .. } => {
+                        pending.push((std::slice::from_ref(body.as_ref()), statement.span))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `bytes` as Relay text (`src/<module>.relay`).
 pub fn relay(bytes: &[u8]) -> Result<()> {
     sources::relay_signature(&String::from_utf8_lossy(bytes));

@@ -28,6 +28,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("stack", fuzzing::stack),
     ("c_lexer", fuzzing::c_lexer),
     ("json", fuzzing::json),
+    ("c_parser", fuzzing::c_parser),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -206,6 +207,34 @@ fn c_lexer_cut_tokens_keep_invariants() {
             text("numbers", "1'000 0x1p+ 1e- .5'' 0xe+1"),
             text("multibyte", "€'é'\"ü\\\u{10FFFF}"),
             ("not UTF-8", b"\xff\xfe \"\xc3".to_vec()),
+        ],
+    );
+}
+
+/// Text cut inside every construct the C parser reads keeps its invariants.
+#[test]
+fn c_parser_cut_constructs_keep_invariants() {
+    assert_no_panic(
+        fuzzing::c_parser,
+        &[
+            text("empty", ""),
+            text("unclosed body", "int f(int x) { if (x) { return"),
+            text("unclosed parameters", "int f(int x, {"),
+            text("unclosed initializer", "float w[] = { 0x1p+0, {1, /* c */ 2"),
+            text("designators", "tvm_model_t n = { .a = , .b = {1,}, . = 3 };"),
+            text("stray closers", "}}} ) ] ; = { }"),
+            text("struct", "typedef struct { int a : ; } ; struct { } x, y[2] = {"),
+            text(
+                "directives",
+                "#define F(a, \
+#include <
+#if
+#define
+#",
+            ),
+            text("extern", "extern \"C\" { extern \"C\" int f(void); } }"),
+            text("multibyte", "int é(ü) { return '€'; } €x = {1};"),
+            ("not UTF-8", b"int f(\xff) { \xc3 }".to_vec()),
         ],
     );
 }

@@ -51,7 +51,7 @@ impl Token {
 }
 
 /// [`ident::is_identifier_byte`] of every byte, for the lexer's inner loops.
-static IDENTIFIER_BYTES: [bool; 256] = {
+pub(super) static IDENTIFIER_BYTES: [bool; 256] = {
     let mut table = [false; 256];
     let mut byte = 0;
     while byte < table.len() {
@@ -98,11 +98,11 @@ pub(crate) fn lex(text: &str) -> Lexer<'_> {
 }
 
 pub(crate) struct Lexer<'t> {
-    text: &'t str,
-    at: usize,
-    line: usize,
+    pub(super) text: &'t str,
+    pub(super) at: usize,
+    pub(super) line: usize,
     /// Only spaces and comments since the last line break: a `#` here opens a directive.
-    line_start: bool,
+    pub(super) line_start: bool,
     directive: Directive,
 }
 
