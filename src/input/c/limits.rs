@@ -24,11 +24,8 @@ pub(crate) const MAX_MACRO_TOKENS: u64 = 1 << 26;
 /// Longest chain of macros naming macros that is followed.
 pub(crate) const MAX_MACRO_DEPTH: usize = 64;
 
-/// Checks the limits an archive's C text (`path`, a source or header) must
-/// keep before any scanner reads it: its length, how deep its brackets nest.
-/// Returns the text without comments ([`strip_comments`]), which it reads
-/// the brackets of, so the caller lexes the text no second time.
-pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
+/// Refuses a C file longer than [`MAX_SOURCE_BYTES`], before anything reads it.
+pub(crate) fn check_length(path: &str, text: &str) -> Result<()> {
     if text.len() > MAX_SOURCE_BYTES {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -37,6 +34,15 @@ pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
         .in_file(path)
         .help("TVM's largest C sources are tens of MiB: pass the archive as TVM wrote it"));
     }
+    Ok(())
+}
+
+/// Checks the limits an archive's C text (`path`, a source or header) must
+/// keep before any scanner reads it: its length, how deep its brackets nest.
+/// Returns the text without comments ([`strip_comments`]), which it reads
+/// the brackets of, so the caller lexes the text no second time.
+pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
+    check_length(path, text)?;
     let code = strip_comments(text);
     let mut depth = 0usize;
     for (at, byte) in code.bytes().enumerate() {

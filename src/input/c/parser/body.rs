@@ -41,6 +41,20 @@ pub(crate) enum TokKind {
     Foreign,
 }
 
+impl TokKind {
+    /// What the parser reads of a lexer token; `None` for spaces and comments.
+    pub(crate) fn of(kind: Kind) -> Option<TokKind> {
+        Some(match kind {
+            Kind::Space | Kind::Comment => return None,
+            Kind::Identifier => TokKind::Ident,
+            Kind::Number => TokKind::Number,
+            Kind::Literal | Kind::HeaderName => TokKind::Literal,
+            Kind::Punctuator("#" | "##") | Kind::Other => TokKind::Foreign,
+            Kind::Punctuator(punct) => TokKind::Punct(punct),
+        })
+    }
+}
+
 impl Tok {
     pub fn text<'t>(&self, text: &'t str) -> &'t str {
         text.get(self.span.range()).unwrap_or_default()
@@ -84,17 +98,10 @@ pub(crate) fn parse_body(text: &str, span: Span) -> Body<'_> {
         if token.preprocessor {
             continue;
         }
-        let kind = match token.kind {
-            Kind::Space | Kind::Comment => continue,
-            Kind::Identifier => TokKind::Ident,
-            Kind::Number => TokKind::Number,
-            Kind::Literal | Kind::HeaderName => TokKind::Literal,
-            Kind::Punctuator("#" | "##") | Kind::Other => {
-                body.foreign = true;
-                TokKind::Foreign
-            }
-            Kind::Punctuator(punct) => TokKind::Punct(punct),
-        };
+        let Some(kind) = TokKind::of(token.kind) else { continue };
+        if kind == TokKind::Foreign {
+            body.foreign = true;
+        }
         let mut tok = Tok { kind, span: tok_span };
         // Weights in a body: `= {` numbers `}` passed over whole.
         if kind == TokKind::Punct("{") && previous == Some("=") {

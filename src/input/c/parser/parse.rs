@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::c::lexer::{lex, Kind, Lexer, Token};
-use crate::input::c::limits::{MAX_NESTING, MAX_SOURCE_BYTES};
+use crate::input::c::limits::{check_length, MAX_NESTING};
 use crate::input::c::parser::body::{parse_initializer, Tok, TokKind};
 use crate::input::c::parser::numeric::NumericList;
 use crate::input::c::parser::syntax::{
@@ -86,14 +86,7 @@ const ATTRIBUTES: &[&str] = &["__attribute__", "__attribute", "__declspec", "ali
 
 /// Reads `text` (the file `path`, a source or header) at file scope.
 pub(crate) fn parse<'t>(path: &'t str, text: &'t str) -> Result<CSource<'t>> {
-    if text.len() > MAX_SOURCE_BYTES {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!("is {} bytes long, more than the {MAX_SOURCE_BYTES} bytes mlf-build reads of a C file", text.len()),
-        )
-        .in_file(path)
-        .help("TVM's largest C sources are tens of MiB: pass the archive as TVM wrote it"));
-    }
+    check_length(path, text)?;
     let source = CSource {
         path,
         text,
@@ -268,14 +261,7 @@ impl<'t> Parser<'t> {
                 self.directive(token)?;
                 continue;
             }
-            let kind = match token.kind {
-                Kind::Space | Kind::Comment => continue,
-                Kind::Identifier => TokKind::Ident,
-                Kind::Number => TokKind::Number,
-                Kind::Literal | Kind::HeaderName => TokKind::Literal,
-                Kind::Punctuator("#" | "##") | Kind::Other => TokKind::Foreign,
-                Kind::Punctuator(punct) => TokKind::Punct(punct),
-            };
+            let Some(kind) = TokKind::of(token.kind) else { continue };
             return Ok(Some(Tok { kind, span: span_of(&token) }));
         }
         Ok(None)
