@@ -12,6 +12,7 @@ use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
 use crate::objects::Machine;
 use crate::plan::schedule::{self, Inputs};
+use crate::toolchain::sections::{self, SectionNames, Storage};
 use crate::{
     input::graph, input::metadata, input::params, plan, toolchain::elf, toolchain::measure, toolchain::prologue, toolchain::stack,
     toolchain::static_lib, toolchain::symbols,
@@ -201,8 +202,8 @@ pub fn relay(bytes: &[u8]) -> Result<()> {
 }
 
 /// `bytes` as a prebuilt object (`codegen/host/lib/*.o`): read for the stack
-/// bound, and indexed into a static library, whose sections are then measured
-/// as the footprint reads them.
+/// bound, indexed into a static library, whose sections are then measured
+/// as the footprint reads them, and its sections placed (`Builder::link_section`).
 pub fn object(bytes: &[u8]) -> Result<()> {
     let _ = elf::validate(bytes);
     let mut program = stack::Program::default();
@@ -221,8 +222,13 @@ pub fn object(bytes: &[u8]) -> Result<()> {
     }
     // Made a crate's own as a build does: its symbols renamed as it is archived.
     let renaming = symbols::Private { tag: "fuzz_0_1_0_".to_string(), imports: Vec::new() }.renaming(std::slice::from_ref(&object))?;
-    static_lib::write_elf_library(&library, &[object], Some(&renaming))?;
+    static_lib::write_elf_library(&library, std::slice::from_ref(&object), Some(&renaming))?;
     measure::library_sizes(&[library])?;
+    let mut names = SectionNames::default();
+    names.set(Storage::Workspace, ".sram2")?;
+    names.set(Storage::Constants, ".ext_flash")?;
+    sections::place(&object, &scratch.path.join("placed.o"), &names)?;
+    sections::place(&object, &object, &names)?;
     Ok(())
 }
 

@@ -4,6 +4,8 @@
 
 use object::elf;
 
+pub(crate) mod patch;
+
 /// The architectures whose ELF objects the crate knows by name: one table for
 /// the prebuilt-object check, the stack bound's relocations and the frames
 /// read from machine code.

@@ -62,13 +62,13 @@ pub(crate) struct Symbol {
 }
 
 impl Section {
-    /// The section's bytes in a whole object's bytes (none for `SHT_NOBITS`).
-    pub fn bytes<'o>(&self, object: &'o [u8]) -> Option<&'o [u8]> {
+    /// The section's bytes in `object` (a whole object's bytes, or a file):
+    /// none for `SHT_NOBITS`.
+    pub fn bytes<'d>(&self, object: impl ReadRef<'d>) -> Option<&'d [u8]> {
         if self.kind == SHT_NOBITS {
             return Some(&[]);
         }
-        let start = usize::try_from(self.offset).ok()?;
-        object.get(start..start.checked_add(usize::try_from(self.size).ok()?)?)
+        object.read_bytes_at(self.offset, self.size).ok()
     }
 }
 
@@ -165,6 +165,12 @@ impl Header {
         }
     }
 
+    /// The header of `object` (its bytes, or a file); `None` when it is not ELF.
+    pub fn read<'d>(object: impl ReadRef<'d>) -> Option<Header> {
+        let len = object.len().ok()?;
+        Header::parse(object.read_bytes_at(0, len.min(Header::LEN as u64)).ok()?)
+    }
+
     fn of(header: &impl FileHeader<Endian = Endianness>, is_64: bool, endian: Endianness) -> Header {
         Header {
             is_64,
@@ -207,6 +213,14 @@ impl Header {
             *byte = (value >> shift) as u8;
         }
         Some(())
+    }
+
+    /// `value` as an unsigned `width`-byte field in the file's byte order;
+    /// `None` when it does not fit.
+    pub fn field(&self, width: usize, value: u64) -> Option<Vec<u8>> {
+        let mut bytes = vec![0; width];
+        self.write(&mut bytes, 0, width, value)?;
+        Some(bytes)
     }
 
     /// Where section `index`'s name, file offset and size fields are, from
@@ -275,47 +289,47 @@ impl Header {
         }
     }
 
-    /// Every section header of an object, read from `object` (its bytes, or a file's range).
-    pub fn sections<'d>(&self, object: impl ReadRef<'d>) -> Option<Vec<Section>> {
-        let first = object.read_bytes_at(self.section_table, self.section_table_len(1)?).ok()?;
-        let count = self.section_count_in(first)?;
-        let table = object.read_bytes_at(self.section_table, self.section_table_len(count)?).ok()?;
-        (0..count).map(|index| self.section(table, index)).collect()
-    }
-
-    /// Every section header of a whole object's bytes, checked before any is
-    /// kept: no more than [`MAX_SECTIONS`], entries of the size the class
-    /// says, the table and each section's bytes inside the file and none
-    /// overlapping another, the ELF header or the table; one symbol table at
-    /// most, its string table and every relocation section's symbol table and
-    /// target naming sections that exist.
-    pub fn checked_sections(&self, object: &[u8]) -> Result<Vec<Section>, Malformed> {
+    /// Every section header of an object, read from `object` (its bytes, or
+    /// a file): entries of the size the class says, and no more than
+    /// [`MAX_SECTIONS`], checked before the table is read; the table inside the file.
+    pub fn sections<'d>(&self, object: impl ReadRef<'d>) -> Result<Vec<Section>, Malformed> {
         let layout = |what: String| Err(Malformed::Layout(what));
         let expected_entry = if self.is_64 { 64 } else { 40 };
         if self.section_entry != expected_entry {
             return layout(format!("its section headers are {} bytes each, not the {expected_entry} of its class", self.section_entry));
         }
-        let table = usize::try_from(self.section_table).ok().and_then(|at| object.get(at..));
-        let Some(table) = table.filter(|table| !table.is_empty()) else {
-            return layout(format!("its section table (at byte {}) lies outside the file ({} bytes)", self.section_table, object.len()));
+        let file_len = object.len().unwrap_or(0);
+        let Ok(first) = object.read_bytes_at(self.section_table, self.section_entry) else {
+            return layout(format!("its section table (at byte {}) lies outside the file ({file_len} bytes)", self.section_table));
         };
-        let count = self.section_count_in(table).ok_or_else(|| Malformed::Layout("its first section header is cut short".to_string()))?;
+        let count = self.section_count_in(first).ok_or_else(|| Malformed::Layout("its first section header is cut short".to_string()))?;
         if count > MAX_SECTIONS {
             return Err(Malformed::Limit(format!("it declares {count} sections, more than the limit of {MAX_SECTIONS}")));
         }
-        let table_len = self.section_table_len(count).and_then(|len| usize::try_from(len).ok());
-        let Some(table) = table_len.and_then(|len| table.get(..len)) else {
-            return layout(format!("its {count} section headers run past the end of the file ({} bytes)", object.len()));
+        let table = self.section_table_len(count).and_then(|len| object.read_bytes_at(self.section_table, len).ok());
+        let Some(table) = table else {
+            return layout(format!("its {count} section headers run past the end of the file ({file_len} bytes)"));
         };
-        let sections: Vec<Section> = (0..count)
+        (0..count)
             .map(|index| self.section(table, index))
             .collect::<Option<_>>()
-            .ok_or_else(|| Malformed::Layout("a section header is cut short".to_string()))?;
+            .ok_or_else(|| Malformed::Layout("a section header is cut short".to_string()))
+    }
+
+    /// Every section header of a whole object's bytes, checked before any is
+    /// kept: as [`Header::sections`] reads them, then each section's bytes
+    /// inside the file and none overlapping another, the ELF header or the
+    /// table; one symbol table at most, its string table and every relocation
+    /// section's symbol table and target naming sections that exist.
+    pub fn checked_sections(&self, object: &[u8]) -> Result<Vec<Section>, Malformed> {
+        let layout = |what: String| Err(Malformed::Layout(what));
+        let sections = self.sections(object)?;
+        let count = sections.len();
         // Byte ranges the file holds: the ELF header, the section table and each section's bytes.
         let header_len = if self.is_64 { 64 } else { 52 };
         let mut ranges = vec![
             (0, header_len, "the ELF header".to_string()),
-            (self.section_table, self.section_table + table.len() as u64, "the section table".to_string()),
+            (self.section_table, self.section_table + self.section_entry * count as u64, "the section table".to_string()),
         ];
         for (index, section) in sections.iter().enumerate() {
             if section.kind == SHT_NOBITS || section.kind == elf::SHT_NULL || section.size == 0 {

@@ -110,10 +110,9 @@ pub(crate) fn library_sizes(paths: &[PathBuf]) -> Result<Sizes> {
 
 /// Section sizes of one relocatable ELF object; `None` for anything else.
 fn elf_sizes<'d>(object: impl ReadRef<'d>) -> Option<Sizes> {
-    let size = object.len().ok()?;
-    let header = elf::Header::parse(object.read_bytes_at(0, size.min(elf::Header::LEN as u64)).ok()?)?;
+    let header = elf::Header::read(object)?;
     let mut sizes = Sizes::default();
-    for section in header.sections(object)? {
+    for section in header.sections(object).ok()? {
         if section.flags & elf::SHF_ALLOC == 0 {
             continue;
         }

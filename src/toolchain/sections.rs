@@ -3,10 +3,15 @@
 //! objects: the archive's sources are never edited, and what the generated C
 //! defines moves exactly as what mlf-build's glue defines.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use object::{ReadCache, ReadRef};
+
+use crate::cargo::write::write_streamed_if_changed;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
+use crate::objects::patch::Patch;
 use crate::toolchain::elf::{self, Header, Section, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_PROGBITS};
 
 /// What part of a model's memory a linker section holds.
@@ -54,20 +59,23 @@ impl SectionNames {
         self.workspace.is_none() && self.constants.is_none()
     }
 
-    /// The section name `section` (named `name`) is renamed to, if any.
-    fn new_name(&self, section: &Section, name: &[u8]) -> Option<&str> {
+    /// The section name `section` is renamed to, if any, by its kind and
+    /// flags; `name` reads its name, asked only of a section that may move.
+    fn new_name<'n>(&self, section: &Section, name: impl FnOnce() -> Option<&'n [u8]>) -> Option<Option<&str>> {
         let alloc = section.flags & SHF_ALLOC != 0 && section.flags & SHF_TLS == 0;
-        if !alloc || TOOLCHAIN_SECTIONS.iter().any(|prefix| name.starts_with(prefix.as_bytes())) {
-            return None;
-        }
         let writable = section.flags & SHF_WRITE != 0;
-        if section.kind == elf::SHT_NOBITS && writable {
+        let new_name = if !alloc {
+            None
+        } else if section.kind == elf::SHT_NOBITS && writable {
             self.workspace.as_deref()
         } else if section.kind == SHT_PROGBITS && !writable && section.flags & SHF_EXECINSTR == 0 {
             self.constants.as_deref()
         } else {
             None
-        }
+        };
+        let Some(new_name) = new_name else { return Some(None) };
+        let name = name()?;
+        Some(Some(new_name).filter(|_| !TOOLCHAIN_SECTIONS.iter().any(|prefix| name.starts_with(prefix.as_bytes()))))
     }
 
     /// Sends `storage` to `section`, once the name is checked.
@@ -99,20 +107,21 @@ impl SectionNames {
     }
 }
 
-/// `object` with its model sections renamed as `names` says; `None` when it
-/// is not a well-formed ELF object. Unchanged objects come back as they are.
-pub(crate) fn renamed(object: &[u8], names: &SectionNames) -> Option<Vec<u8>> {
-    let header = Header::parse(object)?;
-    let sections = header.sections(object)?;
+/// The patch renaming the model sections of `object` (its bytes, or a file)
+/// as `names` says: the sections' names table copied to the file's end with
+/// the new names after the old, and the moved sections' `sh_name`s pointing
+/// there. `None` when it is not a well-formed ELF object.
+fn placement<'d>(object: impl ReadRef<'d>, names: &SectionNames) -> Option<Patch> {
+    let size = object.len().ok()?;
+    let header = Header::read(object)?;
+    let sections = header.sections(object).ok()?;
     let names_index = header.names_index(&sections)?;
     let old_strings = sections.get(names_index)?.bytes(object)?;
-    let name_of = |section: &Section| elf::string(old_strings, section.name);
-    // The new names go after the old ones in a copy of the table at the end of the file.
     let mut new_strings = old_strings.to_vec();
     let mut new_offsets: Vec<(&str, u64)> = Vec::new();
-    let mut renames = Vec::new();
+    let mut edits = Vec::new();
     for (index, section) in sections.iter().enumerate() {
-        let Some(new_name) = names.new_name(section, name_of(section)?) else { continue };
+        let Some(new_name) = names.new_name(section, || elf::string(old_strings, section.name))? else { continue };
         let offset = match new_offsets.iter().find(|(name, _)| *name == new_name) {
             Some((_, offset)) => *offset,
             None => {
@@ -123,33 +132,34 @@ pub(crate) fn renamed(object: &[u8], names: &SectionNames) -> Option<Vec<u8>> {
                 offset
             }
         };
-        renames.push((index as u64, offset));
+        let (name_field, ..) = header.section_fields(index as u64)?;
+        edits.push((name_field as u64, header.field(4, offset)?));
     }
-    let mut out = object.to_vec();
-    if renames.is_empty() {
-        return Some(out);
-    }
-    let new_start = out.len() as u64;
-    out.extend_from_slice(&new_strings);
-    for (index, offset) in renames {
-        let (name_field, ..) = header.section_fields(index)?;
-        header.write(&mut out, name_field, 4, offset)?;
+    if edits.is_empty() {
+        return Some(Patch::default());
     }
     let (_, offset_field, size_field, width) = header.section_fields(names_index as u64)?;
-    header.write(&mut out, offset_field, width, new_start)?;
-    header.write(&mut out, size_field, width, new_strings.len() as u64)?;
-    Some(out)
+    edits.push((offset_field as u64, header.field(width, size)?));
+    edits.push((size_field as u64, header.field(width, new_strings.len() as u64)?));
+    Patch::new(edits, new_strings, size)
 }
 
-/// Renames the sections of `object` into `dest` (which may be `object`).
+/// Renames the sections of `object` into `dest`: a copy, or `object` itself,
+/// edited where its tables are. Its code and data are never read.
 pub(crate) fn place(object: &Path, dest: &Path, names: &SectionNames) -> Result<()> {
-    let bytes = std::fs::read(object).map_err(|e| Error::io("read", object, e))?;
-    let placed = renamed(&bytes, names).ok_or_else(|| {
+    let io = |e| Error::io("read", object, e);
+    let file = File::open(object).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let patch = placement(&ReadCache::new(file), names).ok_or_else(|| {
         Error::new(ErrorKind::Unsupported, format!("Builder::link_section: `{}` is not an ELF object", object.display())).help(
             "sections are placed by renaming them in ELF objects (Linux and bare-metal targets); build without link_section for this target",
         )
     })?;
-    crate::cargo::write::write_if_changed(dest, &placed).map(drop)
+    if dest == object {
+        patch.apply(object, size).map_err(|e| Error::io("write", object, e))
+    } else {
+        write_streamed_if_changed(dest, |out| patch.copy(object, size, out)).map(drop)
+    }
 }
 
 /// Where an object of the archive's is written once placed: the original stays untouched in the tree.
@@ -174,6 +184,21 @@ mod tests {
         let bytes = status.success().then(|| std::fs::read(&o).ok()).flatten();
         let _ = std::fs::remove_dir_all(&dir);
         bytes
+    }
+
+    /// `object` placed as `names` says, as a build places it: into a copy,
+    /// and in place, the two alike; `None` when it is refused.
+    fn renamed(object: &[u8], names: &SectionNames) -> Option<Vec<u8>> {
+        let dir = crate::test_support::scratch("sections-placed");
+        let (original, copy) = (dir.join("original.o"), dir.join("copy.o"));
+        std::fs::write(&original, object).unwrap();
+        let placed = place(&original, &copy, names).ok().map(|()| std::fs::read(&copy).unwrap());
+        if let Some(placed) = &placed {
+            place(&original, &original, names).unwrap();
+            assert!(std::fs::read(&original).unwrap() == *placed, "placed in place, not as in the copy");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        placed
     }
 
     fn section_names(object: &[u8]) -> Vec<String> {

@@ -8,15 +8,16 @@
 //!
 //! Written here, not with `object`'s writers (`object::write`, `ar_archive_writer`):
 //! they build a whole object or member in memory, and a library is copied
-//! member by member, its symbols renamed on the way (`symbols::Patch`), so
+//! member by member, its symbols renamed on the way (`patch::Patch`), so
 //! the weights never sit in memory.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::toolchain::symbols::{self, Patch, Renaming, Tables};
+use crate::objects::patch::Patch;
+use crate::toolchain::symbols::{self, Renaming, Tables};
 
 /// One object to archive.
 struct Member {
@@ -33,7 +34,7 @@ struct Member {
 impl Member {
     /// The member's size in the library.
     fn archived_size(&self) -> Option<u64> {
-        self.size.checked_add(self.patch.appended.len() as u64)
+        self.size.checked_add(self.patch.appended_len())
     }
 }
 
@@ -145,7 +146,7 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
     for (member, name) in members.iter().zip(&header_names) {
         let size = member.archived_size().ok_or_else(too_large)?;
         out.write_all(header(name, Some("644"), size).as_bytes()).map_err(io)?;
-        copy_patched(member, &mut out).map_err(|error| match error.kind() {
+        member.patch.copy(&member.path, member.size, &mut out).map_err(|error| match error.kind() {
             std::io::ErrorKind::UnexpectedEof => {
                 Error::new(ErrorKind::Compile, format!("`{}` changed while it was archived", member.path.display()))
                     .help("something else writes this build's OUT_DIR at the same time: build again")
@@ -157,30 +158,6 @@ fn write_library(path: &Path, members: &[Member]) -> Result<()> {
         }
     }
     out.flush().map_err(io)
-}
-
-/// Copies the member's object with its patch applied: its bytes up to each
-/// edit, the edit instead of the bytes it replaces, the rest, the appended
-/// bytes. Streamed, so large weights are never in memory. An object shorter
-/// than it was is `UnexpectedEof`.
-fn copy_patched(member: &Member, out: &mut impl Write) -> std::io::Result<()> {
-    let mut object = File::open(&member.path)?.take(member.size);
-    let mut at = 0u64;
-    let exactly = |object: &mut std::io::Take<File>, out: &mut dyn Write, len: u64| -> std::io::Result<()> {
-        if std::io::copy(&mut Read::by_ref(object).take(len), out)? != len {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        Ok(())
-    };
-    for (offset, bytes) in &member.patch.edits {
-        let before = offset.checked_sub(at).ok_or(std::io::ErrorKind::InvalidData)?;
-        exactly(&mut object, out, before)?;
-        out.write_all(bytes)?;
-        exactly(&mut object, &mut std::io::sink(), bytes.len() as u64)?;
-        at = offset.checked_add(bytes.len() as u64).ok_or(std::io::ErrorKind::InvalidData)?;
-    }
-    exactly(&mut object, out, member.size.checked_sub(at).ok_or(std::io::ErrorKind::UnexpectedEof)?)?;
-    out.write_all(&member.patch.appended)
 }
 
 #[cfg(test)]

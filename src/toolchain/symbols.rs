@@ -7,12 +7,14 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+
+use object::ReadCache;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
-use crate::toolchain::elf::{self, Header, Section};
+use crate::objects::patch::Patch;
+use crate::toolchain::elf::{self, Header};
 
 /// `STB_GLOBAL`, `STB_WEAK` and `STB_GNU_UNIQUE`: the bindings another object can link to.
 pub(crate) const LINKED_BINDINGS: [u8; 3] = [1, 2, 10];
@@ -30,14 +32,6 @@ pub(crate) struct Private {
 pub(crate) struct Renaming {
     pub tag: String,
     pub names: BTreeSet<Vec<u8>>,
-}
-
-/// Changes to an object's bytes: replacements at file offsets (sorted, not
-/// overlapping), then bytes appended after its end.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Patch {
-    pub edits: Vec<(u64, Vec<u8>)>,
-    pub appended: Vec<u8>,
 }
 
 /// The symbol prefix of the crate `package` at `version`: both with every
@@ -75,7 +69,7 @@ pub(crate) fn not_elf(object: &Path) -> Error {
         .help("compile with -ffat-lto-objects when using -flto (CFLAGS), or pass the archive's objects as ELF")
 }
 
-/// One symbol table of an object and its string table, as read from the file.
+/// An object's symbol table and its string table, as read from the file.
 struct Table {
     entries: Vec<u8>,
     entries_offset: u64,
@@ -84,80 +78,68 @@ struct Table {
     names_section: u64,
 }
 
-/// An ELF object's header, size and symbol tables, read from its file
+/// An ELF object's header, size and symbol table, read from its file
 /// without reading the rest (its code and weights).
 pub(crate) struct Tables {
     header: Header,
     pub size: u64,
-    tables: Vec<Table>,
+    table: Option<Table>,
 }
 
 impl Tables {
     /// The tables of the object at `path`; `None` when it is not ELF.
     pub fn read(path: &Path) -> Result<Option<Tables>> {
         let io = |e| Error::io("read", path, e);
-        let mut file = File::open(path).map_err(io)?;
+        let file = File::open(path).map_err(io)?;
         let size = file.metadata().map_err(io)?.len();
-        let mut start = Vec::new();
-        Read::by_ref(&mut file).take(Header::LEN as u64).read_to_end(&mut start).map_err(io)?;
-        let Some(header) = Header::parse(&start) else { return Ok(None) };
-        let malformed = || {
-            Error::new(ErrorKind::Compile, "the object's section or symbol table lies outside the file")
+        // Only the ranges asked for are read (and kept, until it is dropped).
+        let object = ReadCache::new(file);
+        let Some(header) = Header::read(&object) else { return Ok(None) };
+        let malformed = |what: &str| {
+            Error::new(ErrorKind::Compile, format!("the object's tables are not read: {what}"))
                 .in_file(path.display().to_string())
-                .help("a prebuilt object (codegen/host/lib) is damaged or truncated, and its machine code cannot be rebuilt from the archive: pass the archive's original objects")
+                .help("a prebuilt object (codegen/host/lib) is damaged, truncated or crafted, and its machine code cannot be rebuilt from the archive: pass the archive's original objects")
         };
-        let mut read_at = |offset: u64, len: u64| -> Result<Vec<u8>> {
-            if offset.checked_add(len).is_none_or(|end| end > size) {
-                return Err(malformed());
-            }
-            let mut bytes = vec![0; usize::try_from(len).map_err(|_| malformed())?];
-            file.seek(SeekFrom::Start(offset)).map_err(io)?;
-            file.read_exact(&mut bytes).map_err(io)?;
-            Ok(bytes)
-        };
-        let first_entry = read_at(header.section_table, header.section_table_len(1).ok_or_else(malformed)?)?;
-        let count = header.section_count_in(&first_entry).ok_or_else(malformed)?;
-        if count > elf::MAX_SECTIONS {
-            return Err(Error::new(
-                ErrorKind::Compile,
-                format!("the object declares {count} sections, more than the limit of {}", elf::MAX_SECTIONS),
-            )
-            .in_file(path.display().to_string())
-            .help("a prebuilt object (codegen/host/lib) this large is not one TVM writes: pass the archive's original objects"));
-        }
-        let table = read_at(header.section_table, header.section_table_len(count).ok_or_else(malformed)?)?;
-        let sections: Vec<Section> = (0..count).map(|index| header.section(&table, index)).collect::<Option<_>>().ok_or_else(malformed)?;
+        let sections = header.sections(&object).map_err(|refused| match refused {
+            elf::Malformed::Limit(what) => Error::new(ErrorKind::Compile, format!("the object's tables are not read: {what}"))
+                .in_file(path.display().to_string())
+                .help("a prebuilt object (codegen/host/lib) this large is not one TVM writes: pass the archive's original objects"),
+            elf::Malformed::Layout(what) => malformed(&what),
+        })?;
         // An object has one symbol table: each is read whole, so many over the same bytes would exhaust memory.
-        if sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB).count() > 1 {
-            return Err(Error::new(ErrorKind::Compile, "the object has more than one symbol table")
-                .in_file(path.display().to_string())
-                .help("a prebuilt object (codegen/host/lib) is damaged or crafted: pass the archive's original objects"));
+        let mut symbol_tables = sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB);
+        let (symtab, second) = (symbol_tables.next(), symbol_tables.next());
+        if second.is_some() {
+            return Err(malformed("it has more than one symbol table"));
         }
-        let mut tables = Vec::new();
-        for symtab in sections.iter().filter(|section| section.kind == elf::SHT_SYMTAB) {
-            let strtab = sections.get(symtab.link as usize).ok_or_else(malformed)?;
-            tables.push(Table {
-                entries: read_at(symtab.offset, symtab.size)?,
-                entries_offset: symtab.offset,
-                names: read_at(strtab.offset, strtab.size)?,
-                names_section: u64::from(symtab.link),
-            });
-        }
-        Ok(Some(Tables { header, size, tables }))
+        let table = match symtab {
+            Some(symtab) => {
+                let strtab =
+                    sections.get(symtab.link as usize).ok_or_else(|| malformed("its symbol table links to a section it does not have"))?;
+                let outside = || malformed("its symbol or string table lies outside the file");
+                Some(Table {
+                    entries: symtab.bytes(&object).ok_or_else(outside)?.to_vec(),
+                    entries_offset: symtab.offset,
+                    names: strtab.bytes(&object).ok_or_else(outside)?.to_vec(),
+                    names_section: u64::from(symtab.link),
+                })
+            }
+            None => None,
+        };
+        Ok(Some(Tables { header, size, table }))
     }
 
     /// The names of the linkable symbols the object defines, each once per definition.
     pub fn defined(&self) -> Result<Vec<Vec<u8>>> {
         let mut names = Vec::new();
-        for table in &self.tables {
-            for symbol in self.header.symbols(&table.entries) {
-                if symbol.section == 0 || !LINKED_BINDINGS.contains(&symbol.binding) {
-                    continue;
-                }
-                let name = elf::string(&table.names, symbol.name).ok_or_else(bad_name)?;
-                if !name.is_empty() {
-                    names.push(name.to_vec());
-                }
+        let Some(table) = &self.table else { return Ok(names) };
+        for symbol in self.header.symbols(&table.entries) {
+            if symbol.section == 0 || !LINKED_BINDINGS.contains(&symbol.binding) {
+                continue;
+            }
+            let name = elf::string(&table.names, symbol.name).ok_or_else(bad_name)?;
+            if !name.is_empty() {
+                names.push(name.to_vec());
             }
         }
         Ok(names)
@@ -174,7 +156,7 @@ impl Tables {
         Ok(names)
     }
 
-    /// The patch renaming, in every symbol table, each linkable symbol (defined
+    /// The patch renaming, in the symbol table, each linkable symbol (defined
     /// or not) named in `renaming`: the old string table is kept whole (section
     /// names may share it) with the new names after it, moved to the file's end.
     pub fn rename(&self, renaming: &Renaming) -> Result<Patch> {
@@ -182,12 +164,7 @@ impl Tables {
             Error::new(ErrorKind::Compile, "an object's string table would exceed what ELF can address once its symbols are renamed")
                 .help("the object names more symbols than its ELF class can address: split the model's sources, or report this")
         };
-        if self.tables.len() > 1 {
-            return Err(Error::new(ErrorKind::Compile, "an object has more than one symbol table")
-                .help("pass the archive's objects as the compiler wrote them"));
-        }
-        let mut patch = Patch::default();
-        let Some(table) = self.tables.first() else { return Ok(patch) };
+        let Some(table) = &self.table else { return Ok(Patch::default()) };
         let entry = self.header.symbol_len();
         let mut entries = table.entries.clone();
         let mut names = table.names.clone();
@@ -209,28 +186,19 @@ impl Tables {
             renamed = true;
         }
         if !renamed {
-            return Ok(patch);
+            return Ok(Patch::default());
         }
         let (_, offset_field, size_field, width) = self.header.section_fields(table.names_section).ok_or_else(too_large)?;
-        let field = |value: u64| -> Result<Vec<u8>> {
-            let mut bytes = vec![0; width];
-            self.header.write(&mut bytes, 0, width, value).ok_or_else(too_large)?;
-            Ok(bytes)
-        };
-        patch.edits.push((table.entries_offset, entries));
-        patch.edits.push((u64::try_from(offset_field).map_err(|_| too_large())?, field(self.size)?));
-        patch
-            .edits
-            .push((u64::try_from(size_field).map_err(|_| too_large())?, field(u64::try_from(names.len()).map_err(|_| too_large())?)?));
-        patch.edits.sort_by_key(|(offset, _)| *offset);
-        let overlapping =
-            patch.edits.windows(2).any(|pair| pair[0].0.checked_add(pair[0].1.len() as u64).is_none_or(|end| end > pair[1].0));
-        if overlapping {
-            return Err(Error::new(ErrorKind::Compile, "an object's symbol table overlaps its section table")
-                .help("pass the archive's objects as the compiler wrote them"));
-        }
-        patch.appended = names;
-        Ok(patch)
+        let field = |value: u64| self.header.field(width, value).ok_or_else(too_large);
+        let edits = vec![
+            (table.entries_offset, entries),
+            (u64::try_from(offset_field).map_err(|_| too_large())?, field(self.size)?),
+            (u64::try_from(size_field).map_err(|_| too_large())?, field(u64::try_from(names.len()).map_err(|_| too_large())?)?),
+        ];
+        Patch::new(edits, names, self.size).ok_or_else(|| {
+            Error::new(ErrorKind::Compile, "an object's symbol table overlaps its section table")
+                .help("pass the archive's objects as the compiler wrote them")
+        })
     }
 }
 
@@ -277,15 +245,8 @@ mod tests {
         let mut patched = Vec::new();
         for object in &objects {
             let tables = Tables::read(object).unwrap().unwrap();
-            let patch = tables.rename(&renaming).unwrap();
-            let mut bytes = std::fs::read(object).unwrap();
-            for (offset, replacement) in &patch.edits {
-                let at = *offset as usize;
-                bytes[at..at + replacement.len()].copy_from_slice(replacement);
-            }
-            bytes.extend(&patch.appended);
             let renamed = object.with_extension("renamed.o");
-            std::fs::write(&renamed, bytes).unwrap();
+            tables.rename(&renaming).unwrap().copy(object, tables.size, &mut File::create(&renamed).unwrap()).unwrap();
             patched.push(renamed);
         }
         let listing = run(Command::new("nm").args(&patched));
@@ -317,14 +278,7 @@ mod tests {
         run(Command::new("arm-none-eabi-gcc").args(["-mcpu=cortex-m4", "-mthumb", "-c"]).arg(&source).arg("-o").arg(&object));
         let renaming = Private { tag: "t_".to_string(), imports: vec!["missing".to_string()] }.renaming(&[&object]).unwrap();
         let tables = Tables::read(&object).unwrap().unwrap();
-        let patch = tables.rename(&renaming).unwrap();
-        let mut bytes = std::fs::read(&object).unwrap();
-        for (offset, replacement) in &patch.edits {
-            let at = *offset as usize;
-            bytes[at..at + replacement.len()].copy_from_slice(replacement);
-        }
-        bytes.extend(&patch.appended);
-        std::fs::write(&object, bytes).unwrap();
+        tables.rename(&renaming).unwrap().apply(&object, tables.size).unwrap();
         let listing = run(Command::new("arm-none-eabi-nm").arg(&object));
         assert!(listing.contains("T t_inside") && listing.contains("U outside"), "{listing}");
         run(Command::new("arm-none-eabi-objdump").arg("-dr").arg(&object));
