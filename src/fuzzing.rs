@@ -10,13 +10,10 @@ use crate::ident;
 use crate::input::archive::{Limits, Tree};
 use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
-use crate::objects::Machine;
+use crate::objects::sections::{self, SectionNames, Storage};
+use crate::objects::{ar, elf, prologue, rename, sizes, stack, Machine};
 use crate::plan::schedule::{self, Inputs};
-use crate::toolchain::sections::{self, SectionNames, Storage};
-use crate::{
-    input::graph, input::metadata, input::params, plan, toolchain::elf, toolchain::measure, toolchain::prologue, toolchain::stack,
-    toolchain::static_lib, toolchain::symbols,
-};
+use crate::{input::graph, input::metadata, input::params, plan};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
 const LIMITS: Limits = Limits { max_entry_bytes: 16 << 20, max_total_bytes: 64 << 20, max_entries: 10_000 };
@@ -217,13 +214,13 @@ pub fn object(bytes: &[u8]) -> Result<()> {
     let object = scratch.path.join("default_lib0.o");
     std::fs::write(&object, bytes).map_err(|e| Error::io("write", &object, e))?;
     let library = scratch.path.join("libmlf_default.a");
-    if static_lib::write_elf_library(&library, std::slice::from_ref(&object), None)? {
-        measure::library_sizes(std::slice::from_ref(&library))?;
+    if ar::write_elf_library(&library, std::slice::from_ref(&object), None)? {
+        sizes::library_sizes(std::slice::from_ref(&library))?;
     }
     // Made a crate's own as a build does: its symbols renamed as it is archived.
-    let renaming = symbols::Private { tag: "fuzz_0_1_0_".to_string(), imports: Vec::new() }.renaming(std::slice::from_ref(&object))?;
-    static_lib::write_elf_library(&library, std::slice::from_ref(&object), Some(&renaming))?;
-    measure::library_sizes(&[library])?;
+    let renaming = rename::Private { tag: "fuzz_0_1_0_".to_string(), imports: Vec::new() }.renaming(std::slice::from_ref(&object))?;
+    ar::write_elf_library(&library, std::slice::from_ref(&object), Some(&renaming))?;
+    sizes::library_sizes(&[library])?;
     let mut names = SectionNames::default();
     names.set(Storage::Workspace, ".sram2")?;
     names.set(Storage::Constants, ".ext_flash")?;
@@ -248,7 +245,7 @@ pub fn memory_x(bytes: &[u8]) -> Result<()> {
 }
 
 /// `bytes` as Thumb and as RISC-V machine code whose frame is read, and as
-/// a call graph whose stack bound is walked (`toolchain::stack::graph_bound`).
+/// a call graph whose stack bound is walked (`objects::stack::graph_bound`).
 pub fn stack(bytes: &[u8]) -> Result<()> {
     for machine in [Machine::Arm, Machine::Riscv] {
         let _ = prologue::frame(machine, &[prologue::Piece::Code { bytes, section: bytes, offset: 0 }], None, false);

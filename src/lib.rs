@@ -71,11 +71,12 @@ mod toolchain;
 pub use builder::{Builder, GeneratedModule, Output};
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
+pub use objects::sections::Storage;
+pub use objects::sizes::{Footprint, Sizes};
+pub use objects::stack::{StackBound, StackFrame};
 pub use plan::fit::{memory_fit, FitPart, MemoryFit, RegionFit};
-pub use plan::model::{MemoryNeeds, StackBound, StackFrame};
+pub use plan::model::MemoryNeeds;
 pub use plan::report::{inspect, inspect_with_cmsis_nn, Inspection, ModuleReport, Need, TensorData, SCHEMA};
-pub use toolchain::measure::{Footprint, Sizes};
-pub use toolchain::sections::Storage;
 
 /// README.md and the book's chapters, seen only when doctests are collected:
 /// their Rust snippets compile (or run) with `cargo test`.

@@ -65,6 +65,18 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Assembles `text` with the host compiler; `None` (after a SKIP line) without one.
+pub(crate) fn assembled(name: &str, text: &str) -> Option<Vec<u8>> {
+    let dir = scratch(name);
+    std::fs::write(dir.join("code.s"), text).unwrap();
+    let status = std::process::Command::new("cc").args(["-c", "code.s", "-o", "code.o"]).current_dir(&dir).status();
+    if !status.is_ok_and(|status| status.success()) {
+        skip("no host C compiler (cc)");
+        return None;
+    }
+    Some(std::fs::read(dir.join("code.o")).unwrap())
+}
+
 /// Runs `command`, fails the test unless it succeeds, and returns its stdout.
 pub(crate) fn run_ok(command: &mut std::process::Command) -> String {
     let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));

@@ -16,13 +16,13 @@ use crate::codegen::{self, glue};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
+use crate::objects::rename::{self, Private};
+use crate::objects::sections::SectionNames;
 use crate::own_code;
 use crate::plan::model::{Compiled, ModulePlan, Plan};
 use crate::plan::profile;
 use crate::toolchain::bindings;
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
-use crate::toolchain::sections::SectionNames;
-use crate::toolchain::symbols::{self, Private};
 use crate::toolchain::target::Target;
 
 use super::kernels::{KernelCode, ScratchSupply};
@@ -74,7 +74,7 @@ impl Privacy {
         }
         let package = env::cargo_provided("CARGO_PKG_NAME")?;
         let version = env::cargo_provided("CARGO_PKG_VERSION").unwrap_or_default();
-        Some(Privacy { tag: symbols::crate_tag(&package, &version), shared_support })
+        Some(Privacy { tag: rename::crate_tag(&package, &version), shared_support })
     }
 
     /// The support library's renaming: none when it is shared.
@@ -443,8 +443,8 @@ impl ExtraCode<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::rename::Tables;
     use crate::test_support::{run_ok, scratch};
-    use crate::toolchain::symbols::Tables;
 
     /// [`SUPPORT_EXPORTS`] are exactly what the compiled support library defines.
     #[test]

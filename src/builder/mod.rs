@@ -21,15 +21,16 @@ use crate::input::archive::{digest_hex, Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
+use crate::objects::sections::Storage;
+use crate::objects::stack;
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{Compiled, MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
-use crate::toolchain::sections::Storage;
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
-use crate::toolchain::{bindings, joined, spawn, stack};
+use crate::toolchain::{bindings, joined, spawn, stack_bound};
 use kernels::KernelCode;
 use libraries::{CompileConfig, ExtraCode, Privacy};
 
@@ -735,7 +736,7 @@ impl Builder {
 fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchain) -> Result<()> {
     let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
     let lists = [prepared.model.object_list(), support.object_list()];
-    let bounds = stack::analyse(&lists, &toolchain.stack_libraries, &roots)?;
+    let bounds = stack_bound::analyse(&lists, &toolchain.stack_libraries, &roots)?;
     // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
     let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
@@ -784,7 +785,7 @@ fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathB
     let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
     let code = match libraries {
         Some(libraries) => {
-            let sizes = crate::toolchain::measure::library_sizes(libraries)?;
+            let sizes = crate::objects::sizes::library_sizes(libraries)?;
             Some(sizes.text.saturating_add(sizes.data))
         }
         None => None,

@@ -16,9 +16,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{c_files, module_index, rust::Provenance, rust_files, GeneratedFile};
-use crate::plan::model::{Compiled, StackBound, StackFrame};
+use crate::objects::stack::{self, StackBound, StackFrame};
+use crate::plan::model::Compiled;
 use crate::plan::{read_and_plan, PlanOptions};
-use crate::toolchain::stack;
 
 /// `(golden directory, corpus case, implements mlf_rt::Model, profiled)`: one
 /// case per entry kind, and the two ways a profiled run is timed.

@@ -1,10 +1,21 @@
 //! The objects a build compiles and links, read and written: ELF objects and
-//! `ar` libraries, through the `object` crate where it reads them. Compiling
-//! them is `toolchain`'s.
+//! `ar` libraries, through the `object` crate where it reads them. An
+//! object's tables (`elf`); changes to its bytes (`patch`) that make a
+//! crate's symbols its own (`rename`) and place the model's memory in named
+//! sections (`sections`); static libraries written (`ar`) and measured
+//! (`sizes`); the toolchain's own libraries (`library`); the stack bound of
+//! the code (`stack`, with frames read from machine code in `prologue`).
+//! Compiling them is `toolchain`'s.
 
-use object::elf;
-
+pub(crate) mod ar;
+pub(crate) mod elf;
+pub(crate) mod library;
 pub(crate) mod patch;
+pub(crate) mod prologue;
+pub(crate) mod rename;
+pub(crate) mod sections;
+pub(crate) mod sizes;
+pub(crate) mod stack;
 
 /// The architectures whose ELF objects the crate knows by name: one table for
 /// the prebuilt-object check, the stack bound's relocations and the frames
@@ -29,11 +40,11 @@ impl Machine {
     /// Its ELF `e_machine` value.
     pub fn elf(self) -> u16 {
         match self {
-            Machine::X86 => elf::EM_386,
-            Machine::Arm => elf::EM_ARM,
-            Machine::X86_64 => elf::EM_X86_64,
-            Machine::Aarch64 => elf::EM_AARCH64,
-            Machine::Riscv => elf::EM_RISCV,
+            Machine::X86 => object::elf::EM_386,
+            Machine::Arm => object::elf::EM_ARM,
+            Machine::X86_64 => object::elf::EM_X86_64,
+            Machine::Aarch64 => object::elf::EM_AARCH64,
+            Machine::Riscv => object::elf::EM_RISCV,
         }
     }
 

@@ -5,9 +5,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::Tree;
 use crate::input::metadata::Metadata;
 use crate::input::sources;
+use crate::objects::elf;
 use crate::objects::Machine;
 use crate::plan::model::Plan;
-use crate::toolchain::elf;
 use crate::toolchain::target::{self, Target};
 
 /// Refuses code that cannot compile for the target, before the compiler says so less clearly.

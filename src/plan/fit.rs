@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::memory_x::{self, MemoryLayout, Placement, Region};
 use crate::input::user_path::{self, Base};
+use crate::objects::sections::{SectionNames, Storage};
 use crate::plan::model::MemoryNeeds;
 use crate::plan::report::ModuleReport;
-use crate::toolchain::sections::{SectionNames, Storage};
 
 /// One part of the model counted in a region.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,10 +1,11 @@
 //! The plan as data: what every later stage (code generation, the toolchain,
 //! reports) reads. A leaf: it decides nothing and imports no stage but the
-//! source scanner's types it carries.
+//! types it carries (the source scanner's, the stack bound's).
 
 use crate::dtype::DType;
 use crate::ident::CIdent;
 use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
+use crate::objects::stack::StackBound;
 
 /// Everything the later stages need to build one archive.
 #[derive(Debug, Clone)]
@@ -191,46 +192,6 @@ impl Compiled {
     /// A module whose C is not compiled (planning alone, `inspect` without `--target`).
     pub(crate) fn not_compiled() -> Compiled {
         Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0 }
-    }
-}
-
-/// The worst-case stack of one run of a module, from the compiled objects
-/// (README.md, "How deep is its stack?"), or why it is unknown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StackBound {
-    /// The bound in bytes: `STACK_BYTES` of the generated module; `None` when unknown.
-    pub bytes: Option<u64>,
-    /// Why there is no bound, when there is none.
-    pub unknown: Option<String>,
-    /// The deepest path, outermost first: each function (or allowance) and its frame.
-    pub path: Vec<StackFrame>,
-}
-
-/// One step of a [`StackBound`]'s deepest path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StackFrame {
-    /// The function, or what an allowance stands for.
-    pub function: String,
-    /// Its frame in bytes.
-    pub bytes: u64,
-}
-
-impl StackBound {
-    /// No bound, for `why`.
-    pub(crate) fn unknown(why: impl Into<String>) -> StackBound {
-        StackBound { bytes: None, unknown: Some(why.into()), path: Vec::new() }
-    }
-
-    /// The bound of a module whose C is not compiled (planning alone, `inspect` without `--target`).
-    pub(crate) fn not_compiled() -> StackBound {
-        StackBound::unknown("not compiled: the bound is read from the compiled objects (a build, or inspect --target)")
-    }
-
-    /// The path as text: `f (16) → g (8)`.
-    pub fn path_text(&self) -> String {
-        self.path.iter().map(|step| format!("{} ({})", step.function, step.bytes)).collect::<Vec<_>>().join(" → ")
     }
 }
 

@@ -10,7 +10,8 @@ use crate::error::Result;
 use crate::input::kernel_library::{self, KernelLibrary};
 use crate::input::user_path::Base;
 use crate::json::{json, Value};
-use crate::plan::model::{Compiled, Entry, MemoryNeeds, ModulePlan, StackBound, Tensor};
+use crate::objects::stack::StackBound;
+use crate::plan::model::{Compiled, Entry, MemoryNeeds, ModulePlan, Tensor};
 use crate::plan::{read_and_plan, PlanOptions, Planned};
 use crate::toolchain::target;
 

@@ -16,7 +16,7 @@ pub(crate) struct BindingsSpec {
     /// Regexes of the functions, types and constants to keep.
     pub allow: Vec<String>,
     /// The prefix the crate's symbols carry in its libraries
-    /// (`toolchain::symbols`): functions and variables are declared under
+    /// (`objects::rename`): functions and variables are declared under
     /// their C names and linked under the prefixed ones, but for `unprefixed`.
     pub link_prefix: Option<String>,
     pub unprefixed: Vec<String>,

@@ -16,15 +16,15 @@ use crate::cargo::env::Env;
 use crate::cargo::record::record_struct;
 use crate::cargo::write::{remove_temporaries, rename, temporary, write_replacing};
 use crate::error::{out_of_space_help, printable, Error, ErrorKind, Result};
+use crate::objects::ar;
+use crate::objects::elf;
+use crate::objects::rename::{Private, Renaming};
+use crate::objects::sections::{self, SectionNames};
 use crate::toolchain::answers;
-use crate::toolchain::elf;
 use crate::toolchain::inputs::{self, Digests};
-use crate::toolchain::sections::{self, SectionNames};
 use crate::toolchain::spawn::{self, CompilerCommand, Limits, Ran};
-use crate::toolchain::static_lib;
-use crate::toolchain::symbols::{Private, Renaming};
 
-/// Flags a compile gets for the stack bound (`toolchain::stack`), the first
+/// Flags a compile gets for the stack bound (`objects::stack`), the first
 /// only when no wrapper runs the compiler; part of the cache keys.
 pub(crate) const STACK_FLAGS: [&str; 2] = ["-fstack-usage", "-ffunction-sections"];
 
@@ -563,7 +563,7 @@ impl Library {
     fn archive(&self, base: &cc::Build, name: &str, objects: &[PathBuf], renaming: Option<&Renaming>) -> Result<()> {
         let library = self.out_dir.join(format!("lib{name}.a"));
         let partial = temporary(&library);
-        let written = static_lib::write_elf_library(&partial, objects, renaming);
+        let written = ar::write_elf_library(&partial, objects, renaming);
         let written = match written {
             Ok(true) => Ok(()),
             Ok(false) => {

@@ -1,21 +1,14 @@
-//! The C toolchain: the target and its compiler (`target`), compiling
-//! (`compile`, `static_lib`), placing the model's memory in named sections
-//! (`sections`), making a crate's symbols its own (`symbols`), bindgen (`bindings`) and reading what was built
-//! (`elf`, `measure`).
+//! The C toolchain, driven: the target and its compiler (`target`, `answers`),
+//! compiling (`compile`, `spawn`, `inputs`), bindgen (`bindings`) and the
+//! stack bound of what was compiled (`stack_bound`). The objects it writes
+//! and reads are `objects`'.
 
 pub(crate) mod answers;
 pub(crate) mod bindings;
 pub(crate) mod compile;
-pub(crate) mod elf;
 pub(crate) mod inputs;
-pub(crate) mod measure;
-pub(crate) mod prologue;
-pub(crate) mod sections;
 pub(crate) mod spawn;
-pub(crate) mod stack;
-pub(crate) mod static_lib;
-pub(crate) mod symbols;
-pub(crate) mod system_lib;
+pub(crate) mod stack_bound;
 pub(crate) mod target;
 
 /// A scoped thread's result, its panic passed on.

@@ -11,8 +11,8 @@ use object::{ReadCache, ReadRef};
 use crate::cargo::write::write_streamed_if_changed;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
+use crate::objects::elf::{self, Header, Section, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_PROGBITS};
 use crate::objects::patch::Patch;
-use crate::toolchain::elf::{self, Header, Section, SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE, SHT_PROGBITS};
 
 /// What part of a model's memory a linker section holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -126,6 +126,24 @@ pub(crate) fn string(table: &[u8], offset: u32) -> Option<&[u8]> {
     Some(&rest[..rest.iter().position(|&b| b == 0)?])
 }
 
+/// The names of the global (not weak, not common) symbols an ELF object
+/// defines; none for bytes [`Header::checked_sections`] does not read.
+pub(crate) fn strong_definitions(bytes: &[u8]) -> Vec<String> {
+    const STB_GLOBAL: u8 = 1;
+    const STB_GNU_UNIQUE: u8 = 10;
+    const SHN_LORESERVE: u16 = 0xff00;
+    let Some(header) = Header::parse(bytes) else { return Vec::new() };
+    let Ok(sections) = header.checked_sections(bytes) else { return Vec::new() };
+    let Some(symtab) = sections.iter().find(|s| s.kind == SHT_SYMTAB) else { return Vec::new() };
+    let names = usize::try_from(symtab.link).ok().and_then(|link| sections.get(link)?.bytes(bytes));
+    let (Some(table), Some(names)) = (symtab.bytes(bytes), names) else { return Vec::new() };
+    header
+        .symbols(table)
+        .filter(|symbol| [STB_GLOBAL, STB_GNU_UNIQUE].contains(&symbol.binding) && symbol.section != 0 && symbol.section < SHN_LORESERVE)
+        .filter_map(|symbol| Some(String::from_utf8_lossy(string(names, symbol.name)?).into_owned()))
+        .collect()
+}
+
 /// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Relocation {
@@ -491,7 +509,7 @@ mod tests {
         let dir = crate::test_support::scratch("elf-many-symtabs");
         let path = dir.join("many.o");
         std::fs::write(&path, &bytes).unwrap();
-        let error = crate::toolchain::symbols::Tables::read(&path).err().expect("refused");
+        let error = crate::objects::rename::Tables::read(&path).err().expect("refused");
         assert!(error.to_string().contains("more than one symbol table"), "{error}");
         // More sections than the limit.
         let mut header = object(&[], &[]);

@@ -8,7 +8,7 @@ use object::read::archive::ArchiveFile;
 use object::read::{ReadCache, ReadRef};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::toolchain::elf;
+use crate::objects::elf;
 
 /// Bytes of one compiled library by kind of section (allocated sections only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

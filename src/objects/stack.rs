@@ -1,8 +1,8 @@
 //! The stack bound of a module's run: each function's frame from the
 //! compiler's `-fstack-usage` file, who calls whom from the objects'
 //! relocations, and the deepest path from the glue's entry point. Pure: the
-//! caller hands in the objects' bytes and the `.su` texts (`analyse` below is
-//! the thin shell that reads them).
+//! caller hands in the objects' bytes and the `.su` texts
+//! (`toolchain::stack_bound` is the thin shell that reads them).
 //!
 //! Sound for code that calls functions directly, as TVM's generated C and
 //! CMSIS-NN do. A call through a pointer has no relocation, so pointers are
@@ -20,21 +20,54 @@
 //! `-fstack-usage`, or prebuilt) has its frames read from its code too.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::cargo::cache;
-use crate::cargo::record::{self, record_struct};
-use crate::cargo::write::write_if_changed;
 use crate::error::{Error, ErrorKind, Result};
+use crate::objects::elf::{self, Header};
+use crate::objects::library::Archive;
+use crate::objects::prologue;
 use crate::objects::Machine;
-use crate::plan::model::{StackBound, StackFrame};
-use crate::toolchain::compile::{self, Provenance};
-use crate::toolchain::elf::{self, Header};
-use crate::toolchain::inputs;
-use crate::toolchain::prologue;
-use crate::toolchain::system_lib::Archive;
+
+/// The worst-case stack of one run of a module, from the compiled objects
+/// (README.md, "How deep is its stack?"), or why it is unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StackBound {
+    /// The bound in bytes: `STACK_BYTES` of the generated module; `None` when unknown.
+    pub bytes: Option<u64>,
+    /// Why there is no bound, when there is none.
+    pub unknown: Option<String>,
+    /// The deepest path, outermost first: each function (or allowance) and its frame.
+    pub path: Vec<StackFrame>,
+}
+
+/// One step of a [`StackBound`]'s deepest path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StackFrame {
+    /// The function, or what an allowance stands for.
+    pub function: String,
+    /// Its frame in bytes.
+    pub bytes: u64,
+}
+
+impl StackBound {
+    /// No bound, for `why`.
+    pub(crate) fn unknown(why: impl Into<String>) -> StackBound {
+        StackBound { bytes: None, unknown: Some(why.into()), path: Vec::new() }
+    }
+
+    /// The bound of a module whose C is not compiled (planning alone, `inspect` without `--target`).
+    pub(crate) fn not_compiled() -> StackBound {
+        StackBound::unknown("not compiled: the bound is read from the compiled objects (a build, or inspect --target)")
+    }
+
+    /// The path as text: `f (16) → g (8)`.
+    pub fn path_text(&self) -> String {
+        self.path.iter().map(|step| format!("{} ({})", step.function, step.bytes)).collect::<Vec<_>>().join(" → ")
+    }
+}
 
 /// mlf-build's support functions that call a function pointer their caller
 /// passes, in their own frame: `mlf_support_call` runs the glue's entry under
@@ -245,7 +278,7 @@ struct Function {
     undecoded: Option<String>,
 }
 
-/// A library function, its frame read from its machine code (`toolchain::prologue`).
+/// A library function, its frame read from its machine code (`objects::prologue`).
 #[derive(Debug)]
 struct LibraryCode {
     /// The library's file name (`libm.a`).
@@ -1141,7 +1174,7 @@ impl Program {
     /// Adds, as the linker would pull them in, the members of `libraries`
     /// (in link order: the first that defines a symbol provides it) that
     /// define what the objects read so far call or reference.
-    fn add_library_code(&mut self, libraries: &[Arc<Archive>]) {
+    pub fn add_library_code(&mut self, libraries: &[Arc<Archive>]) {
         let mut looked_up = HashSet::new();
         let mut added = HashSet::new();
         loop {
@@ -1173,107 +1206,6 @@ impl Program {
     }
 }
 
-/// The bound of each root in `roots` over the objects the lists name (each a
-/// file of object paths, one per line, as [`crate::toolchain::compile::Library`]
-/// writes it), with their `.su` files beside them, and the functions they
-/// use from the toolchain's `libraries` (in link order). The bounds are kept
-/// beside the first list (`lib<name>.stack.json`) with the key of what they
-/// were computed from: a rebuild of the same objects reads none of them.
-pub(crate) fn analyse(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<Vec<StackBound>> {
-    let cache = object_lists.first().map(|list| list.with_extension("stack.json"));
-    let key = cache_key(object_lists, libraries, roots)?;
-    if let Some(bounds) = cache.as_deref().and_then(|cache| read_cache(cache, &key)) {
-        return Ok(bounds);
-    }
-    let mut program = Program::default();
-    let mut definitions = Definitions::default();
-    for list in object_lists {
-        let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
-        for (provenance, object) in listed(list, &text)? {
-            let bytes = std::fs::read(object).map_err(|e| Error::io("read", object, e))?;
-            definitions.add(object, provenance, &bytes)?;
-            // Only this build's compiler writes a `.su` file to trust: one beside a
-            // prebuilt object is the archive's, and its frames come from its code.
-            let stack_usage = match provenance {
-                Provenance::Compiled => std::fs::read_to_string(object.with_extension("su")).ok(),
-                Provenance::Prebuilt => None,
-            };
-            let label = object.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-            program.add_object(&label, &bytes, stack_usage.as_deref())?;
-        }
-    }
-    let archives: Vec<Arc<Archive>> = libraries.iter().filter_map(|path| Archive::open(path)).collect();
-    program.add_library_code(&archives);
-    let bounds: Vec<StackBound> = roots.iter().map(|root| program.bound(root)).collect();
-    if let Some(cache) = &cache {
-        let stored = CachedBounds {
-            key,
-            bounds: bounds
-                .iter()
-                .map(|bound| CachedBound {
-                    bytes: bound.bytes,
-                    unknown: bound.unknown.clone(),
-                    path: bound.path.iter().map(|step| (step.function.clone(), step.bytes)).collect(),
-                })
-                .collect(),
-        };
-        write_if_changed(cache, &record::to_bytes(&stored))?;
-    }
-    Ok(bounds)
-}
-
-/// The symbols the build's objects define, by where they come from: a
-/// prebuilt object must define none that mlf-build's own code (its support
-/// runtime, the glue, the archive's C it compiled) defines, which would fail at link time.
-#[derive(Default)]
-struct Definitions {
-    compiled: HashMap<String, PathBuf>,
-    prebuilt: HashMap<String, PathBuf>,
-}
-
-impl Definitions {
-    fn add(&mut self, object: &Path, provenance: Provenance, bytes: &[u8]) -> Result<()> {
-        for name in strong_definitions(bytes) {
-            let (own, other) = match provenance {
-                Provenance::Compiled => (&mut self.compiled, &self.prebuilt),
-                Provenance::Prebuilt => (&mut self.prebuilt, &self.compiled),
-            };
-            if let Some(elsewhere) = other.get(&name) {
-                let (prebuilt, compiled) = match provenance {
-                    Provenance::Compiled => (elsewhere.as_path(), object),
-                    Provenance::Prebuilt => (object, elsewhere.as_path()),
-                };
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!("the prebuilt object defines `{name}`, which mlf-build's own code defines too (in `{}`)", compiled.display()),
-                )
-                .in_file(prebuilt.display().to_string())
-                .help("objects under codegen/host/lib must not define mlf-build's support or glue symbols: pass the archive's original objects, as TVM wrote them"));
-            }
-            own.entry(name).or_insert_with(|| object.to_path_buf());
-        }
-        Ok(())
-    }
-}
-
-/// The names of the global (not weak, not common) symbols an ELF object
-/// defines; none for bytes [`elf::Header::checked_sections`] does not read.
-fn strong_definitions(bytes: &[u8]) -> Vec<String> {
-    const STB_GLOBAL: u8 = 1;
-    const STB_GNU_UNIQUE: u8 = 10;
-    const SHN_LORESERVE: u16 = 0xff00;
-    let Some(header) = Header::parse(bytes) else { return Vec::new() };
-    let Ok(sections) = header.checked_sections(bytes) else { return Vec::new() };
-    let Some(symtab) = sections.iter().find(|s| s.kind == elf::SHT_SYMTAB) else { return Vec::new() };
-    let names = usize::try_from(symtab.link).ok().and_then(|link| sections.get(link)?.bytes(bytes));
-    let (Some(table), Some(names)) = (symtab.bytes(bytes), names) else { return Vec::new() };
-    header
-        .symbols(table)
-        .filter(|symbol| [STB_GLOBAL, STB_GNU_UNIQUE].contains(&symbol.binding) && symbol.section != 0 && symbol.section < SHN_LORESERVE)
-        .filter_map(|symbol| Some(String::from_utf8_lossy(elf::string(names, symbol.name)?).into_owned()))
-        .collect()
-}
-
 /// The bound of `f0` in a program of functions `f0`..`f4095` read from
 /// `bytes` (for the `stack` fuzz target): each 4 bytes are a call from one
 /// function to another (little-endian 12-bit numbers), one numbered past
@@ -1298,66 +1230,10 @@ pub(crate) fn graph_bound(bytes: &[u8]) -> StackBound {
     program.bound("f0")
 }
 
-/// The objects object list `list` (its text) names, with where each comes from.
-fn listed<'t>(list: &Path, text: &'t str) -> Result<Vec<(Provenance, &'t Path)>> {
-    compile::listed_objects(text).collect::<Option<Vec<_>>>().ok_or_else(|| {
-        Error::new(ErrorKind::Toolchain, format!("`{}` is not an object list this version of mlf-build wrote", list.display()))
-            .help("remove the build's output directory (cargo clean) and build again")
-    })
-}
-
-/// What [`analyse`] keeps of its bounds, and the key they were computed for.
-struct CachedBounds {
-    key: String,
-    bounds: Vec<CachedBound>,
-}
-record_struct!(CachedBounds { key, bounds });
-
-struct CachedBound {
-    bytes: Option<u64>,
-    unknown: Option<String>,
-    path: Vec<(String, u64)>,
-}
-record_struct!(CachedBound { bytes, unknown, path });
-
-/// The bounds kept in `cache` when their key is `key`.
-fn read_cache(cache: &Path, key: &str) -> Option<Vec<StackBound>> {
-    let stored: CachedBounds = record::from_bytes(&std::fs::read(cache).ok()?)?;
-    (stored.key == key).then(|| {
-        stored
-            .bounds
-            .into_iter()
-            .map(|bound| StackBound {
-                bytes: bound.bytes,
-                unknown: bound.unknown,
-                path: bound.path.into_iter().map(|(function, bytes)| StackFrame { function, bytes }).collect(),
-            })
-            .collect()
-    })
-}
-
-/// What the bounds depend on, without reading an object: the lists, each
-/// object's and `.su` file's and library's size and time, the roots, and the
-/// program computing them (the build script, rebuilt when mlf-build changes).
-fn cache_key(object_lists: &[PathBuf], libraries: &[PathBuf], roots: &[String]) -> Result<String> {
-    let stamp = |path: &Path| format!("{}\t{:?}\n", path.display(), inputs::stat(path));
-    let mut parts = vec![env!("CARGO_PKG_VERSION").to_string(), roots.join("\n")];
-    parts.extend(std::env::current_exe().ok().map(|exe| stamp(&exe)));
-    for list in object_lists {
-        let text = std::fs::read_to_string(list).map_err(|e| Error::io("read", list, e))?;
-        for (_, object) in listed(list, &text)? {
-            parts.push(stamp(object));
-            parts.push(stamp(&object.with_extension("su")));
-        }
-        parts.push(text);
-    }
-    parts.extend(libraries.iter().map(|library| stamp(library)));
-    Ok(cache::key(&parts.iter().map(|part| part.as_bytes()).collect::<Vec<_>>()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
 
     /// A program of `(name, frame, calls, addresses taken)`; names no function has are external.
     fn program(functions: &[(&str, Frame, &[&str], &[&str])]) -> Program {
@@ -1641,7 +1517,7 @@ mod tests {
         }
         let listed = lists.iter().flat_map(|list| {
             let text = std::fs::read_to_string(list).unwrap();
-            compile::listed_objects(&text).map(|listed| listed.unwrap().1.to_path_buf()).collect::<Vec<_>>()
+            crate::toolchain::compile::listed_objects(&text).map(|listed| listed.unwrap().1.to_path_buf()).collect::<Vec<_>>()
         });
         listed
             .filter_map(|object| {
@@ -1775,72 +1651,6 @@ mod tests {
         assert_eq!(readable("expf"), "expf");
     }
 
-    /// A second bound of the same objects comes from `lib<name>.stack.json`
-    /// without reading them; a changed object is read again.
-    #[test]
-    fn a_rebuild_of_the_same_objects_reads_none() {
-        let dir = crate::test_support::scratch("stack-cache");
-        std::fs::write(dir.join("root.c"), "int root(int n) { volatile char buf[32]; buf[n & 31] = 1; return buf[0]; }\n").unwrap();
-        let status =
-            std::process::Command::new("cc").args(["-O1", "-fstack-usage", "-c", "root.c", "-o", "root.o"]).current_dir(&dir).status();
-        if !status.is_ok_and(|status| status.success()) {
-            crate::test_support::skip("no host C compiler (cc)");
-            return;
-        }
-        let object = dir.join("root.o");
-        let list = dir.join("libmodel.objects");
-        std::fs::write(&list, format!("compiled\t{}\n", object.display())).unwrap();
-        let roots = ["root".to_string()];
-        let first = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
-        assert!(first[0].bytes.is_some(), "{first:?}");
-        assert!(dir.join("libmodel.stack.json").is_file());
-        // Same size and time, other bytes: only a read would notice.
-        let modified = std::fs::metadata(&object).unwrap().modified().unwrap();
-        let garbage = vec![0u8; std::fs::metadata(&object).unwrap().len() as usize];
-        std::fs::write(&object, &garbage).unwrap();
-        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified).unwrap();
-        assert_eq!(analyse(std::slice::from_ref(&list), &[], &roots).unwrap(), first);
-        std::fs::File::options().write(true).open(&object).unwrap().set_modified(modified + std::time::Duration::from_secs(1)).unwrap();
-        let again = analyse(std::slice::from_ref(&list), &[], &roots).unwrap();
-        assert!(again[0].unknown.as_deref().is_some_and(|why| why.contains("root.o")), "{again:?}");
-    }
-
-    /// A `.su` file beside a prebuilt object is the archive's: the frames come
-    /// from the object's code (unknown for x86-64), never from the file.
-    #[test]
-    fn a_prebuilt_objects_stack_usage_file_is_not_read() {
-        let flags = ["-mthumb", "-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"];
-        let source = "int root(int n) { volatile char buf[4096]; buf[n & 4095] = 1; return buf[n / 2]; }\n";
-        for (compiler, flags) in [("cc", &[][..]), ("arm-none-eabi-gcc", &flags[..])] {
-            let dir = crate::test_support::scratch(&format!("stack-prebuilt-{compiler}"));
-            std::fs::write(dir.join("root.c"), source).unwrap();
-            let status = std::process::Command::new(compiler)
-                .args(flags)
-                .args(["-O1", "-ffunction-sections", "-c", "root.c", "-o", "root.o"])
-                .current_dir(&dir)
-                .status();
-            if !status.is_ok_and(|status| status.success()) {
-                crate::test_support::skip(&format!("no {compiler}"));
-                continue;
-            }
-            // The archive's lie: an 8-byte frame.
-            std::fs::write(dir.join("root.su"), "root.c:2:5:root\t8\tstatic\n").unwrap();
-            let list = dir.join("libmodel.objects");
-            std::fs::write(&list, format!("prebuilt\t{}\n", dir.join("root.o").display())).unwrap();
-            let bound = analyse(std::slice::from_ref(&list), &[], &["root".to_string()]).unwrap().remove(0);
-            if compiler == "cc" {
-                let why = bound.unknown.unwrap_or_default();
-                assert!(why.contains("machine code is not read") || why.contains("not read from its code"), "{why}");
-            } else {
-                assert!(bound.path[0].bytes >= 4096, "{bound:?}");
-            }
-            // Listed as this build's compile, the same file is the compiler's.
-            std::fs::write(&list, format!("compiled\t{}\n", dir.join("root.o").display())).unwrap();
-            let trusted = analyse(std::slice::from_ref(&list), &[], &["root".to_string()]).unwrap().remove(0);
-            assert_eq!(trusted.path.first().map(|step| step.bytes), Some(8), "{trusted:?}");
-        }
-    }
-
     /// A call chain thousands of functions deep is walked without recursion.
     #[test]
     fn a_deep_call_chain_is_walked_iteratively() {
@@ -1851,18 +1661,6 @@ mod tests {
         let bound = program(&functions).bound("f0");
         assert_eq!(bound.bytes, Some(8 * 200_000 + 32), "{:?}", bound.unknown);
         assert_eq!(bound.path.len(), 200_001);
-    }
-
-    /// Assembles `text` with the host compiler; `None` (after a SKIP line) without one.
-    fn assembled(name: &str, text: &str) -> Option<Vec<u8>> {
-        let dir = crate::test_support::scratch(name);
-        std::fs::write(dir.join("code.s"), text).unwrap();
-        let status = std::process::Command::new("cc").args(["-c", "code.s", "-o", "code.o"]).current_dir(&dir).status();
-        if !status.is_ok_and(|status| status.success()) {
-            crate::test_support::skip("no host C compiler (cc)");
-            return None;
-        }
-        Some(std::fs::read(dir.join("code.o")).unwrap())
     }
 
     /// 30 000 functions in one section, each calling the next, and 30 000
@@ -1877,7 +1675,7 @@ mod tests {
                 &format!(".globl f{i}\n.type f{i},@function\nf{i}:\ncall f{}\nret\n.type f{i}.cold,@function\nf{i}.cold:\nret\n", i + 1);
             usage += &format!("code.c:1:1:f{i}\t16\tstatic\n");
         }
-        let Some(object) = assembled("stack-many-functions", &text) else { return };
+        let Some(object) = crate::test_support::assembled("stack-many-functions", &text) else { return };
         let started = std::time::Instant::now();
         let mut program = Program::default();
         program.add_object("code.o", &object, Some(&usage)).unwrap();
@@ -1885,21 +1683,5 @@ mod tests {
         // They share their code, so each may call any: a cycle.
         assert!(bound.unknown.as_deref().is_some_and(|why| why.contains("recursion")), "{bound:?}");
         assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
-    }
-
-    /// A prebuilt object defining a symbol this build's own code defines is refused, naming both.
-    #[test]
-    fn a_prebuilt_object_defining_mlf_builds_symbols_is_refused() {
-        let text = ".text\n.globl TVMPlatformAbort\n.type TVMPlatformAbort,@function\nTVMPlatformAbort:\nret\n";
-        let Some(object) = assembled("stack-collision", text) else { return };
-        let dir = crate::test_support::scratch("stack-collision-lists");
-        let (ours, theirs) = (dir.join("support.o"), dir.join("default_lib0.o"));
-        std::fs::write(&ours, &object).unwrap();
-        std::fs::write(&theirs, &object).unwrap();
-        let (model, support) = (dir.join("libmodel.objects"), dir.join("libsupport.objects"));
-        std::fs::write(&model, format!("prebuilt\t{}\n", theirs.display())).unwrap();
-        std::fs::write(&support, format!("compiled\t{}\n", ours.display())).unwrap();
-        let error = analyse(&[model, support], &[], &["TVMPlatformAbort".to_string()]).unwrap_err().to_string();
-        assert!(error.contains("defines `TVMPlatformAbort`") && error.contains("default_lib0.o") && error.contains("support.o"), "{error}");
     }
 }

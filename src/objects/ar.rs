@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::patch::Patch;
-use crate::toolchain::symbols::{self, Renaming, Tables};
+use crate::objects::rename::{self, Renaming, Tables};
 
 /// One object to archive.
 struct Member {
@@ -57,7 +57,7 @@ pub(crate) fn write_elf_library(path: &Path, objects: &[PathBuf], renaming: Opti
         };
         let Some(tables) = tables.filter(|_| !slim) else {
             return match renaming {
-                Some(_) => Err(symbols::not_elf(object)),
+                Some(_) => Err(rename::not_elf(object)),
                 None => Ok(false),
             };
         };
