@@ -90,7 +90,9 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     sources::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
     let codegen = sources::codegen_for(&tree, MODULE, &[MODULE]);
-    let sources = sources::Sources::new(&tree);
+    let texts = c::CTexts::of(&tree);
+    let files = c::CFiles::parse(&texts)?;
+    let sources = sources::Sources::new(&tree, &files);
     sources::headerless_entry(&sources, &codegen, MODULE);
     sources::code_needs(&sources, &codegen);
     sources::linked_params(&sources, &codegen);

@@ -73,14 +73,24 @@ impl Facts {
 /// The modules the archive names: metadata.json's, else the headers', else `default`.
 fn module_metas(tree: &Tree) -> Vec<ModuleMeta> {
     let parsed = tree.get("metadata.json").and_then(|bytes| metadata::parse(bytes).ok());
-    parsed.or_else(|| sources::metadata_from_headers(tree)).map(|metadata| metadata.modules).unwrap_or_default()
+    let texts = c::CTexts::of(tree);
+    let inferred = || sources::metadata_from_headers(tree, &c::CFiles::parse(&texts).ok()?);
+    parsed.or_else(inferred).map(|metadata| metadata.modules).unwrap_or_default()
 }
 
 /// Every question `plan/`, `builder/` and `codegen/` ask of a tree's C, per file and per module.
 /// `cmsis_nn`: the folder of the CMSIS-NN checkouts the scratch probe asks.
 fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Option<&Path>) {
-    out.line(format!("check_c_text: {}", answer(sources::check_c_text(tree))));
-    match sources::metadata_from_headers(tree) {
+    let texts = c::CTexts::of(tree);
+    let files = c::CFiles::parse(&texts);
+    let checked = match &files {
+        Ok(_) => "Ok(())".to_string(),
+        Err(error) => format!("Err({:?})", error.to_string()),
+    };
+    out.line(format!("check_c_text: {checked}"));
+    // What follows reads the C as the build does: only once it passes its checks.
+    let Ok(files) = files else { return };
+    match sources::metadata_from_headers(tree, &files) {
         Some(inferred) => {
             out.line("metadata_from_headers:");
             for module in &inferred.modules {
@@ -89,7 +99,7 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
         }
         None => out.line("metadata_from_headers: None"),
     }
-    let sources = Sources::new(tree);
+    let sources = Sources::new(tree, &files);
     let paths: Vec<&str> = tree.files_under(sources::SRC_DIR).collect();
     out.line("");
     out.line("## sources (as Sources reads them: comments, literals and numeric initializers left out)");

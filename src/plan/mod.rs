@@ -24,6 +24,7 @@ use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{Limits, Tree};
+use crate::input::c::{CFiles, CTexts};
 use crate::input::metadata::{self, Metadata};
 use crate::input::sources;
 use crate::plan::model::Plan;
@@ -80,12 +81,13 @@ pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned
 }
 
 fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) -> Result<(Tree, Metadata, Plan)> {
-    // Before any scanner reads the archive's C: its limits and the names it may define.
-    sources::check_c_text(&tree)?;
     let mut metadata = match tree.get("metadata.json") {
         Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
         None => {
-            let inferred = sources::metadata_from_headers(&tree).ok_or_else(|| {
+            // The code says the workspace a header does not: it is read only
+            // once its limits hold (and parsed again below, once renamed).
+            let texts = CTexts::of(&tree);
+            let inferred = sources::metadata_from_headers(&tree, &CFiles::parse(&texts)?).ok_or_else(|| {
                 Error::new(
                     ErrorKind::NotMlf,
                     "not a Model Library Format archive: it has neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h to infer the model from",
@@ -107,7 +109,12 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) 
         checks::check_objects(&tree, target)?;
     }
     let tree = rename::apply(tree, &mut metadata, options.renames, warnings)?;
-    let mut plan = resolve::plan(&tree, &metadata, warnings)?;
+    let mut plan = {
+        // Before any scanner reads the archive's C: each file parsed once, its limits checked.
+        let texts = CTexts::of(&tree);
+        let files = CFiles::parse(&texts)?;
+        resolve::plan(&tree, &files, &metadata, warnings)?
+    };
     for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
         warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
     }

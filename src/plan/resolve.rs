@@ -6,6 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
+use crate::input::c::CFiles;
 use crate::input::graph;
 use crate::input::loops::Reach;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
@@ -17,8 +18,8 @@ use crate::plan::{schedule, Warnings};
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
 
-pub(crate) fn plan(tree: &Tree, metadata: &Metadata, warnings: &mut Warnings) -> Result<Plan> {
-    let sources = &sources::Sources::new(tree);
+pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warnings: &mut Warnings) -> Result<Plan> {
+    let sources = &sources::Sources::new(tree, files);
     let modules = metadata
         .modules
         .iter()

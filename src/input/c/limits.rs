@@ -1,11 +1,14 @@
 //! The limits an archive's C text must keep before any scanner reads it:
-//! its length and bracket depth ([`check_source`]), and how far its macros
-//! may expand ([`check_macros`]).
+//! its length ([`check_length`]) and bracket depth ([`MAX_NESTING`], which
+//! the parser checks as it reads), and how far its macros may expand
+//! ([`check_macros`]).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
+use crate::input::c::parser::syntax::CSource;
 use crate::input::c::text::strip_comments;
 
 /// Longest C source or header read from an archive, in bytes: TVM's largest
@@ -37,56 +40,52 @@ pub(crate) fn check_length(path: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the limits an archive's C text (`path`, a source or header) must
-/// keep before any scanner reads it: its length, how deep its brackets nest.
-/// Returns the text without comments ([`strip_comments`]), which it reads
-/// the brackets of, so the caller lexes the text no second time.
-pub(crate) fn check_source(path: &str, text: &str) -> Result<String> {
-    check_length(path, text)?;
-    let code = strip_comments(text);
-    let mut depth = 0usize;
-    for (at, byte) in code.bytes().enumerate() {
-        match byte {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    let line = code[..at].matches('\n').count() + 1;
-                    return Err(Error::new(
-                        ErrorKind::Unsupported,
-                        format!("brackets nest deeper than {MAX_NESTING} levels (the limit) at line {line}"),
-                    )
-                    .in_file(path)
-                    .help("TVM's generated C nests a few levels deep; so deep a nesting is not code TVM wrote (Clang refuses it too)"));
-                }
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    Ok(code)
+/// One `#define` as [`check_macros`] reads it.
+pub(crate) struct MacroDefinition<'f> {
+    /// The file it is in.
+    path: &'f str,
+    name: &'f str,
+    /// A function-like macro's parameters (`...` among them).
+    params: Option<Vec<&'f str>>,
+    /// What it expands to, comments and literals' contents blanked.
+    body: Cow<'f, str>,
 }
 
-/// Checks that no object-like or function-like `#define` among `files`
-/// (`(path, text without comments)`, taken together as one program may
+impl<'f> MacroDefinition<'f> {
+    /// Every `#define` of `source`, in order.
+    pub(crate) fn all_of<'s>(source: &'s CSource<'f>) -> impl Iterator<Item = MacroDefinition<'f>> + 's {
+        source.defines.iter().map(|define| {
+            let body = source.text_of(define.body);
+            // Only a body with a comment or literal is lexed again, on its own.
+            let body = if body.contains(['/', '"', '\'']) { Cow::Owned(strip_comments(body)) } else { Cow::Borrowed(body) };
+            MacroDefinition { path: source.path, name: define.name, params: define.params.clone(), body }
+        })
+    }
+}
+
+/// Checks that no object-like or function-like `#define` among `definitions`
+/// (of every file, taken together as one program may
 /// include them all) expands to more than [`MAX_MACRO_TOKENS`] tokens or
 /// through a chain of more than [`MAX_MACRO_DEPTH`] macros: a chain of
 /// macros each naming the next twice grows geometrically in the compiler.
 /// A macro's size counts each macro its body names at its own size; one
 /// named inside its own expansion counts one token, as C expands it no further.
 /// Returns the macros, to check the code that invokes them ([`Macros::check_code`]).
-pub(crate) fn check_macros<'f>(files: impl IntoIterator<Item = (&'f str, &'f str)>) -> Result<Macros<'f>> {
+pub(crate) fn check_macros<'f>(definitions: &'f [MacroDefinition<'f>]) -> Result<Macros<'f>> {
     // Name → (file of its first definition, body tokens). Redefinitions add up: a bound for either.
     let mut macros: BTreeMap<&str, (&str, Vec<&str>)> = BTreeMap::new();
     // Function-like macro → (parameters, body after them) of each definition.
     let mut function_like: HashMap<&str, Vec<(Vec<&str>, &str)>> = HashMap::new();
     let mut object_like: Vec<(&str, &str)> = Vec::new();
-    for (path, code) in files {
-        for (name, body) in defines(code) {
-            macros.entry(name).or_insert((path, Vec::new())).1.extend(tokens(body));
-            match function_parameters(body) {
-                Some((parameters, rest)) => function_like.entry(name).or_default().push((parameters, rest)),
-                None => object_like.push((name, body)),
+    for definition in definitions {
+        let (name, body) = (definition.name, definition.body.as_ref());
+        macros.entry(name).or_insert((definition.path, Vec::new())).1.extend(tokens(body));
+        match &definition.params {
+            Some(params) => {
+                let parameters = params.iter().map(|&param| if param == "..." { "__VA_ARGS__" } else { param }).collect();
+                function_like.entry(name).or_default().push((parameters, body));
             }
+            None => object_like.push((name, body)),
         }
     }
     let mut sizes: HashMap<&str, u64> = HashMap::new();
@@ -211,20 +210,6 @@ fn growth_factors<'f>(
     Ok(factors)
 }
 
-/// `(parameters, body after them)` when `body` (what follows a `#define`'s
-/// name) opens a parameter list: a function-like macro.
-fn function_parameters(body: &str) -> Option<(Vec<&str>, &str)> {
-    let list = body.strip_prefix('(')?;
-    let close = list.find(')')?;
-    let parameters = list[..close]
-        .split(',')
-        .map(|parameter| parameter.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\\'))
-        .map(|parameter| if parameter.ends_with("...") { "__VA_ARGS__" } else { parameter })
-        .filter(|parameter| !parameter.is_empty())
-        .collect();
-    Some((parameters, &list[close + 1..]))
-}
-
 /// The macros of an archive's C: each one's size and, for a function-like
 /// one, its growth factor ([`growth_factors`]).
 #[derive(Debug, Default)]
@@ -234,6 +219,12 @@ pub(crate) struct Macros<'f> {
 }
 
 impl Macros<'_> {
+    /// Whether `source` names a function-like macro (or a name standing for
+    /// one) anywhere: only such a file can invoke one.
+    pub(crate) fn named_in(&self, source: &CSource<'_>) -> bool {
+        self.factors.keys().any(|name| source.mentions(name))
+    }
+
     /// Checks the code of `path` (without comments) outside its `#define`
     /// lines: invocations of function-like macros nested in each other
     /// multiply their growth factors, and no outermost invocation may
@@ -380,40 +371,6 @@ fn macro_error(path: &str, name: &str, why: String) -> Error {
         .help("TVM's macros are sizes and constant data; one that grows by expanding others would exhaust the compiler: pass the archive as TVM wrote it")
 }
 
-/// Only the `#define` lines of `code` (without comments), continuations kept:
-/// what [`check_macros`] reads, without holding whole files.
-pub(crate) fn define_lines(code: &str) -> String {
-    defines(code).into_iter().map(|(name, body)| format!("#define {name}{body}\n")).collect()
-}
-
-/// `(name, body)` of every `#define` in `code` (without comments; continued lines joined in the body).
-fn defines(code: &str) -> Vec<(&str, &str)> {
-    let mut found = Vec::new();
-    let mut offset = 0;
-    for line in code.split_inclusive('\n') {
-        let start = offset;
-        offset += line.len();
-        let Some(rest) = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|rest| rest.strip_prefix("define")) else {
-            continue;
-        };
-        let rest = rest.trim_start();
-        let name_end = rest.find(|c: char| !ident::is_identifier_char(c)).unwrap_or(rest.len());
-        if name_end == 0 {
-            continue;
-        }
-        let name_at = start + (line.len() - rest.len());
-        // The body runs to the first line break no backslash continues.
-        let mut end = name_at + name_end;
-        let bytes = code.as_bytes();
-        while end < bytes.len() && bytes[end] != b'\n' {
-            end += if bytes[end] == b'\\' { 2 } else { 1 };
-        }
-        let end = end.min(bytes.len());
-        found.push((&code[name_at..name_at + name_end], &code[name_at + name_end..end]));
-    }
-    found
-}
-
 /// The identifiers of `body` and one token for each other run of non-space characters.
 fn tokens(body: &str) -> impl Iterator<Item = &str> {
     body.split(|c: char| c.is_ascii_whitespace() || c == '\\').flat_map(|run| {
@@ -432,7 +389,13 @@ fn tokens(body: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::c::parser::parse::parse;
     use crate::input::c::text::{called_functions, function_definitions};
+
+    /// The `#define`s of `text` (the file `path`), as the parser reads them.
+    fn definitions<'t>(path: &'t str, text: &'t str) -> Vec<MacroDefinition<'t>> {
+        MacroDefinition::all_of(&parse(path, text).unwrap()).collect()
+    }
 
     /// 100,000 `f(` in a literal, or unclosed in the code, are one pass each;
     /// the unclosed ones nest deeper than [`MAX_NESTING`] and are refused.
@@ -442,10 +405,10 @@ mod tests {
         let code = strip_comments(&literal);
         assert_eq!(function_definitions(&code).map(|(name, _)| name).collect::<Vec<_>>(), ["g"]);
         assert_eq!(called_functions(&code).count(), 1);
-        check_source("lib.c", &literal).unwrap();
+        parse("lib.c", &literal).unwrap();
         let open = format!("int g(void) {{ {} }}", "f(".repeat(100_000));
         assert_eq!(function_definitions(&open).count(), 1);
-        let error = check_source("codegen/host/src/lib.c", &open).unwrap_err();
+        let error = parse("codegen/host/src/lib.c", &open).unwrap_err();
         assert!(error.to_string().contains("deeper than 256 levels"), "{error}");
         assert_eq!(error.file(), Some("codegen/host/src/lib.c"));
         let nested = format!("{}{{}}{}", "int f(void) { ".repeat(200), "}".repeat(200));
@@ -458,18 +421,19 @@ mod tests {
         for level in 1..40 {
             doubling.push_str(&format!("#define M{level} M{prev} M{prev}\n", prev = level - 1));
         }
-        let error = check_macros([("include/tvmgen_default.h", doubling.as_str())]).unwrap_err();
+        let error = check_macros(&definitions("include/tvmgen_default.h", &doubling)).unwrap_err();
         assert!(error.to_string().contains("macro `M27` expands to more than 67108864 tokens"), "{error}");
         assert_eq!(error.file(), Some("include/tvmgen_default.h"));
         let chain: String = (0..100).map(|level| format!("#define C{level} C{}\n", level + 1)).collect();
-        let error = check_macros([("lib.c", chain.as_str())]).unwrap_err();
+        let error = check_macros(&definitions("lib.c", &chain)).unwrap_err();
         assert!(error.to_string().contains("chain of more than 64 macros"), "{error}");
         // Self-reference and cycles stop, as in C; TVM's macros pass.
         let fine = "#define A A B\n#define B A\n#define F(x) (x) * 2 \\\n  + A\n#define SIZE 4\n#define DATA 0x1, 0x2, \\\n 0x3\n";
-        check_macros([("h", fine)]).unwrap();
-        assert_eq!(define_lines(fine).lines().count(), fine.lines().count());
-        let error = check_macros([("h", define_lines(&doubling).as_str())]).unwrap_err();
-        assert!(error.to_string().contains("macro `M27`"), "{error}");
+        check_macros(&definitions("h", fine)).unwrap();
+        // Comments and literals in a body are no tokens of it.
+        let commented = "#define A B /* B B B */ \"B B\"\n#define B 1\n";
+        let definitions = definitions("h", commented);
+        assert_eq!(definitions.iter().map(|definition| tokens(&definition.body).count()).collect::<Vec<_>>(), [3, 1]);
     }
 
     /// Function-like macros invoked nested in code: a doubling one 40 deep is
@@ -479,7 +443,8 @@ mod tests {
     fn nested_invocations_that_grow_geometrically_are_refused() {
         let nested = |name: &str, depth: usize| format!("{}1{}", format!("{name}(").repeat(depth), ")".repeat(depth));
         let defines = "#define D(x) x x\n#define ID(x) (x)\n#define T(a, ...) a __VA_ARGS__ a __VA_ARGS__ \\\n  a\n";
-        let macros = check_macros([("include/tvmgen_default.h", defines)]).unwrap();
+        let header = definitions("include/tvmgen_default.h", defines);
+        let macros = check_macros(&header).unwrap();
         let code = format!("int f(void) {{\n  return {};\n}}\n", nested("D", 40));
         let error = macros.check_code("codegen/host/src/default_lib1.c", &code).unwrap_err();
         assert!(error.to_string().contains("macro `D` invoked at line 2 expands to more than 67108864 tokens"), "{error}");
@@ -494,24 +459,28 @@ mod tests {
 
         // Macros invoking each other (and themselves, which C expands no further) multiply.
         let mutual = "#define A(x) B(x) B(x)\n#define B(x) A(x) x\n#define S(x) S(x) S(x)\n";
-        let macros = check_macros([("h", mutual)]).unwrap();
+        let mutual = definitions("h", mutual);
+        let macros = check_macros(&mutual).unwrap();
         let error = macros.check_code("lib.c", &format!("int z =\n\n{};\n", nested("A", 30))).unwrap_err();
         assert!(error.to_string().contains("invoked at line 3"), "{error}");
         assert!(macros.check_code("lib.c", &format!("int z = {};\n", nested("S", 30))).is_err());
         macros.check_code("lib.c", &format!("int z = {} + {};\n", nested("A", 5), nested("S", 5))).unwrap();
 
         // A name standing for a function-like macro invokes it too.
-        let macros = check_macros([("h", "#define D(x) x x\n#define E D\n#define G E\n")]).unwrap();
+        let aliases = definitions("h", "#define D(x) x x\n#define E D\n#define G E\n");
+        let macros = check_macros(&aliases).unwrap();
         let error = macros.check_code("lib.c", &format!("int v = {};\n", nested("G", 40))).unwrap_err();
         assert!(error.to_string().contains("macro `G` invoked at line 1"), "{error}");
         macros.check_code("lib.c", &format!("int v = {} + G;\n", nested("G", 5))).unwrap();
 
         // A macro whose body nests them grows where it is used: refused at its `#define`.
         let copies = format!("#define D(x) x x\n#define F(y) {}\n", nested("D", 10).replace('1', "y"));
-        let error = check_macros([("h", format!("{copies}#define BIG {}\n", nested("D", 40)).as_str())]).unwrap_err();
+        let big = format!("{copies}#define BIG {}\n", nested("D", 40));
+        let error = check_macros(&definitions("h", &big)).unwrap_err();
         assert!(error.to_string().contains("macro `BIG` in its `#define` expands to more than"), "{error}");
         // `F` copies its argument 2^10 times; nested three deep that is 2^30.
-        let macros = check_macros([("h", copies.as_str())]).unwrap();
+        let copies = definitions("h", &copies);
+        let macros = check_macros(&copies).unwrap();
         macros.check_code("lib.c", "int w = F(F(1));\n").unwrap();
         assert!(macros.check_code("lib.c", "int w = F(F(F(1)));\n").is_err());
     }
