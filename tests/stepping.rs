@@ -79,12 +79,20 @@ fn stepping_verdict(case: &Case) -> Verdict {
     };
     for (module, vector) in modules {
         match check_module(case, &binary, module, vector) {
-            Ok(count) => steps.push(count),
+            Ok(count) => steps.push((module, count)),
             Err(why) => return Verdict::Fail(format!("module {}: {why}", module.unwrap_or("(the one)"))),
         }
     }
-    let counts: Vec<String> = steps.iter().map(usize::to_string).collect();
-    Verdict::Pass(format!("{} steps", counts.join(" + ")))
+    // One figure per module, however many vectors it ran.
+    steps.dedup_by_key(|(module, _)| *module);
+    let counts: Vec<String> = steps
+        .iter()
+        .map(|(module, count)| match module {
+            Some(module) => format!("{module}: {count}"),
+            None => count.to_string(),
+        })
+        .collect();
+    Verdict::Pass(format!("{} steps", counts.join(", ")))
 }
 
 /// Checks one module on one vector (or zeros): `--check-stepping`, then

@@ -319,8 +319,21 @@ fn check_stepping<M: Model>(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Resu
     };
     let scribble = |outputs: &mut [&mut [u8]]| outputs.iter_mut().for_each(|o| o.fill(0x5a));
 
+    let mut spare: Vec<Vec<u8>> = outputs.iter().map(|o| vec![0; o.len()]).collect();
+    // A run and a start tried while a stepped run holds the guard, from `between`.
+    let try_inside = |spare: &mut Vec<Vec<u8>>| {
+        let mut views: Vec<&mut [u8]> = spare.iter_mut().map(Vec::as_mut_slice).collect();
+        let run = M::run_raw(inputs, &mut views);
+        (run, M::start_raw(inputs, &mut views).map(drop))
+    };
+    let busy = (Err(mlf_rt::Error::Busy), Err(mlf_rt::Error::Busy));
+
     scribble(outputs);
     let mut inference = M::start_raw(inputs, outputs).map_err(|e| failed("start_raw", e))?;
+    let before_first_step = try_inside(&mut spare);
+    if before_first_step != busy {
+        return Err(format!("model `{}`: a run and a start during a stepped run gave {before_first_step:?}, not Busy", M::NAME));
+    }
     let mut indices = Vec::new();
     while let Some(progress) = inference.step().map_err(|e| failed("step", e))? {
         indices.push(progress.index);
@@ -339,21 +352,21 @@ fn check_stepping<M: Model>(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Resu
         same(outputs, &format!("the run after one cancelled at step {k}"))?;
     }
 
-    // The generic run_with breaking after the first step, and a run tried from inside the callback.
+    // The generic run_with breaking after the first step, and a run tried from inside the callback
+    // (after the last step of a one-step run, when the guard is free again).
     let mut inside = None;
-    let mut spare: Vec<Vec<u8>> = outputs.iter().map(|o| vec![0; o.len()]).collect();
     let broke = {
         let mut typed_outputs = M::zeroed_outputs();
         let typed_inputs = M::zeroed_inputs();
         mlf_rt::run_with::<M>(&typed_inputs, &mut typed_outputs, |_| {
-            let mut views: Vec<&mut [u8]> = spare.iter_mut().map(Vec::as_mut_slice).collect();
-            let run = M::run_raw(inputs, &mut views);
-            inside = Some((run, M::start_raw(inputs, &mut views).map(drop)));
+            inside = Some(try_inside(&mut spare));
             std::ops::ControlFlow::Break(())
         })
     };
-    if inside != Some((Err(mlf_rt::Error::Busy), Err(mlf_rt::Error::Busy))) {
-        return Err(format!("model `{}`: a run and a start during a stepped run gave {inside:?}, not Busy", M::NAME));
+    let free = (Ok(()), Ok(()));
+    let wanted_inside = if M::OPERATOR_CALLS > 1 { &busy } else { &free };
+    if inside.as_ref() != Some(wanted_inside) {
+        return Err(format!("model `{}`: a run and a start from run_with's callback gave {inside:?}, not {wanted_inside:?}", M::NAME));
     }
     let wanted = if M::OPERATOR_CALLS > 1 { Err(mlf_rt::Error::Cancelled) } else { Ok(()) };
     if broke != wanted {
