@@ -37,6 +37,9 @@ fn corpus_cases_step_on_the_host() {
     assert!(failed.is_empty(), "corpus cases failed stepping on the host: {failed:?}");
 }
 
+/// A module (`None`: the archive's one) and the vector it runs (`None`: zeros).
+type Run<'a> = (Option<&'a str>, Option<(usize, &'a common::Vector)>);
+
 fn stepping_verdict(case: &Case) -> Verdict {
     let libraries = match case.library_env() {
         Ok(libraries) => libraries,
@@ -61,7 +64,7 @@ fn stepping_verdict(case: &Case) -> Verdict {
     let binary = common::repo_root().join("target").join(TARGET_DIR).join("release/host-runner");
     let mut steps = Vec::new();
     let zeros = [(None, None)];
-    let modules: Vec<(Option<&str>, Option<(usize, &common::Vector)>)> = if case.modules.is_empty() {
+    let modules: Vec<Run> = if case.modules.is_empty() {
         zeros.to_vec()
     } else {
         case.modules
