@@ -758,22 +758,22 @@ fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchai
 /// The support function that runs each step of a stepped run under the abort guard.
 const GUARDED_STEP: &str = "mlf_support_step";
 
-/// `bound` of a glue's `mlf_<m>_step` with `guarded`, the bound of
-/// [`GUARDED_STEP`], added below its first frame: the glue hands the step to
-/// that function through a pointer it reads from data, which the bound counts
-/// as called from the glue's own frame, while it runs in the support
-/// function's. Adding the whole of `guarded` covers that frame.
+/// `bound` of a glue's `mlf_<m>_step` with the frame of [`GUARDED_STEP`]
+/// (the first of `guarded`, its bound) added below its first frame: the glue
+/// hands the step to that function through a pointer it reads from data,
+/// which the bound counts as called from the glue's own frame, while it runs
+/// in the support function's.
 fn with_guarded_step(bound: StackBound, guarded: &StackBound) -> StackBound {
-    let (Some(bytes), Some(extra)) = (bound.bytes, guarded.bytes) else {
+    let (Some(bytes), Some(frame)) = (bound.bytes, guarded.path.first().filter(|_| guarded.bytes.is_some())) else {
         return match bound.bytes {
             None => bound,
-            Some(_) => StackBound::unknown(guarded.unknown.clone().unwrap_or_default()),
+            Some(_) => StackBound::unknown(guarded.unknown.clone().unwrap_or_else(|| format!("no frame of `{GUARDED_STEP}`"))),
         };
     };
-    let Some(total) = bytes.checked_add(extra) else { return StackBound::unknown("the bound overflows 64 bits") };
+    let Some(total) = bytes.checked_add(frame.bytes) else { return StackBound::unknown("the bound overflows 64 bits") };
     let mut path = bound.path;
     let at = path.len().min(1);
-    path.splice(at..at, guarded.path.iter().cloned());
+    path.insert(at, frame.clone());
     StackBound { bytes: Some(total), unknown: None, path }
 }
 

@@ -155,7 +155,6 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "}};\n");
     if let Some(schedule) = module.schedule() {
         source.push_str(&graph_tables(&module.name, schedule));
-        source.push_str(&graph_functions(schedule, module.profile.is_some()));
     }
     let _ = writeln!(source, "static int32_t entry(void* context) {{");
     let _ = writeln!(source, "  struct call* call = (struct call*)context;");
@@ -170,7 +169,7 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         Entry::Operator { function, .. } => {
             packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
         }
-        Entry::Graph(schedule) => graph_call(schedule),
+        Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
     let _ = writeln!(source, "}}\n");
     padded_entry(&mut source, module);
@@ -486,57 +485,81 @@ fn graph_tables(m: &CIdent, schedule: &Schedule) -> String {
     c
 }
 
-/// A graph module's `run_call(call, i)`, which makes call `i` of the
-/// schedule, and `copy_outputs(call)`, the copies into outputs after the last
-/// call: `entry` runs them all, a step one call. `profiled`: each call is
-/// timed when the run has ticks.
-fn graph_functions(schedule: &Schedule, profiled: bool) -> String {
-    let max_args = schedule.calls.iter().map(|call| call.args.len()).max().unwrap_or(0).max(1);
+/// The statements that make call `i` of a graph's schedule, up to setting
+/// `status`, each line indented by `indent`: the body of `entry`'s loop, and
+/// of `run_call`, which a step makes. `profiled`: the call is timed when the
+/// run has ticks.
+fn graph_call_statements(schedule: &Schedule, profiled: bool, indent: &str) -> String {
     let mut c = String::new();
-    let _ = writeln!(c, "/* Makes operator call i of the schedule. */");
-    let _ = writeln!(c, "static int32_t run_call(const struct call* call, uint32_t i) {{");
-    let _ = writeln!(c, "  DLTensor tensors[{max_args}];\n  TVMValue values[{max_args}];\n  int codes[{max_args}];");
-    let _ = writeln!(c, "  const struct mlf_call* op = &mlf_calls[i];\n  TVMValue ret;\n  int ret_code = kTVMNullptr;");
-    let _ = writeln!(c, "  uint32_t k;\n  int32_t status;");
-    let _ = writeln!(c, "  for (k = 0; k < op->count; ++k) {{");
-    let _ = writeln!(c, "    status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);");
-    let _ = writeln!(c, "    if (status != 0) return status;");
-    let _ = writeln!(c, "    values[k].v_handle = &tensors[k];\n    codes[k] = kTVMDLTensorHandle;\n  }}");
+    let _ = writeln!(c, "const struct mlf_call* op = &mlf_calls[i];\nTVMValue ret;\nint ret_code = kTVMNullptr;");
+    let _ = writeln!(c, "for (k = 0; k < op->count; ++k) {{");
+    let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);");
+    let _ = writeln!(c, "  if (status != 0) return status;");
+    let _ = writeln!(c, "  values[k].v_handle = &tensors[k];\n  codes[k] = kTVMDLTensorHandle;\n}}");
     if schedule.calls.iter().any(|call| call.workspace.is_some()) {
-        let _ = writeln!(c, "  mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
+        let _ = writeln!(c, "mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
     }
     let operator_call = "status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);";
     if profiled {
-        let _ = writeln!(c, "  if (call->ticks != NULL) {{\n    uint32_t start = call->clock(call->context);");
-        let _ = writeln!(c, "    {operator_call}\n    call->ticks[i] = call->clock(call->context) - start;");
-        let _ = writeln!(c, "  }} else {{\n    {operator_call}\n  }}");
+        let _ = writeln!(c, "if (call->ticks != NULL) {{\n  uint32_t start = call->clock(call->context);");
+        let _ = writeln!(c, "  {operator_call}\n  call->ticks[i] = call->clock(call->context) - start;");
+        let _ = writeln!(c, "}} else {{\n  {operator_call}\n}}");
     } else {
-        let _ = writeln!(c, "  {operator_call}");
+        let _ = writeln!(c, "{operator_call}");
     }
+    c.lines().map(|line| format!("{indent}{line}\n")).collect()
+}
+
+/// The copies into the outputs whose data lives elsewhere, after the last call (through `tensors[0]`).
+fn graph_copies(schedule: &Schedule) -> String {
+    let mut c = String::new();
+    for copy in &schedule.copies {
+        let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[{}], &tensors[0]);", copy.from);
+        let _ = writeln!(c, "  if (status != 0) return status;");
+        let _ = writeln!(c, "  memcpy(call->outputs[{}], tensors[0].data, {}u);", copy.output, copy.bytes);
+    }
+    c
+}
+
+/// The declarations of the arrays a graph's calls are made with.
+fn graph_call_arrays(schedule: &Schedule) -> String {
+    let max_args = schedule.calls.iter().map(|call| call.args.len()).max().unwrap_or(0).max(1);
+    format!("  DLTensor tensors[{max_args}];\n  TVMValue values[{max_args}];\n  int codes[{max_args}];\n")
+}
+
+/// A graph module's `run_call(call, i)`, which makes call `i` of the
+/// schedule, and `copy_outputs(call)`, the copies after the last call: a
+/// step runs these, while `entry` keeps its own loop, so a run's code is the same.
+fn graph_step_functions(schedule: &Schedule, profiled: bool) -> String {
+    let mut c = String::new();
+    let _ = writeln!(c, "/* Makes operator call i of the schedule (a step). */");
+    let _ = writeln!(c, "static int32_t run_call(const struct call* call, uint32_t i) {{");
+    c.push_str(&graph_call_arrays(schedule));
+    let _ = writeln!(c, "  uint32_t k;\n  int32_t status;");
+    c.push_str(&graph_call_statements(schedule, profiled, "  "));
     let _ = writeln!(c, "  return status;\n}}\n");
-    let _ = writeln!(c, "/* Copies into the outputs whose data lives elsewhere (after the last call). */");
+    let _ = writeln!(c, "/* The copies into outputs after the last call (ending the last step). */");
     let _ = writeln!(c, "static int32_t copy_outputs(const struct call* call) {{");
     if schedule.copies.is_empty() {
         let _ = writeln!(c, "  (void)call;");
     } else {
-        let _ = writeln!(c, "  DLTensor tensor;\n  int32_t status;");
+        let _ = writeln!(c, "  DLTensor tensors[1];\n  int32_t status;");
     }
-    for copy in &schedule.copies {
-        let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[{}], &tensor);", copy.from);
-        let _ = writeln!(c, "  if (status != 0) return status;");
-        let _ = writeln!(c, "  memcpy(call->outputs[{}], tensor.data, {}u);", copy.output, copy.bytes);
-    }
+    c.push_str(&graph_copies(schedule));
     let _ = writeln!(c, "  return 0;\n}}\n");
     c
 }
 
-/// The body of a graph module's entry: every call in order, then the copies into outputs.
-fn graph_call(schedule: &Schedule) -> String {
-    let mut c = String::new();
-    let _ = writeln!(c, "  uint32_t i;\n  int32_t status;");
+/// The body of a graph module's entry: every call in order, then the copies
+/// into outputs. `profiled`: each call is timed when the run has ticks.
+fn graph_call(schedule: &Schedule, profiled: bool) -> String {
+    let mut c = graph_call_arrays(schedule);
+    let _ = writeln!(c, "  uint32_t i, k;\n  int32_t status;");
     let _ = writeln!(c, "  for (i = 0; i < {}u; ++i) {{", schedule.calls.len());
-    let _ = writeln!(c, "    status = run_call(call, i);\n    if (status != 0) return status;\n  }}");
-    let _ = writeln!(c, "  return copy_outputs(call);");
+    c.push_str(&graph_call_statements(schedule, profiled, "    "));
+    let _ = writeln!(c, "    if (status != 0) return status;\n  }}");
+    c.push_str(&graph_copies(schedule));
+    let _ = writeln!(c, "  return 0;");
     c
 }
 
@@ -611,6 +634,9 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
     }
     let _ = writeln!(source, "static struct call stepped;\nstatic uint32_t stepped_next;\nstatic int stepped_live;\n");
 
+    if let Some(schedule) = module.schedule() {
+        source.push_str(&graph_step_functions(schedule, module.profile.is_some()));
+    }
     let _ = writeln!(source, "/* Runs step index of {steps}: {}. */", step_kind(module));
     let _ = writeln!(source, "static int32_t step_call(struct call* call, uint32_t index) {{");
     match module.schedule() {

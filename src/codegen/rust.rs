@@ -35,7 +35,6 @@ const MODULE_FUNCTIONS: &[&str] = &[
     "run",
     "run_raw",
     "invoke",
-    "check_raw",
     "start",
     "start_raw",
     "begin",
@@ -366,6 +365,7 @@ impl Items<'_> {
         let raw_in = (0..m.inputs.len()).map(int);
         let raw_out = (0..m.outputs.len()).map(int);
         let claim = self.claim();
+        let checks = raw_checks();
         let invoke = format_ident!("{}", glue::invoke_symbol(&m.name));
         // Alignments are powers of two (`align_of`): a mask tests them on any Rust version.
         // SAFETY (of the generated `unsafe` blocks): every pointer is valid for its
@@ -394,38 +394,11 @@ impl Items<'_> {
             /// A wrong buffer count, size or alignment, before anything runs; otherwise as [`run`].
             #[inline(never)]
             pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
-                check_raw(inputs, outputs)?;
+                #checks
                 invoke(
                     [#(inputs[#raw_in].as_ptr() as *mut core::ffi::c_void),*],
                     [#(outputs[#raw_out].as_mut_ptr().cast::<core::ffi::c_void>()),*],
                 )
-            }
-
-            /// The checks of [`run_raw`] and [`start_raw`]: one buffer per tensor, of its size and alignment.
-            fn check_raw(inputs: &[&[u8]], outputs: &[&mut [u8]]) -> Result<(), Error> {
-                if inputs.len() != INPUTS.len() {
-                    return Err(Error::InputCount(inputs.len()));
-                }
-                if outputs.len() != OUTPUTS.len() {
-                    return Err(Error::OutputCount(outputs.len()));
-                }
-                for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
-                    if buffer.len() != info.bytes {
-                        return Err(Error::InputSize { index, len: buffer.len() });
-                    }
-                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
-                        return Err(Error::Misaligned { is_output: false, index });
-                    }
-                }
-                for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
-                    if buffer.len() != info.bytes {
-                        return Err(Error::OutputSize { index, len: buffer.len() });
-                    }
-                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
-                        return Err(Error::Misaligned { is_output: true, index });
-                    }
-                }
-                Ok(())
             }
 
             fn invoke(inputs: [*mut core::ffi::c_void; #n_in], outputs: [*mut core::ffi::c_void; #n_out]) -> Result<(), Error> {
@@ -467,6 +440,7 @@ impl Items<'_> {
         let raw_out = (0..m.outputs.len()).map(int);
         let (n_in, n_out) = (int(m.inputs.len()), int(m.outputs.len()));
         let claim = self.claim();
+        let checks = raw_checks();
         let [start, step, cancel] = glue::stepping_symbols(&m.name).map(|symbol| format_ident!("{symbol}"));
         let kind = glue::step_kind(m);
         let calls_doc = doc(&format!(
@@ -579,7 +553,7 @@ impl Items<'_> {
             ///
             /// A wrong buffer count, size or alignment, before anything starts; otherwise as [`start`].
             pub fn start_raw<'r>(inputs: &'r [&[u8]], outputs: &'r mut [&mut [u8]]) -> Result<Inference<'r>, Error> {
-                check_raw(inputs, outputs)?;
+                #checks
                 begin(
                     [#(inputs[#raw_in].as_ptr() as *mut core::ffi::c_void),*],
                     [#(outputs[#raw_out].as_mut_ptr().cast::<core::ffi::c_void>()),*],
@@ -796,6 +770,35 @@ impl Items<'_> {
                 )
             }
         }
+    }
+}
+
+/// The checks of `run_raw` and `start_raw`, written into each so that `run_raw` keeps its code:
+/// one buffer per tensor, of its size and alignment.
+fn raw_checks() -> TokenStream {
+    quote! {
+                if inputs.len() != INPUTS.len() {
+                    return Err(Error::InputCount(inputs.len()));
+                }
+                if outputs.len() != OUTPUTS.len() {
+                    return Err(Error::OutputCount(outputs.len()));
+                }
+                for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
+                    if buffer.len() != info.bytes {
+                        return Err(Error::InputSize { index, len: buffer.len() });
+                    }
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                        return Err(Error::Misaligned { is_output: false, index });
+                    }
+                }
+                for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
+                    if buffer.len() != info.bytes {
+                        return Err(Error::OutputSize { index, len: buffer.len() });
+                    }
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                        return Err(Error::Misaligned { is_output: true, index });
+                    }
+                }
     }
 }
 

@@ -358,14 +358,6 @@ mod generated {
     /// A wrong buffer count, size or alignment, before anything runs; otherwise as [`run`].
     #[inline(never)]
     pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
-        check_raw(inputs, outputs)?;
-        invoke(
-            [inputs[0].as_ptr() as *mut core::ffi::c_void],
-            [outputs[0].as_mut_ptr().cast::<core::ffi::c_void>()],
-        )
-    }
-    /// The checks of [`run_raw`] and [`start_raw`]: one buffer per tensor, of its size and alignment.
-    fn check_raw(inputs: &[&[u8]], outputs: &[&mut [u8]]) -> Result<(), Error> {
         if inputs.len() != INPUTS.len() {
             return Err(Error::InputCount(inputs.len()));
         }
@@ -400,7 +392,10 @@ mod generated {
                 });
             }
         }
-        Ok(())
+        invoke(
+            [inputs[0].as_ptr() as *mut core::ffi::c_void],
+            [outputs[0].as_mut_ptr().cast::<core::ffi::c_void>()],
+        )
     }
     fn invoke(
         inputs: [*mut core::ffi::c_void; 1],
@@ -538,7 +533,40 @@ mod generated {
         inputs: &'r [&[u8]],
         outputs: &'r mut [&mut [u8]],
     ) -> Result<Inference<'r>, Error> {
-        check_raw(inputs, outputs)?;
+        if inputs.len() != INPUTS.len() {
+            return Err(Error::InputCount(inputs.len()));
+        }
+        if outputs.len() != OUTPUTS.len() {
+            return Err(Error::OutputCount(outputs.len()));
+        }
+        for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
+            if buffer.len() != info.bytes {
+                return Err(Error::InputSize {
+                    index,
+                    len: buffer.len(),
+                });
+            }
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                return Err(Error::Misaligned {
+                    is_output: false,
+                    index,
+                });
+            }
+        }
+        for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
+            if buffer.len() != info.bytes {
+                return Err(Error::OutputSize {
+                    index,
+                    len: buffer.len(),
+                });
+            }
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                return Err(Error::Misaligned {
+                    is_output: true,
+                    index,
+                });
+            }
+        }
         begin(
             [inputs[0].as_ptr() as *mut core::ffi::c_void],
             [outputs[0].as_mut_ptr().cast::<core::ffi::c_void>()],

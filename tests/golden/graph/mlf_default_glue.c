@@ -118,41 +118,27 @@ static int32_t mlf_bind(const struct call* call, const struct mlf_tensor* t, DLT
   return 0;
 }
 
-/* Makes operator call i of the schedule. */
-static int32_t run_call(const struct call* call, uint32_t i) {
+static int32_t entry(void* context) {
+  struct call* call = (struct call*)context;
   DLTensor tensors[4];
   TVMValue values[4];
   int codes[4];
-  const struct mlf_call* op = &mlf_calls[i];
-  TVMValue ret;
-  int ret_code = kTVMNullptr;
-  uint32_t k;
-  int32_t status;
-  for (k = 0; k < op->count; ++k) {
-    status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);
-    if (status != 0) return status;
-    values[k].v_handle = &tensors[k];
-    codes[k] = kTVMDLTensorHandle;
-  }
-  status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);
-  return status;
-}
-
-/* Copies into the outputs whose data lives elsewhere (after the last call). */
-static int32_t copy_outputs(const struct call* call) {
-  (void)call;
-  return 0;
-}
-
-static int32_t entry(void* context) {
-  struct call* call = (struct call*)context;
-  uint32_t i;
+  uint32_t i, k;
   int32_t status;
   for (i = 0; i < 5u; ++i) {
-    status = run_call(call, i);
+    const struct mlf_call* op = &mlf_calls[i];
+    TVMValue ret;
+    int ret_code = kTVMNullptr;
+    for (k = 0; k < op->count; ++k) {
+      status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);
+      if (status != 0) return status;
+      values[k].v_handle = &tensors[k];
+      codes[k] = kTVMDLTensorHandle;
+    }
+    status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);
     if (status != 0) return status;
   }
-  return copy_outputs(call);
+  return 0;
 }
 
 mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32_t* code) {
@@ -168,6 +154,32 @@ static void* stepped_outputs[1];
 static struct call stepped;
 static uint32_t stepped_next;
 static int stepped_live;
+
+/* Makes operator call i of the schedule (a step). */
+static int32_t run_call(const struct call* call, uint32_t i) {
+  DLTensor tensors[4];
+  TVMValue values[4];
+  int codes[4];
+  uint32_t k;
+  int32_t status;
+  const struct mlf_call* op = &mlf_calls[i];
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  for (k = 0; k < op->count; ++k) {
+    status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);
+    if (status != 0) return status;
+    values[k].v_handle = &tensors[k];
+    codes[k] = kTVMDLTensorHandle;
+  }
+  status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);
+  return status;
+}
+
+/* The copies into outputs after the last call (ending the last step). */
+static int32_t copy_outputs(const struct call* call) {
+  (void)call;
+  return 0;
+}
 
 /* Runs step index of 5: one operator call of the graph's schedule, the output copies after the last. */
 static int32_t step_call(struct call* call, uint32_t index) {
