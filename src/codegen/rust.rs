@@ -448,16 +448,16 @@ impl Items<'_> {
              the module's kind ({}) decides what a step is.",
             m.entry.kind()
         ));
-        let operators_doc = doc(&format!(
-            "The function each step calls, in run order: for a graph the operator of each call of its schedule,\n\
-             otherwise the entry or operator function the archive defines (`{}`), whole{}.",
-            ident::rust_doc(&steps.first().map_or_else(String::new, |step| step.operator.clone())),
-            if steps.len() == 1 && m.schedule().is_some_and(|schedule| schedule.calls.is_empty()) {
-                "; a graph without operator calls has one step, which copies its outputs"
-            } else {
-                ""
+        let operators_doc = doc(&match m.schedule() {
+            Some(schedule) if schedule.calls.is_empty() => {
+                "The one step of a graph without operator calls, which copies its outputs.".to_string()
             }
-        ));
+            Some(_) => "The operator each step calls, in run order: the schedule mlf-build planned from the graph.".to_string(),
+            None => format!(
+                "The function the one step calls: `{}`, the archive's entry or operator function, run whole.",
+                ident::rust_doc(&steps.first().map_or_else(String::new, |step| step.operator.clone()))
+            ),
+        });
         // SAFETY (of the generated `unsafe` blocks): the pointers stay valid while the
         // `Inference` borrowing their buffers lives; the glue runs steps only between
         // its start and its last step or cancel, which `live` tracks.

@@ -419,8 +419,7 @@ mod generated {
     /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function (an AOT entry is one step until it is split):
     /// the module's kind (AOT, C interface) decides what a step is.
     pub const OPERATOR_CALLS: usize = 1;
-    /// The function each step calls, in run order: for a graph the operator of each call of its schedule,
-    /// otherwise the entry or operator function the archive defines (`tvmgen_default_run`), whole.
+    /// The function the one step calls: `tvmgen_default_run`, the archive's entry or operator function, run whole.
     pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = ["tvmgen_default_run"];
     /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
     /// [`STEP_OPERATORS`]`[index]`.

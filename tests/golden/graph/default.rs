@@ -429,8 +429,7 @@ mod generated {
     /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each one operator call of the graph's schedule, the output copies after the last:
     /// the module's kind (graph executor, planned at build time) decides what a step is.
     pub const OPERATOR_CALLS: usize = 5;
-    /// The function each step calls, in run order: for a graph the operator of each call of its schedule,
-    /// otherwise the entry or operator function the archive defines (`tvmgen_default_fused_layout_transform`), whole.
+    /// The operator each step calls, in run order: the schedule mlf-build planned from the graph.
     pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = [
         "tvmgen_default_fused_layout_transform",
         "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu",

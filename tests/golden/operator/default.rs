@@ -465,8 +465,7 @@ mod generated {
     /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the operator, whole:
     /// the module's kind (operator-only export) decides what a step is.
     pub const OPERATOR_CALLS: usize = 1;
-    /// The function each step calls, in run order: for a graph the operator of each call of its schedule,
-    /// otherwise the entry or operator function the archive defines (`add`), whole.
+    /// The function the one step calls: `add`, the archive's entry or operator function, run whole.
     pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = ["add"];
     /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
     /// [`STEP_OPERATORS`]`[index]`.
