@@ -96,6 +96,8 @@ mod book {
     struct Memory;
     #[doc = include_str!("../docs/src/profiling.md")]
     struct Profiling;
+    #[doc = include_str!("../docs/src/stepping.md")]
+    struct Stepping;
     #[doc = include_str!("../docs/src/cmsis-nn.md")]
     struct CmsisNn;
     #[doc = include_str!("../docs/src/crates.md")]

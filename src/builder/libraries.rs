@@ -41,7 +41,7 @@ pub(super) struct CompileConfig<'a> {
 /// The names mlf-build's support library defines (`build-support/src`; a test
 /// compares them with the compiled library): the model's library calls them
 /// under the crate's tag unless the support runtime is shared.
-pub(crate) const SUPPORT_EXPORTS: [&str; 11] = [
+pub(crate) const SUPPORT_EXPORTS: [&str; 14] = [
     "TVMFuncRegisterGlobal",
     "TVMLogf",
     "TVMPlatformAbort",
@@ -51,7 +51,10 @@ pub(crate) const SUPPORT_EXPORTS: [&str; 11] = [
     "mlf_support_arena_reset",
     "mlf_support_call",
     "mlf_support_emit_log",
+    "mlf_support_enter",
+    "mlf_support_leave",
     "mlf_support_set_log_hook",
+    "mlf_support_step",
     "mlf_support_workspace_peak",
 ];
 

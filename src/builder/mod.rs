@@ -22,7 +22,7 @@ use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
 use crate::objects::sections::Storage;
-use crate::objects::stack;
+use crate::objects::stack::{self, StackBound};
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{Compiled, MemoryNeeds, ModulePlan, Plan};
@@ -734,16 +734,44 @@ impl Builder {
 /// toolchain's libraries they call into, kept in `prepared.compiled` (the
 /// plan does not change).
 fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchain) -> Result<()> {
-    let roots: Vec<String> = prepared.plan.modules.iter().map(|module| glue::invoke_symbol(&module.name)).collect();
+    // Per module its roots: a run (`invoke`), then a stepped run's start and step.
+    let mut roots: Vec<String> = Vec::new();
+    for module in &prepared.plan.modules {
+        let [start, step, _] = glue::stepping_symbols(&module.name);
+        roots.extend([glue::invoke_symbol(&module.name), start, step]);
+    }
     let lists = [prepared.model.object_list(), support.object_list()];
     let bounds = stack_bound::analyse(&lists, &toolchain.stack_libraries, &roots)?;
     // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
     let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
-    for ((module, compiled), bound) in prepared.plan.modules.iter().zip(&mut prepared.compiled).zip(bounds) {
-        compiled.stack = stack::with_rust_wrapper(bound, module.inputs.len() + module.outputs.len(), abi);
+    for ((module, compiled), bound) in prepared.plan.modules.iter().zip(&mut prepared.compiled).zip(bounds.chunks(3)) {
+        let tensors = module.inputs.len() + module.outputs.len();
+        let run = stack::with_rust_wrapper(bound[0].clone(), tensors, abi);
+        let stepped = [&bound[1], &bound[2]].map(|root| stepping_wrapper(root.clone(), tensors, abi));
+        compiled.stack = deepest([run, stepped[0].clone(), stepped[1].clone()]);
     }
     Ok(())
+}
+
+/// The generated Rust's frames above a stepped run's C: the same allowance
+/// as a run's (`stack::with_rust_wrapper`: `run_with` or the future's poll,
+/// then `Inference::step`, which holds less than `run`), named for stepping.
+fn stepping_wrapper(bound: StackBound, tensors: usize, abi: Option<stack::RustAbi>) -> StackBound {
+    let mut bound = stack::with_rust_wrapper(bound, tensors, abi);
+    if let Some(first) = bound.path.first_mut() {
+        first.function = first.function.replacen("Rust run/run_raw", "Rust start/step", 1);
+    }
+    bound
+}
+
+/// The deepest of a module's roots: its stack must hold any of them; unknown when one is.
+fn deepest(roots: [StackBound; 3]) -> StackBound {
+    if let Some(unknown) = roots.iter().find(|root| root.bytes.is_none()) {
+        return unknown.clone();
+    }
+    // A tie keeps the run's path, the first.
+    roots.into_iter().rev().max_by_key(|root| root.bytes).unwrap_or_else(|| StackBound::unknown("no root"))
 }
 
 /// Calls to CMSIS-NN code for core extensions the compiled core lacks

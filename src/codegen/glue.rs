@@ -35,6 +35,11 @@ pub(crate) fn invoke_symbol(module: &CIdent) -> String {
     format!("{GLUE_PREFIX}{module}_invoke")
 }
 
+/// `mlf_<m>_start`, `mlf_<m>_step` and `mlf_<m>_cancel`: a stepped run.
+pub(crate) fn stepping_symbols(module: &CIdent) -> [String; 3] {
+    ["start", "step", "cancel"].map(|what| format!("{GLUE_PREFIX}{module}_{what}"))
+}
+
 pub(crate) fn descriptor_symbol(module: &CIdent) -> String {
     format!("{GLUE_PREFIX}{module}_model")
 }
@@ -97,6 +102,20 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         "/** Runs module `{m}` under the abort guard: inputs and outputs are arrays of\n * buffer pointers in declaration order ({n_in} inputs, {n_out} outputs). */"
     );
     let _ = writeln!(header, "{signature};\n");
+    let [start, step, cancel] = stepping_symbols(m);
+    let steps = module.steps().len();
+    let _ = writeln!(
+        header,
+        "/** Starts a stepped run of module `{m}` ({steps} steps): takes the abort guard (BUSY while another\n * run holds it) and the buffers, as {invoke} does; they must stay valid until the run ends. */"
+    );
+    let _ = writeln!(header, "mlf_status_t {start}(void* const* inputs, void* const* outputs);\n");
+    let _ = writeln!(
+        header,
+        "/** Runs the next step of the run started, *ran its index: MORE while steps remain, OK after the last;\n * MODEL_ERROR or ABORTED (with *code as {invoke}) end the run; IDLE when none is started. */"
+    );
+    let _ = writeln!(header, "mlf_status_t {step}(uint32_t* ran, int32_t* code);\n");
+    let _ = writeln!(header, "/** Ends the run started before its last step and releases the guard; nothing when none is. */");
+    let _ = writeln!(header, "void {cancel}(void);\n");
     let _ = writeln!(
         header,
         "/** Module `{m}` as a tvm_model_t: run_func(args, type_codes, {}, ret, ret_code, handle)\n * takes a DLTensor* (kTVMDLTensorHandle) per input then output, runs under the abort\n * guard and returns 0, the model's error code, or -1 when another run is in progress. */",
@@ -162,6 +181,7 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
         let _ = writeln!(source, "  call.clock = NULL;\n  call.context = NULL;\n  call.ticks = NULL;");
     }
     let _ = writeln!(source, "  return mlf_support_call({run}, &call, {arena}, {arena_len}, code);\n}}\n");
+    stepping_source(&mut source, module, (arena, arena_len));
     descriptor_source(&mut source, module);
     if let Some(profile) = &module.profile {
         profiled_source(&mut source, module, profile, (arena, arena_len));
@@ -226,7 +246,8 @@ fn entry_function(module: &ModulePlan) -> &'static str {
 /// upper bound, `Tensor::padding`): a static copy of each such tensor, padded,
 /// and `padded_entry`, which copies the caller's bytes in, zeroes the padding,
 /// runs `entry` on the copies and copies the outputs' bytes back. The caller
-/// passes and receives exactly the declared sizes.
+/// passes and receives exactly the declared sizes. A stepped run does the
+/// same around its steps (`pad_buffers` at the start, `unpad_outputs` after the last).
 fn padded_entry(source: &mut String, module: &ModulePlan) {
     if module.padded_tensors().next().is_none() {
         return;
@@ -249,27 +270,46 @@ fn padded_entry(source: &mut String, module: &ModulePlan) {
         }
     }
     let (n_in, n_out) = (module.inputs.len(), module.outputs.len());
-    let _ = writeln!(source, "static int32_t padded_entry(void* context) {{");
-    let _ = writeln!(source, "  const struct call* call = (const struct call*)context;\n  struct call padded = *call;");
-    let _ = writeln!(source, "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t status;", n_in.max(1), n_out.max(1));
+    let _ = writeln!(
+        source,
+        "/* The buffers the code runs on: the caller's, or for a padded tensor its copy, filled and zeroed past the size. */"
+    );
+    let _ = writeln!(
+        source,
+        "static void pad_buffers(void* const* caller_inputs, void* const* caller_outputs, void** inputs, void** outputs) {{"
+    );
     for (is_input, tensors) in lists {
         let array = if is_input { "inputs" } else { "outputs" };
+        if tensors.is_empty() {
+            let _ = writeln!(source, "  (void)caller_{array};\n  (void){array};");
+        }
         for (index, tensor) in tensors.iter().enumerate() {
             if tensor.padding == 0 {
-                let _ = writeln!(source, "  {array}[{index}] = call->{array}[{index}];");
+                let _ = writeln!(source, "  {array}[{index}] = caller_{array}[{index}];");
                 continue;
             }
             let copy = copy(is_input, index);
-            let _ = writeln!(source, "  memcpy({copy}, call->{array}[{index}], {}u);", tensor.size_bytes);
+            let _ = writeln!(source, "  memcpy({copy}, caller_{array}[{index}], {}u);", tensor.size_bytes);
             let _ = writeln!(source, "  memset({copy} + {}, 0, {}u);", tensor.size_bytes, tensor.padding);
             let _ = writeln!(source, "  {array}[{index}] = {copy};");
         }
     }
-    let _ = writeln!(source, "  padded.inputs = inputs;\n  padded.outputs = outputs;\n  status = entry(&padded);");
-    for (index, tensor) in module.outputs.iter().enumerate().filter(|(_, tensor)| tensor.padding > 0) {
-        let _ = writeln!(source, "  memcpy(call->outputs[{index}], {}, {}u);", copy(false, index), tensor.size_bytes);
+    let _ = writeln!(source, "}}\n");
+    let _ = writeln!(source, "/* Copies the padded outputs' bytes back to the caller's buffers. */");
+    let _ = writeln!(source, "static void unpad_outputs(void* const* caller_outputs) {{");
+    if module.outputs.iter().all(|tensor| tensor.padding == 0) {
+        let _ = writeln!(source, "  (void)caller_outputs;");
     }
-    let _ = writeln!(source, "  return status;\n}}\n");
+    for (index, tensor) in module.outputs.iter().enumerate().filter(|(_, tensor)| tensor.padding > 0) {
+        let _ = writeln!(source, "  memcpy(caller_outputs[{index}], {}, {}u);", copy(false, index), tensor.size_bytes);
+    }
+    let _ = writeln!(source, "}}\n");
+    let _ = writeln!(source, "static int32_t padded_entry(void* context) {{");
+    let _ = writeln!(source, "  const struct call* call = (const struct call*)context;\n  struct call padded = *call;");
+    let _ = writeln!(source, "  void* inputs[{}];\n  void* outputs[{}];\n  int32_t status;", n_in.max(1), n_out.max(1));
+    let _ = writeln!(source, "  pad_buffers(call->inputs, call->outputs, inputs, outputs);");
+    let _ = writeln!(source, "  padded.inputs = inputs;\n  padded.outputs = outputs;\n  status = entry(&padded);");
+    let _ = writeln!(source, "  unpad_outputs(call->outputs);\n  return status;\n}}\n");
 }
 
 /// Declarations of the archive's symbols the glue calls that no header declares.
@@ -445,36 +485,80 @@ fn graph_tables(m: &CIdent, schedule: &Schedule) -> String {
     c
 }
 
-/// The body of a graph module's entry: every call in order, then the copies
-/// into outputs. `profiled`: each call is timed when the run has ticks.
-fn graph_call(schedule: &Schedule, profiled: bool) -> String {
-    let max_args = schedule.calls.iter().map(|call| call.args.len()).max().unwrap_or(0).max(1);
+/// The statements that make call `i` of a graph's schedule, up to setting
+/// `status`, each line indented by `indent`: the body of `entry`'s loop, and
+/// of `run_call`, which a step makes. `profiled`: the call is timed when the
+/// run has ticks.
+fn graph_call_statements(schedule: &Schedule, profiled: bool, indent: &str) -> String {
     let mut c = String::new();
-    let _ = writeln!(c, "  DLTensor tensors[{max_args}];\n  TVMValue values[{max_args}];\n  int codes[{max_args}];");
-    let _ = writeln!(c, "  uint32_t i, k;\n  int32_t status;");
-    let _ = writeln!(c, "  for (i = 0; i < {}u; ++i) {{", schedule.calls.len());
-    let _ = writeln!(c, "    const struct mlf_call* op = &mlf_calls[i];\n    TVMValue ret;\n    int ret_code = kTVMNullptr;");
-    let _ = writeln!(c, "    for (k = 0; k < op->count; ++k) {{");
-    let _ = writeln!(c, "      status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);");
-    let _ = writeln!(c, "      if (status != 0) return status;");
-    let _ = writeln!(c, "      values[k].v_handle = &tensors[k];\n      codes[k] = kTVMDLTensorHandle;\n    }}");
+    let _ = writeln!(c, "const struct mlf_call* op = &mlf_calls[i];\nTVMValue ret;\nint ret_code = kTVMNullptr;");
+    let _ = writeln!(c, "for (k = 0; k < op->count; ++k) {{");
+    let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);");
+    let _ = writeln!(c, "  if (status != 0) return status;");
+    let _ = writeln!(c, "  values[k].v_handle = &tensors[k];\n  codes[k] = kTVMDLTensorHandle;\n}}");
     if schedule.calls.iter().any(|call| call.workspace.is_some()) {
-        let _ = writeln!(c, "    mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
+        let _ = writeln!(c, "mlf_support_arena_place(op->workspace_len ? storage + op->workspace : NULL, op->workspace_len);");
     }
     let operator_call = "status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);";
     if profiled {
-        let _ = writeln!(c, "    if (call->ticks != NULL) {{\n      uint32_t start = call->clock(call->context);");
-        let _ = writeln!(c, "      {operator_call}\n      call->ticks[i] = call->clock(call->context) - start;");
-        let _ = writeln!(c, "    }} else {{\n      {operator_call}\n    }}");
+        let _ = writeln!(c, "if (call->ticks != NULL) {{\n  uint32_t start = call->clock(call->context);");
+        let _ = writeln!(c, "  {operator_call}\n  call->ticks[i] = call->clock(call->context) - start;");
+        let _ = writeln!(c, "}} else {{\n  {operator_call}\n}}");
     } else {
-        let _ = writeln!(c, "    {operator_call}");
+        let _ = writeln!(c, "{operator_call}");
     }
-    let _ = writeln!(c, "    if (status != 0) return status;\n  }}");
+    c.lines().map(|line| format!("{indent}{line}\n")).collect()
+}
+
+/// The copies into the outputs whose data lives elsewhere, after the last call (through `tensors[0]`).
+fn graph_copies(schedule: &Schedule) -> String {
+    let mut c = String::new();
     for copy in &schedule.copies {
         let _ = writeln!(c, "  status = mlf_bind(call, &mlf_tensors[{}], &tensors[0]);", copy.from);
         let _ = writeln!(c, "  if (status != 0) return status;");
         let _ = writeln!(c, "  memcpy(call->outputs[{}], tensors[0].data, {}u);", copy.output, copy.bytes);
     }
+    c
+}
+
+/// The declarations of the arrays a graph's calls are made with.
+fn graph_call_arrays(schedule: &Schedule) -> String {
+    let max_args = schedule.calls.iter().map(|call| call.args.len()).max().unwrap_or(0).max(1);
+    format!("  DLTensor tensors[{max_args}];\n  TVMValue values[{max_args}];\n  int codes[{max_args}];\n")
+}
+
+/// A graph module's `run_call(call, i)`, which makes call `i` of the
+/// schedule, and `copy_outputs(call)`, the copies after the last call: a
+/// step runs these, while `entry` keeps its own loop, so a run's code is the same.
+fn graph_step_functions(schedule: &Schedule, profiled: bool) -> String {
+    let mut c = String::new();
+    let _ = writeln!(c, "/* Makes operator call i of the schedule (a step). */");
+    let _ = writeln!(c, "static int32_t run_call(const struct call* call, uint32_t i) {{");
+    c.push_str(&graph_call_arrays(schedule));
+    let _ = writeln!(c, "  uint32_t k;\n  int32_t status;");
+    c.push_str(&graph_call_statements(schedule, profiled, "  "));
+    let _ = writeln!(c, "  return status;\n}}\n");
+    let _ = writeln!(c, "/* The copies into outputs after the last call (ending the last step). */");
+    let _ = writeln!(c, "static int32_t copy_outputs(const struct call* call) {{");
+    if schedule.copies.is_empty() {
+        let _ = writeln!(c, "  (void)call;");
+    } else {
+        let _ = writeln!(c, "  DLTensor tensors[1];\n  int32_t status;");
+    }
+    c.push_str(&graph_copies(schedule));
+    let _ = writeln!(c, "  return 0;\n}}\n");
+    c
+}
+
+/// The body of a graph module's entry: every call in order, then the copies
+/// into outputs. `profiled`: each call is timed when the run has ticks.
+fn graph_call(schedule: &Schedule, profiled: bool) -> String {
+    let mut c = graph_call_arrays(schedule);
+    let _ = writeln!(c, "  uint32_t i, k;\n  int32_t status;");
+    let _ = writeln!(c, "  for (i = 0; i < {}u; ++i) {{", schedule.calls.len());
+    c.push_str(&graph_call_statements(schedule, profiled, "    "));
+    let _ = writeln!(c, "    if (status != 0) return status;\n  }}");
+    c.push_str(&graph_copies(schedule));
     let _ = writeln!(c, "  return 0;");
     c
 }
@@ -531,6 +615,95 @@ fn packed_call(module: &ModulePlan, call: &str) -> String {
     let _ = writeln!(source, "  ret.v_int64 = 0;");
     let _ = writeln!(source, "  return {call};");
     source
+}
+
+/// `mlf_<m>_start`, `mlf_<m>_step` and `mlf_<m>_cancel`: a run one step of
+/// [`ModulePlan::steps`] at a time, under the guard from start to the last
+/// step. `step_call(call, index)` runs step `index`: where a module's steps
+/// come from is decided there and in `ModulePlan::steps` only.
+fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len): (&str, &str)) {
+    let [start, step, cancel] = stepping_symbols(&module.name);
+    let steps = module.steps().len();
+    let padded = module.padded_tensors().next().is_some();
+    let (n_in, n_out) = (module.inputs.len(), module.outputs.len());
+    let _ = writeln!(source, "/* A stepped run's buffers and progress: static, since they outlive each call. */");
+    let _ = writeln!(source, "static void* stepped_inputs[{}];\nstatic void* stepped_outputs[{}];", n_in.max(1), n_out.max(1));
+    if padded {
+        let _ = writeln!(source, "/* The caller's outputs, which the padded copies are copied back to after the last step. */");
+        let _ = writeln!(source, "static void* stepped_caller_outputs[{}];", n_out.max(1));
+    }
+    let _ = writeln!(source, "static struct call stepped;\nstatic uint32_t stepped_next;\nstatic int stepped_live;\n");
+
+    if let Some(schedule) = module.schedule() {
+        source.push_str(&graph_step_functions(schedule, module.profile.is_some()));
+    }
+    let _ = writeln!(source, "/* Runs step index of {steps}: {}. */", step_kind(module));
+    let _ = writeln!(source, "static int32_t step_call(struct call* call, uint32_t index) {{");
+    match module.schedule() {
+        Some(schedule) if !schedule.calls.is_empty() => {
+            let _ = writeln!(source, "  int32_t status = run_call(call, index);");
+            let _ = writeln!(source, "  if (status != 0 || index + 1u < {steps}u) return status;\n  return copy_outputs(call);");
+        }
+        Some(_) => {
+            let _ = writeln!(source, "  (void)index;\n  return copy_outputs(call);");
+        }
+        None => {
+            let _ = writeln!(source, "  (void)index;\n  return entry(call);");
+        }
+    }
+    let _ = writeln!(source, "}}\n");
+    let _ = writeln!(source, "static int32_t step_entry(void* context) {{ return step_call((struct call*)context, stepped_next); }}\n");
+
+    let _ = writeln!(source, "mlf_status_t {start}(void* const* inputs, void* const* outputs) {{");
+    let _ = writeln!(source, "  mlf_status_t status = mlf_support_enter({arena}, {arena_len});");
+    let _ = writeln!(source, "  if (status != MLF_STATUS_OK) return status;");
+    if padded {
+        for index in 0..n_out {
+            let _ = writeln!(source, "  stepped_caller_outputs[{index}] = outputs[{index}];");
+        }
+        let _ = writeln!(source, "  pad_buffers(inputs, outputs, stepped_inputs, stepped_outputs);");
+    } else {
+        for index in 0..n_in {
+            let _ = writeln!(source, "  stepped_inputs[{index}] = inputs[{index}];");
+        }
+        for index in 0..n_out {
+            let _ = writeln!(source, "  stepped_outputs[{index}] = outputs[{index}];");
+        }
+        if n_in == 0 {
+            let _ = writeln!(source, "  (void)inputs;");
+        }
+        if n_out == 0 {
+            let _ = writeln!(source, "  (void)outputs;");
+        }
+    }
+    let _ = writeln!(source, "  stepped.inputs = stepped_inputs;\n  stepped.outputs = stepped_outputs;");
+    if module.profile.is_some() {
+        let _ = writeln!(source, "  stepped.clock = NULL;\n  stepped.context = NULL;\n  stepped.ticks = NULL;");
+    }
+    let _ = writeln!(source, "  stepped_next = 0;\n  stepped_live = 1;\n  return MLF_STATUS_OK;\n}}\n");
+
+    let _ = writeln!(source, "mlf_status_t {step}(uint32_t* ran, int32_t* code) {{");
+    let _ = writeln!(source, "  mlf_status_t status;\n  if (!stepped_live) return MLF_STATUS_IDLE;\n  *ran = stepped_next;");
+    let _ = writeln!(source, "  status = mlf_support_step(step_entry, &stepped, code);");
+    let _ = writeln!(source, "  if (status != MLF_STATUS_OK) {{\n    stepped_live = 0;\n    return status;\n  }}");
+    let _ = writeln!(source, "  stepped_next += 1;\n  if (stepped_next < {steps}u) return MLF_STATUS_MORE;");
+    if padded {
+        let _ = writeln!(source, "  unpad_outputs(stepped_caller_outputs);");
+    }
+    let _ = writeln!(source, "  stepped_live = 0;\n  mlf_support_leave();\n  return MLF_STATUS_OK;\n}}\n");
+
+    let _ = writeln!(source, "void {cancel}(void) {{\n  if (!stepped_live) return;\n  stepped_live = 0;\n  mlf_support_leave();\n}}\n");
+}
+
+/// What one step of `module` runs, for the glue's and the generated Rust's comments.
+pub(crate) fn step_kind(module: &ModulePlan) -> &'static str {
+    match &module.entry {
+        Entry::Graph(_) => "one operator call of the graph's schedule, the output copies after the last",
+        Entry::Operator { .. } => "the operator, whole",
+        Entry::CInterface(_) | Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => {
+            "the whole entry function (an AOT entry is one step until it is split)"
+        }
+    }
 }
 
 /// `mlf_<m>_model`: the descriptor whose packed `run_func` unwraps the

@@ -31,7 +31,20 @@ pub(crate) struct Provenance<'a> {
 }
 
 /// Functions of the generated module an operator wrapper must not shadow.
-const MODULE_FUNCTIONS: &[&str] = &["run", "run_raw", "invoke", "descriptor", "workspace_peak", "set_log_hook"];
+const MODULE_FUNCTIONS: &[&str] = &[
+    "run",
+    "run_raw",
+    "invoke",
+    "start",
+    "start_raw",
+    "begin",
+    "step_error",
+    "run_with",
+    "run_async",
+    "descriptor",
+    "workspace_peak",
+    "set_log_hook",
+];
 
 /// `$OUT_DIR/mlf/<m>.rs`: the module's items over its `bindings` (bindgen's
 /// text) and what its `compiled` code showed, with `mlf_rt` also `Model`
@@ -59,6 +72,7 @@ pub(crate) fn module_rust(
         buffer_struct("Outputs", "output", &module.outputs),
         error_type(),
         items.run_functions(),
+        items.stepping(),
         items.descriptor(),
         items.operator_wrapper(),
         items.profile_module(),
@@ -258,7 +272,7 @@ impl Items<'_> {
                     schedule.tvm_plan_bytes
                 ));
                 let (storage, params) = (int(schedule.storage_bytes), int(schedule.params.len()));
-                let (linked, calls) = (int(schedule.linked_params), int(schedule.calls.len()));
+                let linked = int(schedule.linked_params);
                 let static_doc =
                     doc(&format!("Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`]{extra_doc}."));
                 quote! {
@@ -269,8 +283,6 @@ impl Items<'_> {
                     pub const PARAMS_BYTES: usize = #params;
                     /// Weights the C code links in (`-link-params`), found through its lookup function at run time.
                     pub const LINKED_PARAMS: usize = #linked;
-                    /// Operator calls a run makes, in the graph's order.
-                    pub const OPERATOR_CALLS: usize = #calls;
                     #static_doc
                     pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES #extra_term;
                 }
@@ -283,7 +295,8 @@ impl Items<'_> {
         // Only when known: a module whose bound is unknown says why in its own docs.
         if let Some(bytes) = self.compiled.stack.bytes {
             let stack_doc = doc(&format!(
-                "Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`]: the deepest call path,\n\
+                "Stack one run takes at most, in bytes, from the call of [`run`] or [`run_raw`], or of [`start`] or\n\
+                 [`Inference::step`] for a stepped run (the deepest of these roots): the deepest call path,\n\
                  each C function's frame as the compiler reported it (`-fstack-usage`), the calls read from the\n\
                  compiled objects, library functions' frames read from the toolchain's libraries (`name (libm.a)`)\n\
                  or, where their code is not read, named allowances, and an allowance for the Rust wrapper;\n\
@@ -352,6 +365,7 @@ impl Items<'_> {
         let raw_in = (0..m.inputs.len()).map(int);
         let raw_out = (0..m.outputs.len()).map(int);
         let claim = self.claim();
+        let checks = raw_checks();
         let invoke = format_ident!("{}", glue::invoke_symbol(&m.name));
         // Alignments are powers of two (`align_of`): a mask tests them on any Rust version.
         // SAFETY (of the generated `unsafe` blocks): every pointer is valid for its
@@ -380,28 +394,7 @@ impl Items<'_> {
             /// A wrong buffer count, size or alignment, before anything runs; otherwise as [`run`].
             #[inline(never)]
             pub fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), Error> {
-                if inputs.len() != INPUTS.len() {
-                    return Err(Error::InputCount(inputs.len()));
-                }
-                if outputs.len() != OUTPUTS.len() {
-                    return Err(Error::OutputCount(outputs.len()));
-                }
-                for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
-                    if buffer.len() != info.bytes {
-                        return Err(Error::InputSize { index, len: buffer.len() });
-                    }
-                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
-                        return Err(Error::Misaligned { is_output: false, index });
-                    }
-                }
-                for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
-                    if buffer.len() != info.bytes {
-                        return Err(Error::OutputSize { index, len: buffer.len() });
-                    }
-                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
-                        return Err(Error::Misaligned { is_output: true, index });
-                    }
-                }
+                #checks
                 invoke(
                     [#(inputs[#raw_in].as_ptr() as *mut core::ffi::c_void),*],
                     [#(outputs[#raw_out].as_mut_ptr().cast::<core::ffi::c_void>()),*],
@@ -430,6 +423,204 @@ impl Items<'_> {
             /// Sends each line TVM's runtime logs (`TVMLogf`) to `hook`; `None` drops them.
             pub fn set_log_hook(hook: Option<unsafe extern "C" fn(*const core::ffi::c_char, usize)>) {
                 unsafe { ffi::mlf_support_set_log_hook(hook) }
+            }
+        }
+    }
+
+    /// `OPERATOR_CALLS`, `STEP_OPERATORS`, `Progress`, `Inference` and the
+    /// functions that run the model a step at a time (`ModulePlan::steps`).
+    fn stepping(&self) -> TokenStream {
+        let m = self.module;
+        let steps = m.steps();
+        let count = int(steps.len());
+        let operators = steps.iter().map(|step| step.operator.as_str());
+        let in_idents = RustIdent::unique(m.inputs.iter().map(|t| t.name.as_str()));
+        let out_idents = RustIdent::unique(m.outputs.iter().map(|t| t.name.as_str()));
+        let raw_in = (0..m.inputs.len()).map(int);
+        let raw_out = (0..m.outputs.len()).map(int);
+        let (n_in, n_out) = (int(m.inputs.len()), int(m.outputs.len()));
+        let claim = self.claim();
+        let checks = raw_checks();
+        let [start, step, cancel] = glue::stepping_symbols(&m.name).map(|symbol| format_ident!("{symbol}"));
+        let kind = glue::step_kind(m);
+        let calls_doc = doc(&format!(
+            "Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each {kind}:\n\
+             the module's kind ({}) decides what a step is.",
+            m.entry.kind()
+        ));
+        let operators_doc = doc(&match m.schedule() {
+            Some(schedule) if schedule.calls.is_empty() => {
+                "The one step of a graph without operator calls, which copies its outputs.".to_string()
+            }
+            Some(_) => "The operator each step calls, in run order: the schedule mlf-build planned from the graph.".to_string(),
+            None => format!(
+                "The function the one step calls: `{}`, the archive's entry or operator function, run whole.",
+                ident::rust_doc(&steps.first().map_or_else(String::new, |step| step.operator.clone()))
+            ),
+        });
+        // SAFETY (of the generated `unsafe` blocks): the pointers stay valid while the
+        // `Inference` borrowing their buffers lives; the glue runs steps only between
+        // its start and its last step or cancel, which `live` tracks.
+        quote! {
+            #calls_doc
+            pub const OPERATOR_CALLS: usize = #count;
+
+            #operators_doc
+            pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = [#(#operators),*];
+
+            /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
+            /// [`STEP_OPERATORS`]`[index]`.
+            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+            pub struct Progress {
+                /// Position of the step in the run.
+                pub index: usize,
+                /// The function it called.
+                pub operator: &'static str,
+            }
+
+            /// A run in progress, from [`start`] or [`start_raw`]: [`Inference::step`] runs the next step.
+            /// It holds the run guard (other runs get [`Error::Busy`]) and borrows the buffers until
+            /// it ends; dropping it before its last step cancels the run, releasing the guard.
+            #[must_use = "a run advances only when stepped; dropping it cancels the run"]
+            pub struct Inference<'r> {
+                _io: core::marker::PhantomData<(&'r Inputs, &'r mut Outputs)>,
+                live: bool,
+            }
+
+            impl Inference<'_> {
+                /// Runs the next step: `Some` of what it ran, `None` once the run has ended. Never
+                /// inlined, so its frame is counted in `STACK_BYTES`.
+                ///
+                /// # Errors
+                ///
+                /// [`Error::Model`] or [`Error::Aborted`] when the step fails, which ends the run.
+                #[inline(never)]
+                pub fn step(&mut self) -> Result<Option<Progress>, Error> {
+                    if !self.live {
+                        return Ok(None);
+                    }
+                    let (mut ran, mut code) = (0u32, 0i32);
+                    let status = unsafe { ffi::#step(core::ptr::addr_of_mut!(ran), core::ptr::addr_of_mut!(code)) };
+                    if status != ffi::MLF_STATUS_MORE {
+                        self.live = false;
+                    }
+                    if status != ffi::MLF_STATUS_MORE && status != ffi::MLF_STATUS_OK {
+                        return Err(step_error(status, code));
+                    }
+                    let index = usize::try_from(ran).unwrap_or(usize::MAX);
+                    Ok(Some(Progress { index, operator: STEP_OPERATORS.get(index).copied().unwrap_or_default() }))
+                }
+
+                /// Whether the run has steps left to run.
+                #[must_use]
+                pub fn is_running(&self) -> bool {
+                    self.live
+                }
+            }
+
+            impl Drop for Inference<'_> {
+                fn drop(&mut self) {
+                    if self.live {
+                        unsafe { ffi::#cancel() }
+                    }
+                }
+            }
+
+            fn step_error(status: ffi::mlf_status_t, code: i32) -> Error {
+                match status {
+                    ffi::MLF_STATUS_ABORTED => Error::Aborted(code),
+                    ffi::MLF_STATUS_BUSY => Error::Busy,
+                    _ => Error::Model(code),
+                }
+            }
+
+            /// Starts a run of the model on `inputs` and `outputs`, to be advanced one step at a time
+            /// with [`Inference::step`]; the outputs are whole once the last step has run.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Busy`] while another run is in progress (a run, or an `Inference` not dropped).
+            pub fn start<'r>(inputs: &'r Inputs, outputs: &'r mut Outputs) -> Result<Inference<'r>, Error> {
+                begin(
+                    [#(inputs.#in_idents.as_ptr() as *mut core::ffi::c_void),*],
+                    [#(outputs.#out_idents.as_mut_ptr().cast::<core::ffi::c_void>()),*],
+                )
+            }
+
+            /// [`start`] on raw byte buffers, checked as [`run_raw`] checks them.
+            ///
+            /// # Errors
+            ///
+            /// A wrong buffer count, size or alignment, before anything starts; otherwise as [`start`].
+            pub fn start_raw<'r>(inputs: &'r [&[u8]], outputs: &'r mut [&mut [u8]]) -> Result<Inference<'r>, Error> {
+                #checks
+                begin(
+                    [#(inputs[#raw_in].as_ptr() as *mut core::ffi::c_void),*],
+                    [#(outputs[#raw_out].as_mut_ptr().cast::<core::ffi::c_void>()),*],
+                )
+            }
+
+            fn begin<'r>(inputs: [*mut core::ffi::c_void; #n_in], outputs: [*mut core::ffi::c_void; #n_out]) -> Result<Inference<'r>, Error> {
+                #claim
+                let status = unsafe { ffi::#start(inputs.as_ptr(), outputs.as_ptr()) };
+                if status == ffi::MLF_STATUS_OK {
+                    Ok(Inference { _io: core::marker::PhantomData, live: true })
+                } else {
+                    Err(Error::Busy)
+                }
+            }
+
+            /// Runs the model as [`run`] does, calling `between` after each step with what it ran:
+            /// `ControlFlow::Break` cancels the rest of the run (a watchdog that fired, a stale frame).
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Cancelled`] when `between` broke before the last step; otherwise as [`start`]
+            /// and [`Inference::step`].
+            pub fn run_with(
+                inputs: &Inputs,
+                outputs: &mut Outputs,
+                mut between: impl FnMut(Progress) -> core::ops::ControlFlow<()>,
+            ) -> Result<(), Error> {
+                let mut inference = start(inputs, outputs)?;
+                while let Some(progress) = inference.step()? {
+                    if between(progress).is_break() && inference.is_running() {
+                        return Err(Error::Cancelled);
+                    }
+                }
+                Ok(())
+            }
+
+            /// Runs the model as [`run`] does, returning to the executor after each step but the last,
+            /// so other tasks run between steps; needs no executor of its own. Dropping the future
+            /// before it is ready cancels the run.
+            ///
+            /// # Errors
+            ///
+            /// As [`start`] and [`Inference::step`].
+            pub async fn run_async(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), Error> {
+                let mut inference = start(inputs, outputs)?;
+                while inference.step()?.is_some() {
+                    if inference.is_running() {
+                        YieldOnce(false).await;
+                    }
+                }
+                Ok(())
+            }
+
+            /// Pending once (waking its task at once), then ready: the executor may run other tasks.
+            struct YieldOnce(bool);
+
+            impl core::future::Future for YieldOnce {
+                type Output = ();
+                fn poll(mut self: core::pin::Pin<&mut Self>, context: &mut core::task::Context<'_>) -> core::task::Poll<()> {
+                    if self.0 {
+                        return core::task::Poll::Ready(());
+                    }
+                    self.0 = true;
+                    context.waker().wake_by_ref();
+                    core::task::Poll::Pending
+                }
             }
         }
     }
@@ -579,6 +770,35 @@ impl Items<'_> {
                 )
             }
         }
+    }
+}
+
+/// The checks of `run_raw` and `start_raw`, written into each so that `run_raw` keeps its code:
+/// one buffer per tensor, of its size and alignment.
+fn raw_checks() -> TokenStream {
+    quote! {
+                if inputs.len() != INPUTS.len() {
+                    return Err(Error::InputCount(inputs.len()));
+                }
+                if outputs.len() != OUTPUTS.len() {
+                    return Err(Error::OutputCount(outputs.len()));
+                }
+                for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
+                    if buffer.len() != info.bytes {
+                        return Err(Error::InputSize { index, len: buffer.len() });
+                    }
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                        return Err(Error::Misaligned { is_output: false, index });
+                    }
+                }
+                for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
+                    if buffer.len() != info.bytes {
+                        return Err(Error::OutputSize { index, len: buffer.len() });
+                    }
+                    if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                        return Err(Error::Misaligned { is_output: true, index });
+                    }
+                }
     }
 }
 
@@ -755,6 +975,9 @@ fn error_type() -> TokenStream {
             Aborted(i32),
             /// Another model is running: runs share static memory and take turns.
             Busy,
+            /// The run was cancelled between two steps (`run_with`'s callback broke): nothing of it
+            /// is left for the next run, whose outputs are whole.
+            Cancelled,
             /// `run_raw` got this many input buffers instead of `INPUTS.len()`.
             InputCount(usize),
             /// `run_raw` got this many output buffers instead of `OUTPUTS.len()`.
@@ -788,6 +1011,7 @@ fn error_type() -> TokenStream {
                     Error::Model(code) => write!(f, "model `{MODULE_NAME}` returned error code {code}"),
                     Error::Aborted(code) => write!(f, "model `{MODULE_NAME}` aborted with TVM error 0x{code:x}"),
                     Error::Busy => write!(f, "another model run is in progress"),
+                    Error::Cancelled => write!(f, "the run of model `{MODULE_NAME}` was cancelled between two steps"),
                     Error::InputCount(count) => write!(f, "got {count} input buffers, model `{MODULE_NAME}` takes {}", INPUTS.len()),
                     Error::OutputCount(count) => write!(f, "got {count} output buffers, model `{MODULE_NAME}` has {}", OUTPUTS.len()),
                     Error::InputSize { index, len } => {
@@ -826,12 +1050,25 @@ fn mlf_rt_impl(module: &ModulePlan) -> TokenStream {
                     Error::Model(code) => ::mlf_rt::Error::Model(code),
                     Error::Aborted(code) => ::mlf_rt::Error::Aborted(code),
                     Error::Busy => ::mlf_rt::Error::Busy,
+                    Error::Cancelled => ::mlf_rt::Error::Cancelled,
                     Error::InputCount(count) => ::mlf_rt::Error::InputCount(count),
                     Error::OutputCount(count) => ::mlf_rt::Error::OutputCount(count),
                     Error::InputSize { index, len } => ::mlf_rt::Error::InputSize { index, len },
                     Error::OutputSize { index, len } => ::mlf_rt::Error::OutputSize { index, len },
                     Error::Misaligned { is_output, index } => ::mlf_rt::Error::Misaligned { is_output, index },
                 }
+            }
+        }
+
+        impl ::mlf_rt::Stepper for Inference<'_> {
+            fn step(&mut self) -> Result<Option<::mlf_rt::Progress>, ::mlf_rt::Error> {
+                match Inference::step(self) {
+                    Ok(progress) => Ok(progress.map(|Progress { index, operator }| ::mlf_rt::Progress { index, operator })),
+                    Err(error) => Err(::mlf_rt::Error::from(error)),
+                }
+            }
+            fn is_running(&self) -> bool {
+                Inference::is_running(self)
             }
         }
 
@@ -856,6 +1093,14 @@ fn mlf_rt_impl(module: &ModulePlan) -> TokenStream {
             }
             fn run_raw(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<(), ::mlf_rt::Error> {
                 run_raw(inputs, outputs).map_err(::mlf_rt::Error::from)
+            }
+            const OPERATOR_CALLS: usize = OPERATOR_CALLS;
+            type Inference<'a> = Inference<'a>;
+            fn start<'a>(inputs: &'a Inputs, outputs: &'a mut Outputs) -> Result<Inference<'a>, ::mlf_rt::Error> {
+                start(inputs, outputs).map_err(::mlf_rt::Error::from)
+            }
+            fn start_raw<'a>(inputs: &'a [&[u8]], outputs: &'a mut [&mut [u8]]) -> Result<Inference<'a>, ::mlf_rt::Error> {
+                start_raw(inputs, outputs).map_err(::mlf_rt::Error::from)
             }
             fn set_log_hook(hook: Option<fn(&str)>) {
                 ::mlf_rt::log::set_hook(hook);

@@ -70,9 +70,10 @@ impl StackBound {
 }
 
 /// mlf-build's support functions that call a function pointer their caller
-/// passes, in their own frame: `mlf_support_call` runs the glue's entry under
-/// the abort guard; `TVMBackendParallelLaunch` runs generated code's lambda.
-const CALLBACK_RUNNERS: &[&str] = &["mlf_support_call", "TVMBackendParallelLaunch"];
+/// passes, in their own frame: `mlf_support_call` runs the glue's entry and
+/// `mlf_support_step` one step of it under the abort guard;
+/// `TVMBackendParallelLaunch` runs generated code's lambda.
+const CALLBACK_RUNNERS: &[&str] = &["mlf_support_call", "mlf_support_step", "TVMBackendParallelLaunch"];
 
 /// The hooks `-finstrument-functions` makes every function call (`Builder::profile`)
 /// with its own address and those of the functions inlined into it: they compare

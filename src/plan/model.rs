@@ -51,6 +51,16 @@ pub(crate) struct Profile {
     pub untimed: Vec<CIdent>,
 }
 
+/// One step of a stepped run (`ModulePlan::steps`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// The operator (or entry) function the step calls, as `STEP_OPERATORS` names it.
+    pub operator: String,
+}
+
+/// The name of the one step of a graph without operator calls, which only copies its outputs.
+pub(crate) const COPY_STEP: &str = "copy outputs";
+
 /// How the generated code is called, decided from the files (not the version).
 #[derive(Debug, Clone)]
 pub(crate) enum Entry {
@@ -144,6 +154,26 @@ impl ModulePlan {
         match &self.entry {
             Entry::Graph(schedule) => Some(schedule),
             _ => None,
+        }
+    }
+
+    /// The steps of a stepped run, in order: the one list the glue's
+    /// `step_call` runs and the generated `OPERATOR_CALLS` and
+    /// `STEP_OPERATORS` describe. A graph steps each planned operator call
+    /// (its output copies end the last step; a graph with no call has one step
+    /// that only copies); every other kind runs its whole entry function as
+    /// one step, named after the function it calls, until its entry is split.
+    pub fn steps(&self) -> Vec<Step> {
+        let whole = |function: String| vec![Step { operator: function }];
+        match &self.entry {
+            Entry::Graph(schedule) if schedule.calls.is_empty() => whole(COPY_STEP.to_string()),
+            Entry::Graph(schedule) => schedule.calls.iter().map(|call| Step { operator: call.func_name.to_string() }).collect(),
+            Entry::CInterface(interface) => match &interface.direct_entry {
+                Some(function) => whole(function.to_string()),
+                None => whole(format!("tvmgen_{}_run", self.name)),
+            },
+            Entry::Packed { function, .. } | Entry::Operator { function, .. } => whole(function.to_string()),
+            Entry::LegacyDescriptor { symbol, .. } => whole(symbol.to_string()),
         }
     }
 

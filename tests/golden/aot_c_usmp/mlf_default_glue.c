@@ -27,6 +27,58 @@ mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32
   return mlf_support_call(entry, &call, NULL, 0, code);
 }
 
+/* A stepped run's buffers and progress: static, since they outlive each call. */
+static void* stepped_inputs[1];
+static void* stepped_outputs[1];
+static struct call stepped;
+static uint32_t stepped_next;
+static int stepped_live;
+
+/* Runs step index of 1: the whole entry function (an AOT entry is one step until it is split). */
+static int32_t step_call(struct call* call, uint32_t index) {
+  (void)index;
+  return entry(call);
+}
+
+static int32_t step_entry(void* context) { return step_call((struct call*)context, stepped_next); }
+
+/* step_entry, called by mlf_support_step: read from here, the stack bound sees who runs it. */
+static int32_t (*volatile const step_entry_ref)(void*) = step_entry;
+
+mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
+  mlf_status_t status = mlf_support_enter(NULL, 0);
+  if (status != MLF_STATUS_OK) return status;
+  stepped_inputs[0] = inputs[0];
+  stepped_outputs[0] = outputs[0];
+  stepped.inputs = stepped_inputs;
+  stepped.outputs = stepped_outputs;
+  stepped_next = 0;
+  stepped_live = 1;
+  return MLF_STATUS_OK;
+}
+
+mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
+  mlf_status_t status;
+  if (!stepped_live) return MLF_STATUS_IDLE;
+  *ran = stepped_next;
+  status = mlf_support_step(step_entry_ref, &stepped, code);
+  if (status != MLF_STATUS_OK) {
+    stepped_live = 0;
+    return status;
+  }
+  stepped_next += 1;
+  if (stepped_next < 1u) return MLF_STATUS_MORE;
+  stepped_live = 0;
+  mlf_support_leave();
+  return MLF_STATUS_OK;
+}
+
+void mlf_default_cancel(void) {
+  if (!stepped_live) return;
+  stepped_live = 0;
+  mlf_support_leave();
+}
+
 static int32_t model_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle) {
   void* inputs[1];
   void* outputs[1];

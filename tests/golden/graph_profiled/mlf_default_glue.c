@@ -161,6 +161,94 @@ mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32
   return mlf_support_call(entry, &call, NULL, 0, code);
 }
 
+/* A stepped run's buffers and progress: static, since they outlive each call. */
+static void* stepped_inputs[1];
+static void* stepped_outputs[1];
+static struct call stepped;
+static uint32_t stepped_next;
+static int stepped_live;
+
+/* Makes operator call i of the schedule (a step). */
+static int32_t run_call(const struct call* call, uint32_t i) {
+  DLTensor tensors[4];
+  TVMValue values[4];
+  int codes[4];
+  uint32_t k;
+  int32_t status;
+  const struct mlf_call* op = &mlf_calls[i];
+  TVMValue ret;
+  int ret_code = kTVMNullptr;
+  for (k = 0; k < op->count; ++k) {
+    status = mlf_bind(call, &mlf_tensors[mlf_call_args[op->first + k]], &tensors[k]);
+    if (status != 0) return status;
+    values[k].v_handle = &tensors[k];
+    codes[k] = kTVMDLTensorHandle;
+  }
+  if (call->ticks != NULL) {
+    uint32_t start = call->clock(call->context);
+    status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);
+    call->ticks[i] = call->clock(call->context) - start;
+  } else {
+    status = op->func(values, codes, (int)op->count, &ret, &ret_code, NULL);
+  }
+  return status;
+}
+
+/* The copies into outputs after the last call (ending the last step). */
+static int32_t copy_outputs(const struct call* call) {
+  (void)call;
+  return 0;
+}
+
+/* Runs step index of 5: one operator call of the graph's schedule, the output copies after the last. */
+static int32_t step_call(struct call* call, uint32_t index) {
+  int32_t status = run_call(call, index);
+  if (status != 0 || index + 1u < 5u) return status;
+  return copy_outputs(call);
+}
+
+static int32_t step_entry(void* context) { return step_call((struct call*)context, stepped_next); }
+
+/* step_entry, called by mlf_support_step: read from here, the stack bound sees who runs it. */
+static int32_t (*volatile const step_entry_ref)(void*) = step_entry;
+
+mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
+  mlf_status_t status = mlf_support_enter(NULL, 0);
+  if (status != MLF_STATUS_OK) return status;
+  stepped_inputs[0] = inputs[0];
+  stepped_outputs[0] = outputs[0];
+  stepped.inputs = stepped_inputs;
+  stepped.outputs = stepped_outputs;
+  stepped.clock = NULL;
+  stepped.context = NULL;
+  stepped.ticks = NULL;
+  stepped_next = 0;
+  stepped_live = 1;
+  return MLF_STATUS_OK;
+}
+
+mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
+  mlf_status_t status;
+  if (!stepped_live) return MLF_STATUS_IDLE;
+  *ran = stepped_next;
+  status = mlf_support_step(step_entry_ref, &stepped, code);
+  if (status != MLF_STATUS_OK) {
+    stepped_live = 0;
+    return status;
+  }
+  stepped_next += 1;
+  if (stepped_next < 5u) return MLF_STATUS_MORE;
+  stepped_live = 0;
+  mlf_support_leave();
+  return MLF_STATUS_OK;
+}
+
+void mlf_default_cancel(void) {
+  if (!stepped_live) return;
+  stepped_live = 0;
+  mlf_support_leave();
+}
+
 static int32_t model_run(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle) {
   void* inputs[1];
   void* outputs[1];

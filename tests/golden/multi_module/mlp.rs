@@ -234,6 +234,9 @@ mod generated {
         Aborted(i32),
         /// Another model is running: runs share static memory and take turns.
         Busy,
+        /// The run was cancelled between two steps (`run_with`'s callback broke): nothing of it
+        /// is left for the next run, whose outputs are whole.
+        Cancelled,
         /// `run_raw` got this many input buffers instead of `INPUTS.len()`.
         InputCount(usize),
         /// `run_raw` got this many output buffers instead of `OUTPUTS.len()`.
@@ -270,6 +273,12 @@ mod generated {
                     write!(f, "model `{MODULE_NAME}` aborted with TVM error 0x{code:x}")
                 }
                 Error::Busy => write!(f, "another model run is in progress"),
+                Error::Cancelled => {
+                    write!(
+                        f,
+                        "the run of model `{MODULE_NAME}` was cancelled between two steps",
+                    )
+                }
                 Error::InputCount(count) => {
                     write!(
                         f,
@@ -405,6 +414,213 @@ mod generated {
     ) {
         unsafe { ffi::mlf_support_set_log_hook(hook) }
     }
+    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function (an AOT entry is one step until it is split):
+    /// the module's kind (AOT, C interface) decides what a step is.
+    pub const OPERATOR_CALLS: usize = 1;
+    /// The function the one step calls: `tvmgen_mlp_run`, the archive's entry or operator function, run whole.
+    pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = ["tvmgen_mlp_run"];
+    /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
+    /// [`STEP_OPERATORS`]`[index]`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Progress {
+        /// Position of the step in the run.
+        pub index: usize,
+        /// The function it called.
+        pub operator: &'static str,
+    }
+    /// A run in progress, from [`start`] or [`start_raw`]: [`Inference::step`] runs the next step.
+    /// It holds the run guard (other runs get [`Error::Busy`]) and borrows the buffers until
+    /// it ends; dropping it before its last step cancels the run, releasing the guard.
+    #[must_use = "a run advances only when stepped; dropping it cancels the run"]
+    pub struct Inference<'r> {
+        _io: core::marker::PhantomData<(&'r Inputs, &'r mut Outputs)>,
+        live: bool,
+    }
+    impl Inference<'_> {
+        /// Runs the next step: `Some` of what it ran, `None` once the run has ended. Never
+        /// inlined, so its frame is counted in `STACK_BYTES`.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Model`] or [`Error::Aborted`] when the step fails, which ends the run.
+        #[inline(never)]
+        pub fn step(&mut self) -> Result<Option<Progress>, Error> {
+            if !self.live {
+                return Ok(None);
+            }
+            let (mut ran, mut code) = (0u32, 0i32);
+            let status = unsafe {
+                ffi::mlf_mlp_step(
+                    core::ptr::addr_of_mut!(ran),
+                    core::ptr::addr_of_mut!(code),
+                )
+            };
+            if status != ffi::MLF_STATUS_MORE {
+                self.live = false;
+            }
+            if status != ffi::MLF_STATUS_MORE && status != ffi::MLF_STATUS_OK {
+                return Err(step_error(status, code));
+            }
+            let index = usize::try_from(ran).unwrap_or(usize::MAX);
+            Ok(
+                Some(Progress {
+                    index,
+                    operator: STEP_OPERATORS.get(index).copied().unwrap_or_default(),
+                }),
+            )
+        }
+        /// Whether the run has steps left to run.
+        #[must_use]
+        pub fn is_running(&self) -> bool {
+            self.live
+        }
+    }
+    impl Drop for Inference<'_> {
+        fn drop(&mut self) {
+            if self.live {
+                unsafe { ffi::mlf_mlp_cancel() }
+            }
+        }
+    }
+    fn step_error(status: ffi::mlf_status_t, code: i32) -> Error {
+        match status {
+            ffi::MLF_STATUS_ABORTED => Error::Aborted(code),
+            ffi::MLF_STATUS_BUSY => Error::Busy,
+            _ => Error::Model(code),
+        }
+    }
+    /// Starts a run of the model on `inputs` and `outputs`, to be advanced one step at a time
+    /// with [`Inference::step`]; the outputs are whole once the last step has run.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Busy`] while another run is in progress (a run, or an `Inference` not dropped).
+    pub fn start<'r>(
+        inputs: &'r Inputs,
+        outputs: &'r mut Outputs,
+    ) -> Result<Inference<'r>, Error> {
+        begin(
+            [inputs.input.as_ptr() as *mut core::ffi::c_void],
+            [outputs.output.as_mut_ptr().cast::<core::ffi::c_void>()],
+        )
+    }
+    /// [`start`] on raw byte buffers, checked as [`run_raw`] checks them.
+    ///
+    /// # Errors
+    ///
+    /// A wrong buffer count, size or alignment, before anything starts; otherwise as [`start`].
+    pub fn start_raw<'r>(
+        inputs: &'r [&[u8]],
+        outputs: &'r mut [&mut [u8]],
+    ) -> Result<Inference<'r>, Error> {
+        if inputs.len() != INPUTS.len() {
+            return Err(Error::InputCount(inputs.len()));
+        }
+        if outputs.len() != OUTPUTS.len() {
+            return Err(Error::OutputCount(outputs.len()));
+        }
+        for (index, (buffer, info)) in inputs.iter().zip(INPUTS.iter()).enumerate() {
+            if buffer.len() != info.bytes {
+                return Err(Error::InputSize {
+                    index,
+                    len: buffer.len(),
+                });
+            }
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                return Err(Error::Misaligned {
+                    is_output: false,
+                    index,
+                });
+            }
+        }
+        for (index, (buffer, info)) in outputs.iter().zip(OUTPUTS.iter()).enumerate() {
+            if buffer.len() != info.bytes {
+                return Err(Error::OutputSize {
+                    index,
+                    len: buffer.len(),
+                });
+            }
+            if (buffer.as_ptr() as usize) & (info.align - 1) != 0 {
+                return Err(Error::Misaligned {
+                    is_output: true,
+                    index,
+                });
+            }
+        }
+        begin(
+            [inputs[0].as_ptr() as *mut core::ffi::c_void],
+            [outputs[0].as_mut_ptr().cast::<core::ffi::c_void>()],
+        )
+    }
+    fn begin<'r>(
+        inputs: [*mut core::ffi::c_void; 1],
+        outputs: [*mut core::ffi::c_void; 1],
+    ) -> Result<Inference<'r>, Error> {
+        unsafe {
+            core::ptr::read_volatile(core::ptr::addr_of!(ffi::mlf_mlp_of_package_golden))
+        };
+        let status = unsafe { ffi::mlf_mlp_start(inputs.as_ptr(), outputs.as_ptr()) };
+        if status == ffi::MLF_STATUS_OK {
+            Ok(Inference {
+                _io: core::marker::PhantomData,
+                live: true,
+            })
+        } else {
+            Err(Error::Busy)
+        }
+    }
+    /// Runs the model as [`run`] does, calling `between` after each step with what it ran:
+    /// `ControlFlow::Break` cancels the rest of the run (a watchdog that fired, a stale frame).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cancelled`] when `between` broke before the last step; otherwise as [`start`]
+    /// and [`Inference::step`].
+    pub fn run_with(
+        inputs: &Inputs,
+        outputs: &mut Outputs,
+        mut between: impl FnMut(Progress) -> core::ops::ControlFlow<()>,
+    ) -> Result<(), Error> {
+        let mut inference = start(inputs, outputs)?;
+        while let Some(progress) = inference.step()? {
+            if between(progress).is_break() && inference.is_running() {
+                return Err(Error::Cancelled);
+            }
+        }
+        Ok(())
+    }
+    /// Runs the model as [`run`] does, returning to the executor after each step but the last,
+    /// so other tasks run between steps; needs no executor of its own. Dropping the future
+    /// before it is ready cancels the run.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`] and [`Inference::step`].
+    pub async fn run_async(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), Error> {
+        let mut inference = start(inputs, outputs)?;
+        while inference.step()?.is_some() {
+            if inference.is_running() {
+                YieldOnce(false).await;
+            }
+        }
+        Ok(())
+    }
+    /// Pending once (waking its task at once), then ready: the executor may run other tasks.
+    struct YieldOnce(bool);
+    impl core::future::Future for YieldOnce {
+        type Output = ();
+        fn poll(
+            mut self: core::pin::Pin<&mut Self>,
+            context: &mut core::task::Context<'_>,
+        ) -> core::task::Poll<()> {
+            if self.0 {
+                return core::task::Poll::Ready(());
+            }
+            self.0 = true;
+            context.waker().wake_by_ref();
+            core::task::Poll::Pending
+        }
+    }
     /// Module `mlp` as a `tvm_model_t` descriptor (AOT, C interface): `run_func` takes a `DLTensor*`
     /// (type code `kTVMDLTensorHandle`) per input then output and runs the model like [`run`].
     /// mlf-build generates it around the module's entry point (see README.md).
@@ -434,6 +650,7 @@ mod generated {
                 Error::Model(code) => ::mlf_rt::Error::Model(code),
                 Error::Aborted(code) => ::mlf_rt::Error::Aborted(code),
                 Error::Busy => ::mlf_rt::Error::Busy,
+                Error::Cancelled => ::mlf_rt::Error::Cancelled,
                 Error::InputCount(count) => ::mlf_rt::Error::InputCount(count),
                 Error::OutputCount(count) => ::mlf_rt::Error::OutputCount(count),
                 Error::InputSize { index, len } => {
@@ -455,6 +672,25 @@ mod generated {
                     }
                 }
             }
+        }
+    }
+    impl ::mlf_rt::Stepper for Inference<'_> {
+        fn step(&mut self) -> Result<Option<::mlf_rt::Progress>, ::mlf_rt::Error> {
+            match Inference::step(self) {
+                Ok(progress) => {
+                    Ok(
+                        progress
+                            .map(|Progress { index, operator }| ::mlf_rt::Progress {
+                                index,
+                                operator,
+                            }),
+                    )
+                }
+                Err(error) => Err(::mlf_rt::Error::from(error)),
+            }
+        }
+        fn is_running(&self) -> bool {
+            Inference::is_running(self)
         }
     }
     impl ::mlf_rt::Model for Model {
@@ -481,6 +717,20 @@ mod generated {
             outputs: &mut [&mut [u8]],
         ) -> Result<(), ::mlf_rt::Error> {
             run_raw(inputs, outputs).map_err(::mlf_rt::Error::from)
+        }
+        const OPERATOR_CALLS: usize = OPERATOR_CALLS;
+        type Inference<'a> = Inference<'a>;
+        fn start<'a>(
+            inputs: &'a Inputs,
+            outputs: &'a mut Outputs,
+        ) -> Result<Inference<'a>, ::mlf_rt::Error> {
+            start(inputs, outputs).map_err(::mlf_rt::Error::from)
+        }
+        fn start_raw<'a>(
+            inputs: &'a [&[u8]],
+            outputs: &'a mut [&mut [u8]],
+        ) -> Result<Inference<'a>, ::mlf_rt::Error> {
+            start_raw(inputs, outputs).map_err(::mlf_rt::Error::from)
         }
         fn set_log_hook(hook: Option<fn(&str)>) {
             ::mlf_rt::log::set_hook(hook);

@@ -16,6 +16,17 @@ extern "C" {
  * buffer pointers in declaration order (2 inputs, 1 outputs). */
 mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32_t* code);
 
+/** Starts a stepped run of module `default` (1 steps): takes the abort guard (BUSY while another
+ * run holds it) and the buffers, as mlf_default_invoke does; they must stay valid until the run ends. */
+mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs);
+
+/** Runs the next step of the run started, *ran its index: MORE while steps remain, OK after the last;
+ * MODEL_ERROR or ABORTED (with *code as mlf_default_invoke) end the run; IDLE when none is started. */
+mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code);
+
+/** Ends the run started before its last step and releases the guard; nothing when none is. */
+void mlf_default_cancel(void);
+
 /** Module `default` as a tvm_model_t: run_func(args, type_codes, 3, ret, ret_code, handle)
  * takes a DLTensor* (kTVMDLTensorHandle) per input then output, runs under the abort
  * guard and returns 0, the model's error code, or -1 when another run is in progress. */
