@@ -78,9 +78,6 @@ static int32_t step_call(struct call* call, uint32_t index) {
 
 static int32_t step_entry(void* context) { return step_call((struct call*)context, stepped_next); }
 
-/* step_entry, called by mlf_support_step: read from here, the stack bound sees who runs it. */
-static int32_t (*volatile const step_entry_ref)(void*) = step_entry;
-
 mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
   mlf_status_t status = mlf_support_enter(arena, sizeof arena);
   if (status != MLF_STATUS_OK) return status;
@@ -97,7 +94,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
   mlf_status_t status;
   if (!stepped_live) return MLF_STATUS_IDLE;
   *ran = stepped_next;
-  status = mlf_support_step(step_entry_ref, &stepped, code);
+  status = mlf_support_step(step_entry, &stepped, code);
   if (status != MLF_STATUS_OK) {
     stepped_live = 0;
     return status;
