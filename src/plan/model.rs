@@ -5,6 +5,7 @@
 use crate::dtype::DType;
 use crate::ident::CIdent;
 use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
+use crate::plan::steps::Steps;
 
 /// Everything the later stages need to build one archive.
 #[derive(Debug, Clone)]
@@ -35,6 +36,9 @@ pub(crate) struct ModulePlan {
     pub targets: Vec<String>,
     /// The operator calls a profiled run times, when planned with `PlanOptions::profile` (`plan::profile`).
     pub profile: Option<Profile>,
+    /// How an AOT module's run is split into steps (`plan::steps`); `None` for
+    /// graph and operator modules, whose steps are their planned calls.
+    pub steps: Option<Steps>,
 }
 
 /// The operator calls one run makes, for `Builder::profile`.
