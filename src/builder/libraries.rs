@@ -12,7 +12,7 @@ use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
 use crate::codegen::kernel_scratch::{self, ScratchFiles};
-use crate::codegen::{self, glue};
+use crate::codegen::{self, glue, stepper};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
@@ -214,6 +214,16 @@ pub(super) fn model_library(
             untimed_functions.extend(timed.untimed.iter().map(ToString::to_string));
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
+        // A split run's sources compile as copies that include the originals and append the step code.
+        for copy in stepper::sources(&module.name, module.steps.as_ref()) {
+            let bytes = copy.text(&copy.original_included())?;
+            write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
+            generated.extend(&bytes);
+            let original = tree_dir.join(&copy.original);
+            for source in c_sources.iter_mut().chain(&mut instrumented).filter(|source| **source == original) {
+                *source = gen_dir.join(&copy.path);
+            }
+        }
         if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
             // tree's digest) and the layout the glue states.
@@ -313,6 +323,13 @@ pub(super) fn supply_scratch(
             write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
             generated.extend(&wrapper.bytes);
             let original = tree_dir.join(&file);
+            // A split run's copy of the file includes the wrapper instead of the original.
+            if let Some(copy) = stepper::sources(&module.name, module.steps.as_ref()).into_iter().find(|copy| copy.original == file) {
+                let bytes = copy.text(&Path::new("gen").join(&wrapper.path))?;
+                write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
+                generated.extend(&bytes);
+                continue;
+            }
             let source = model.c_sources.iter_mut().chain(&mut model.cxx_sources).find(|source| **source == original);
             let source = source.ok_or_else(|| {
                 Error::new(ErrorKind::Unsupported, "a source calling CMSIS-NN is not among the sources the build compiles")
