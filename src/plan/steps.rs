@@ -23,7 +23,7 @@ pub(crate) const STATE: &str = "mlf_steps";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Steps {
     /// The model function split at its operator calls.
-    Split(Split),
+    Split(Box<Split>),
     /// Run as one step; `why` is the `cargo:warning` text naming the function, file and construct.
     Whole { why: String },
 }
@@ -178,7 +178,7 @@ fn descriptor_run_function(source: &CSource<'_>, symbol: &str) -> Option<String>
 /// Splits the model function of `entry`, or says why it runs whole.
 pub(crate) fn split(entry: &EntryCode<'_, '_>) -> Steps {
     match try_split(entry) {
-        Ok(split) => Steps::Split(split),
+        Ok(split) => Steps::Split(Box::new(split)),
         Err(why) => whole(why),
     }
 }
