@@ -168,6 +168,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         untimed_functions: Vec::new(),
         private: config.privacy.and_then(Privacy::support),
         header_sources: Vec::new(),
+        including: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -206,6 +207,7 @@ pub(super) fn model_library(
     let mut objects = Vec::new();
     let mut instrumented = Vec::new();
     let mut untimed_functions = Vec::new();
+    let mut including = Vec::new();
     for module in &plan.modules {
         c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
@@ -223,6 +225,7 @@ pub(super) fn model_library(
             for source in c_sources.iter_mut().chain(&mut instrumented).filter(|source| **source == original) {
                 *source = gen_dir.join(&copy.path);
             }
+            including.push((gen_dir.join(&copy.path), original));
         }
         if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
@@ -291,6 +294,7 @@ pub(super) fn model_library(
         untimed_functions,
         private: privacy.map(Privacy::model),
         header_sources: plan.modules.iter().map(|module| gen_dir.join(glue::source_name(module))).collect(),
+        including,
     };
     Ok((library, generated))
 }
