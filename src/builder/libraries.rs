@@ -217,7 +217,8 @@ pub(super) fn model_library(
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         // A split run's sources compile as copies that include the originals and append the step code.
-        for copy in stepper::sources(&module.name, module.steps.as_ref()) {
+        let steps = module.steps.as_ref().filter(|_| extra.compile_steps);
+        for copy in stepper::sources(&module.name, steps) {
             let bytes = copy.text(&copy.original_included())?;
             write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
             generated.extend(&bytes);
@@ -328,7 +329,10 @@ pub(super) fn supply_scratch(
             generated.extend(&wrapper.bytes);
             let original = tree_dir.join(&file);
             // A split run's copy of the file includes the wrapper instead of the original.
-            if let Some(copy) = stepper::sources(&module.name, module.steps.as_ref()).into_iter().find(|copy| copy.original == file) {
+            let copied = |copy: &stepper::SteppedSource| model.including.iter().any(|(source, _)| *source == gen_dir.join(&copy.path));
+            if let Some(copy) =
+                stepper::sources(&module.name, module.steps.as_ref()).into_iter().find(|copy| copy.original == file && copied(copy))
+            {
                 let bytes = copy.text(&Path::new("gen").join(&wrapper.path))?;
                 write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
                 generated.extend(&bytes);
@@ -426,6 +430,8 @@ pub(super) struct ExtraCode<'a> {
     pub kernels: Option<&'a KernelCode>,
     /// Where the rerun lines for the sources and include directories go.
     pub directives: Directives,
+    /// `Builder::compile_steps`: split modules compile their step code.
+    pub compile_steps: bool,
 }
 
 impl ExtraCode<'_> {

@@ -58,6 +58,7 @@ pub struct Builder {
     app_places_io_buffers: bool,
     profile: bool,
     share_support_runtime: bool,
+    compile_steps: bool,
 }
 
 /// What [`Builder::build`] produced.
@@ -133,6 +134,7 @@ impl Builder {
             app_places_io_buffers: false,
             profile: false,
             share_support_runtime: false,
+            compile_steps: false,
         }
     }
 
@@ -374,6 +376,16 @@ impl Builder {
     /// # Ok(())
     /// # }
     /// ```
+    #[doc(hidden)]
+    /// Compiles each split AOT module's step functions (`mlf_<m>_steps_begin`,
+    /// `mlf_<m>_steps_run`, see the book's "Stepping a run") into its library,
+    /// for the stepping glue to call. Off until that glue calls them: their
+    /// state is not yet counted in the memory map.
+    pub fn compile_steps(mut self, compile: bool) -> Builder {
+        self.compile_steps = compile;
+        self
+    }
+
     pub fn profile(mut self, profile: bool) -> Builder {
         self.profile = profile;
         self
@@ -513,6 +525,7 @@ impl Builder {
             support_dir: &settings.support_dir,
             kernels,
             directives: settings.env.directives.clone(),
+            compile_steps: self.compile_steps,
         }
     }
 
