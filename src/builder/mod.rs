@@ -376,6 +376,11 @@ impl Builder {
     /// # Ok(())
     /// # }
     /// ```
+    pub fn profile(mut self, profile: bool) -> Builder {
+        self.profile = profile;
+        self
+    }
+
     #[doc(hidden)]
     /// Compiles each split AOT module's step functions (`mlf_<m>_steps_begin`,
     /// `mlf_<m>_steps_run`, see the book's "Stepping a run") into its library,
@@ -383,11 +388,6 @@ impl Builder {
     /// state is not yet counted in the memory map.
     pub fn compile_steps(mut self, compile: bool) -> Builder {
         self.compile_steps = compile;
-        self
-    }
-
-    pub fn profile(mut self, profile: bool) -> Builder {
-        self.profile = profile;
         self
     }
 
