@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::codegen::stepper;
 use crate::error::{Error, Result};
 use crate::ident;
 use crate::input::archive::{Limits, Tree};
@@ -13,6 +14,7 @@ use crate::input::{c, memory_x};
 use crate::objects::sections::{self, SectionNames, Storage};
 use crate::objects::{ar, elf, prologue, rename, sizes, stack, Machine};
 use crate::plan::schedule::{self, Inputs};
+use crate::plan::steps::{self, Steps};
 use crate::{input::graph, input::metadata, input::params, plan};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.
@@ -128,8 +130,10 @@ pub fn c_lexer(bytes: &[u8]) -> Result<()> {
 /// `bytes` as a C source through the parser (`input/c/parser/`): every span
 /// lies inside the text on character boundaries, starts on the line it says,
 /// and those of one list come in text order; every function's parts lie in
-/// it, and every body parses, each statement inside its parent. A broken
-/// invariant panics: the fuzzer's finding.
+/// it, and every body parses, each statement inside its parent; every
+/// function split into steps (`plan::steps`) has one step per operator call
+/// the body names, each step holding its call. A broken invariant panics: the
+/// fuzzer's finding.
 pub fn c_parser(bytes: &[u8]) -> Result<()> {
     use c::parser::syntax::{Span, StmtKind};
     let text = String::from_utf8_lossy(bytes);
@@ -188,6 +192,26 @@ pub fn c_parser(bytes: &[u8]) -> Result<()> {
                     }
                     _ => {}
                 }
+            }
+        }
+    }
+    // Every function split as a model function, begun by itself and by the first other one.
+    let module = ident::CIdent::new("module", "default")?;
+    let defined = |name: &str| source.function(name).is_some();
+    for function in &source.functions {
+        let other = source.functions.iter().find(|other| other.name != function.name).map(|other| (&source, other.name));
+        for wrapper in [None, other] {
+            let entry = steps::EntryCode { model: &source, model_function: function.name, wrapper, defined: &defined };
+            let Steps::Split(split) = steps::split(&entry) else { continue };
+            let body = function.body(&source);
+            assert!(!split.operators.is_empty() && split.steps.len() == split.operators.len(), "{split:?}");
+            assert!(split
+                .operators
+                .iter()
+                .all(|op| body.called.iter().any(|(name, span)| op == name && span.end <= function.body_span.end)));
+            assert!(split.steps.iter().zip(&split.operators).all(|(step, op)| step.contains(op.as_str())), "{split:?}");
+            for copy in stepper::sources(&module, Some(&Steps::Split(split))) {
+                copy.text(&copy.original_included())?;
             }
         }
     }

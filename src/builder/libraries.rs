@@ -12,7 +12,7 @@ use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
 use crate::codegen::kernel_scratch::{self, ScratchFiles};
-use crate::codegen::{self, glue};
+use crate::codegen::{self, glue, stepper};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
@@ -171,6 +171,7 @@ pub(super) fn support_library(out_dir: &Path, support: &Path, config: &CompileCo
         untimed_functions: Vec::new(),
         private: config.privacy.and_then(Privacy::support),
         header_sources: Vec::new(),
+        including: Vec::new(),
     };
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !built.contains(&library.out_dir) {
@@ -209,6 +210,7 @@ pub(super) fn model_library(
     let mut objects = Vec::new();
     let mut instrumented = Vec::new();
     let mut untimed_functions = Vec::new();
+    let mut including = Vec::new();
     for module in &plan.modules {
         c_sources.extend(module.codegen.c_sources.iter().map(|p| tree_dir.join(p)));
         cxx_sources.extend(module.codegen.cxx_sources.iter().map(|p| tree_dir.join(p)));
@@ -217,6 +219,18 @@ pub(super) fn model_library(
             untimed_functions.extend(timed.untimed.iter().map(ToString::to_string));
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
+        // A split run's sources compile as copies that include the originals and append the step code.
+        let steps = module.entry_split.as_ref().filter(|_| extra.compile_steps);
+        for copy in stepper::sources(&module.name, steps) {
+            let bytes = copy.text(&copy.original_included())?;
+            write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
+            generated.extend(&bytes);
+            let original = tree_dir.join(&copy.original);
+            for source in c_sources.iter_mut().chain(&mut instrumented).filter(|source| **source == original) {
+                *source = gen_dir.join(&copy.path);
+            }
+            including.push((gen_dir.join(&copy.path), original));
+        }
         if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
             // tree's digest) and the layout the glue states.
@@ -284,6 +298,7 @@ pub(super) fn model_library(
         untimed_functions,
         private: privacy.map(Privacy::model),
         header_sources: plan.modules.iter().map(|module| gen_dir.join(glue::source_name(module))).collect(),
+        including,
     };
     Ok((library, generated))
 }
@@ -316,6 +331,16 @@ pub(super) fn supply_scratch(
             write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
             generated.extend(&wrapper.bytes);
             let original = tree_dir.join(&file);
+            // A split run's copy of the file includes the wrapper instead of the original.
+            let copied = |copy: &stepper::SteppedSource| model.including.iter().any(|(source, _)| *source == gen_dir.join(&copy.path));
+            if let Some(copy) =
+                stepper::sources(&module.name, module.entry_split.as_ref()).into_iter().find(|copy| copy.original == file && copied(copy))
+            {
+                let bytes = copy.text(&Path::new("gen").join(&wrapper.path))?;
+                write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
+                generated.extend(&bytes);
+                continue;
+            }
             let source = model.c_sources.iter_mut().chain(&mut model.cxx_sources).find(|source| **source == original);
             let source = source.ok_or_else(|| {
                 Error::new(ErrorKind::Unsupported, "a source calling CMSIS-NN is not among the sources the build compiles")
@@ -408,6 +433,8 @@ pub(super) struct ExtraCode<'a> {
     pub kernels: Option<&'a KernelCode>,
     /// Where the rerun lines for the sources and include directories go.
     pub directives: Directives,
+    /// `Builder::compile_steps`: split modules compile their step code.
+    pub compile_steps: bool,
 }
 
 impl ExtraCode<'_> {

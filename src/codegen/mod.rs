@@ -8,6 +8,7 @@ pub(crate) mod glue;
 pub(crate) mod kernel_probe;
 pub(crate) mod kernel_scratch;
 pub(crate) mod rust;
+pub(crate) mod stepper;
 
 #[cfg(test)]
 pub(crate) mod golden;

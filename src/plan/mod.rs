@@ -19,6 +19,7 @@ pub(crate) mod rename;
 pub(crate) mod report;
 pub(crate) mod resolve;
 pub(crate) mod schedule;
+pub(crate) mod steps;
 
 use std::path::Path;
 

@@ -6,6 +6,7 @@ use crate::dtype::DType;
 use crate::ident::CIdent;
 use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
 use crate::objects::stack::StackBound;
+use crate::plan::steps::Steps;
 
 /// Everything the later stages need to build one archive.
 #[derive(Debug, Clone)]
@@ -36,6 +37,9 @@ pub(crate) struct ModulePlan {
     pub targets: Vec<String>,
     /// The operator calls a profiled run times, when planned with `PlanOptions::profile` (`plan::profile`).
     pub profile: Option<Profile>,
+    /// How an AOT module's run is split into steps (`plan::steps`); `None` for
+    /// graph and operator modules, whose steps are their planned calls.
+    pub entry_split: Option<Steps>,
 }
 
 /// The operator calls one run makes, for `Builder::profile`.
@@ -162,7 +166,8 @@ impl ModulePlan {
     /// `STEP_OPERATORS` describe. A graph steps each planned operator call
     /// (its output copies end the last step; a graph with no call has one step
     /// that only copies); every other kind runs its whole entry function as
-    /// one step, named after the function it calls, until its entry is split.
+    /// one step, named after the function it calls, until the glue runs the
+    /// split of `entry_split`.
     pub fn steps(&self) -> Vec<Step> {
         let whole = |function: String| vec![Step { operator: function }];
         match &self.entry {

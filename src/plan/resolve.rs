@@ -13,18 +13,21 @@ use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
 use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Tensor};
-use crate::plan::{schedule, Warnings};
+use crate::plan::{schedule, steps, Warnings};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
 
 pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warnings: &mut Warnings) -> Result<Plan> {
     let sources = &sources::Sources::new(tree, files);
-    let modules = metadata
+    let mut modules = metadata
         .modules
         .iter()
         .map(|module| plan_module(sources, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), warnings))
         .collect::<Result<Vec<_>>>()?;
+    for module in &mut modules {
+        module.entry_split = steps::for_module(sources, files, module);
+    }
     let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
         .into_iter()
         .find(|path| tree.contains(path))
@@ -530,6 +533,7 @@ fn finish_plan(
         arena_bytes,
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
         profile: None,
+        entry_split: None,
     })
 }
 

@@ -190,6 +190,10 @@ pub(crate) struct Library {
     /// Sources that include every header bindgen reads (the glue): once they
     /// compiled, under the limits, those headers are safe for libclang ([`Library::compile`]).
     pub header_sources: Vec<PathBuf>,
+    /// `(source, original)`: a generated source that includes an archive's
+    /// source (a split run's copy): its compile reads both, so its limits and
+    /// its place in the largest-first order count both.
+    pub including: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The sources of [`Library::header_sources`] still compiling, and what to call when none is left.
@@ -249,7 +253,11 @@ impl Library {
         let mut stale: Vec<(u64, &Unit<'_>)> = units
             .iter()
             .filter(|unit| !(unit.object.is_file() && inputs::holds(&unit.record, &unit.key, unit.source, &digests)))
-            .map(|unit| (std::fs::metadata(unit.source).map_or(0, |m| m.len()), unit))
+            .map(|unit| {
+                let included = self.including.iter().filter(|(source, _)| source == unit.source).map(|(_, original)| original.as_path());
+                let bytes = std::iter::once(unit.source).chain(included).map(|path| std::fs::metadata(path).map_or(0, |m| m.len()));
+                (bytes.fold(0u64, u64::saturating_add), unit)
+            })
             .collect();
         stale.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.source.cmp(b.1.source)));
         let compiled = !stale.is_empty();
