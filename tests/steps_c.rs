@@ -132,7 +132,6 @@ fn check_case(name: &str, kind: Kind) {
         .target(common::host_triple())
         .host(common::host_triple())
         .cargo_metadata(false)
-        .compile_steps(true)
         .build()
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let module = &output.modules[0];

@@ -220,8 +220,7 @@ pub(super) fn model_library(
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
         // A split run's sources compile as copies that include the originals and append the step code.
-        let steps = module.entry_split.as_ref().filter(|_| extra.compile_steps);
-        for copy in stepper::sources(&module.name, steps) {
+        for copy in stepper::sources(&module.name, module.entry_split.as_ref()) {
             let bytes = copy.text(&copy.original_included())?;
             write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
             generated.extend(&bytes);
@@ -433,8 +432,6 @@ pub(super) struct ExtraCode<'a> {
     pub kernels: Option<&'a KernelCode>,
     /// Where the rerun lines for the sources and include directories go.
     pub directives: Directives,
-    /// `Builder::compile_steps`: split modules compile their step code.
-    pub compile_steps: bool,
 }
 
 impl ExtraCode<'_> {

@@ -59,7 +59,6 @@ pub struct Builder {
     app_places_io_buffers: bool,
     profile: bool,
     share_support_runtime: bool,
-    compile_steps: bool,
 }
 
 /// What [`Builder::build`] produced.
@@ -135,7 +134,6 @@ impl Builder {
             app_places_io_buffers: false,
             profile: false,
             share_support_runtime: false,
-            compile_steps: false,
         }
     }
 
@@ -382,16 +380,6 @@ impl Builder {
         self
     }
 
-    #[doc(hidden)]
-    /// Compiles each split AOT module's step functions (`mlf_<m>_steps_begin`,
-    /// `mlf_<m>_steps_run`, see the book's "Stepping a run") into its library,
-    /// for the stepping glue to call. Off until that glue calls them: their
-    /// state is not yet counted in the memory map.
-    pub fn compile_steps(mut self, compile: bool) -> Builder {
-        self.compile_steps = compile;
-        self
-    }
-
     /// Keeps mlf-build's support runtime (`mlf_support_*`, `TVMPlatform*`,
     /// `TVMLogf`) under its C names, so every crate of a program that asks
     /// for it links one copy of it instead of its own (default: each crate's
@@ -526,7 +514,6 @@ impl Builder {
             support_dir: &settings.support_dir,
             kernels,
             directives: settings.env.directives.clone(),
-            compile_steps: self.compile_steps,
         }
     }
 

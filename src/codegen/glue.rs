@@ -14,6 +14,8 @@ use crate::input::sources::InterfaceHeader;
 use crate::own_code::{GLUE_PREFIX, PROFILE_HOOKS};
 use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
 use crate::plan::model::{Place, Schedule};
+use crate::plan::steps::Steps;
+use super::stepper;
 
 pub(crate) struct Glue {
     pub header_name: String,
@@ -329,6 +331,13 @@ fn entry_declaration(module: &ModulePlan) -> String {
 
 /// The body that calls `tvmgen_<m>_run` with the interface header's structs.
 fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String {
+    c_interface_body(module, interface, None)
+}
+
+/// The body of [`c_interface_call`], or with `begin` the same arguments
+/// handed to a split entry's recorder: its structs are then static, since
+/// the recorder keeps their addresses until the last step.
+fn c_interface_body(module: &ModulePlan, interface: &InterfaceHeader, begin: Option<&str>) -> String {
     let m = &module.name;
     let mut source = String::new();
     let fields = |list: &[CIdent], array: &str| -> String {
@@ -342,12 +351,23 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
             .map(|i| format!("call->inputs[{i}]"))
             .chain((0..interface.outputs.len()).map(|i| format!("call->outputs[{i}]")))
             .collect();
+        let function = begin.unwrap_or(function.as_str());
         let _ = writeln!(source, "  extern int32_t {function}({params});");
         let _ = writeln!(source, "  return {function}({});", args.join(", "));
         return source;
     }
-    let _ = writeln!(source, "  struct tvmgen_{m}_inputs inputs = {{{}}};", fields(&interface.inputs, "inputs"));
-    let _ = writeln!(source, "  struct tvmgen_{m}_outputs outputs = {{{}}};", fields(&interface.outputs, "outputs"));
+    // A struct the entry reads: a local for a run, static for a recorder.
+    let mut local = |ty: String, name: &str, members: String| match begin {
+        None => {
+            let _ = writeln!(source, "  {ty} {name} = {{{members}}};");
+        }
+        Some(_) => {
+            let _ = writeln!(source, "  static {ty} {name};\n  {name} = ({ty}){{{members}}};");
+        }
+    };
+    local(format!("struct tvmgen_{m}_inputs"), "inputs", fields(&interface.inputs, "inputs"));
+    local(format!("struct tvmgen_{m}_outputs"), "outputs", fields(&interface.outputs, "outputs"));
+    let mut params = vec![format!("struct tvmgen_{m}_inputs*"), format!("struct tvmgen_{m}_outputs*")];
     let mut run_args = String::from("&inputs, &outputs");
     if !interface.pools.is_empty() {
         // The generated code only reads constant pools; its struct members are not const.
@@ -359,15 +379,26 @@ fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String 
                 None => format!(".{} = pool_{}", pool.name, pool.name),
             })
             .collect();
-        let _ = writeln!(source, "  struct tvmgen_{m}_workspace_pools pools = {{{}}};", members.join(", "));
+        local(format!("struct tvmgen_{m}_workspace_pools"), "pools", members.join(", "));
+        params.push(format!("struct tvmgen_{m}_workspace_pools*"));
         run_args.push_str(", &pools");
     }
     if !interface.devices.is_empty() {
         // BYOC device handles: the generated code accepts NULL for devices it does not use.
-        let _ = writeln!(source, "  struct tvmgen_{m}_devices devices = {{0}};");
+        let storage = if begin.is_some() { "static " } else { "" };
+        let _ = writeln!(source, "  {storage}struct tvmgen_{m}_devices devices = {{0}};");
+        params.push(format!("struct tvmgen_{m}_devices*"));
         run_args.push_str(", &devices");
     }
-    let _ = writeln!(source, "  return tvmgen_{m}_run({run_args});");
+    match begin {
+        None => {
+            let _ = writeln!(source, "  return tvmgen_{m}_run({run_args});");
+        }
+        Some(begin) => {
+            let _ = writeln!(source, "  extern int32_t {begin}({});", params.join(", "));
+            let _ = writeln!(source, "  return {begin}({run_args});");
+        }
+    }
     source
 }
 
@@ -566,6 +597,30 @@ fn graph_call(schedule: &Schedule, profiled: bool) -> String {
 /// The body that wraps each buffer in a `DLTensor` with its shape and type and
 /// makes the packed `call`.
 fn packed_call(module: &ModulePlan, call: &str) -> String {
+    packed_body(module, call, "")
+}
+
+/// The body of `begin_call`: the arguments the entry takes, handed to the
+/// recorder of a split entry, which takes the same parameters.
+fn split_begin(module: &ModulePlan) -> String {
+    let begin = stepper::begin_symbol(&module.name);
+    let args = module.inputs.len() + module.outputs.len();
+    let packed = |begin: &str| {
+        let declaration = format!("  extern int32_t {begin}{PACKED_PARAMS};\n");
+        declaration + &packed_body(module, &format!("{begin}(values, type_codes, {args}, &ret, &ret_code, NULL)"), "static ")
+    };
+    match &module.entry {
+        Entry::CInterface(interface) => c_interface_body(module, interface, Some(&begin)),
+        Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => packed(&begin),
+        // Never split (plan::steps): they run whole.
+        Entry::Graph(_) | Entry::Operator { .. } => "  (void)call;\n  return 0;\n".to_string(),
+    }
+}
+
+/// The body of [`packed_call`], its argument arrays declared with `storage`:
+/// `static` when `call` hands them to a split entry's recorder, which keeps
+/// their addresses until the last step.
+fn packed_body(module: &ModulePlan, call: &str, storage: &str) -> String {
     let tensors: Vec<(&Tensor, String)> = match &module.entry {
         Entry::Operator { args, .. } => args
             .iter()
@@ -584,13 +639,17 @@ fn packed_call(module: &ModulePlan, call: &str) -> String {
     };
     let n = tensors.len();
     let mut source = String::new();
-    let _ = writeln!(source, "  DLTensor tensors[{}];\n  TVMValue values[{}];", n.max(1), n.max(1));
-    let _ = writeln!(source, "  int type_codes[{}];\n  TVMValue ret;\n  int ret_code = 0;\n  int i;", n + SPARE_TYPE_CODES);
+    let _ = writeln!(source, "  {storage}DLTensor tensors[{}];\n  {storage}TVMValue values[{}];", n.max(1), n.max(1));
+    let _ = writeln!(source, "  {storage}int type_codes[{}];\n  {storage}TVMValue ret;\n  {storage}int ret_code = 0;\n  int i;", n + SPARE_TYPE_CODES);
+    if !storage.is_empty() {
+        // A static keeps the last run's value: every run starts from 0.
+        let _ = writeln!(source, "  ret_code = 0;");
+    }
     for (index, (tensor, _)) in tensors.iter().enumerate() {
         let dims: Vec<String> = tensor.shape.iter().map(|d| format!("{d}")).collect();
         let _ = writeln!(
             source,
-            "  int64_t shape{index}[{}] = {{{}}};",
+            "  {storage}int64_t shape{index}[{}] = {{{}}};",
             dims.len().max(1),
             if dims.is_empty() { "1".to_string() } else { dims.join(", ") }
         );
@@ -637,9 +696,22 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
     if let Some(schedule) = module.schedule() {
         source.push_str(&graph_step_functions(schedule, module.profile.is_some()));
     }
+    let split = matches!(module.entry_split, Some(Steps::Split(_)));
+    if split {
+        let _ = writeln!(source, "/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */");
+        let _ = writeln!(source, "static int32_t begin_call(struct call* call) {{");
+        source.push_str(&split_begin(module));
+        let _ = writeln!(source, "}}\n");
+        let _ = writeln!(source, "/* Defined in the split entry's source: runs its step index. */");
+        let _ = writeln!(source, "int32_t {}(uint32_t index);\n", stepper::step_symbol(&module.name));
+    }
     let _ = writeln!(source, "/* Runs step index of {steps}: {}. */", step_kind(module));
     let _ = writeln!(source, "static int32_t step_call(struct call* call, uint32_t index) {{");
     match module.schedule() {
+        _ if split => {
+            let _ = writeln!(source, "  if (index == 0u) {{\n    int32_t begun = begin_call(call);\n    if (begun != 0) return begun;\n  }}");
+            let _ = writeln!(source, "  return {}(index);", stepper::step_symbol(&module.name));
+        }
         Some(schedule) if !schedule.calls.is_empty() => {
             let _ = writeln!(source, "  int32_t status = run_call(call, index);");
             let _ = writeln!(source, "  if (status != 0 || index + 1u < {steps}u) return status;\n  return copy_outputs(call);");
@@ -700,8 +772,11 @@ pub(crate) fn step_kind(module: &ModulePlan) -> &'static str {
     match &module.entry {
         Entry::Graph(_) => "one operator call of the graph's schedule, the output copies after the last",
         Entry::Operator { .. } => "the operator, whole",
+        _ if matches!(module.entry_split, Some(Steps::Split(_))) => {
+            "one operator call of the entry function, split at its calls (plan::steps)"
+        }
         Entry::CInterface(_) | Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => {
-            "the whole entry function (an AOT entry is one step until it is split)"
+            "the whole entry function, which could not be split (plan::steps says why)"
         }
     }
 }

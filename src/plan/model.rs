@@ -165,11 +165,14 @@ impl ModulePlan {
     /// `step_call` runs and the generated `OPERATOR_CALLS` and
     /// `STEP_OPERATORS` describe. A graph steps each planned operator call
     /// (its output copies end the last step; a graph with no call has one step
-    /// that only copies); every other kind runs its whole entry function as
-    /// one step, named after the function it calls, until the glue runs the
-    /// split of `entry_split`.
+    /// that only copies); an AOT entry split at its operator calls
+    /// (`entry_split`) steps each call; every other module runs its whole
+    /// entry function as one step, named after the function it calls.
     pub fn steps(&self) -> Vec<Step> {
         let whole = |function: String| vec![Step { operator: function }];
+        if let Some(Steps::Split(split)) = &self.entry_split {
+            return split.operators.iter().map(|operator| Step { operator: operator.to_string() }).collect();
+        }
         match &self.entry {
             Entry::Graph(schedule) if schedule.calls.is_empty() => whole(COPY_STEP.to_string()),
             Entry::Graph(schedule) => schedule.calls.iter().map(|call| Step { operator: call.func_name.to_string() }).collect(),

@@ -27,6 +27,9 @@ pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warning
         .collect::<Result<Vec<_>>>()?;
     for module in &mut modules {
         module.entry_split = steps::for_module(sources, files, module);
+        if let Some(steps::Steps::Whole { why }) = &module.entry_split {
+            warnings.push(format!("module `{}`: {why}", module.name));
+        }
     }
     let crt_config_template = ["templates/crt_config.h.template", "runtime/template/crt_config-template.h"]
         .into_iter()

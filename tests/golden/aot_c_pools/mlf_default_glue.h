@@ -17,7 +17,7 @@ extern "C" {
  * buffer pointers in declaration order (1 inputs, 1 outputs). */
 mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32_t* code);
 
-/** Starts a stepped run of module `default` (1 steps): takes the abort guard (BUSY while another
+/** Starts a stepped run of module `default` (11 steps): takes the abort guard (BUSY while another
  * run holds it) and the buffers, as mlf_default_invoke does; they must stay valid until the run ends. */
 mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs);
 

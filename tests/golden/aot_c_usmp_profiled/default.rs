@@ -416,11 +416,23 @@ mod generated {
     ) {
         unsafe { ffi::mlf_support_set_log_hook(hook) }
     }
-    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function (an AOT entry is one step until it is split):
+    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each one operator call of the entry function, split at its calls (plan::steps):
     /// the module's kind (AOT, C interface) decides what a step is.
-    pub const OPERATOR_CALLS: usize = 1;
-    /// The function the one step calls: `tvmgen_default_run`, the archive's entry or operator function, run whole.
-    pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = ["tvmgen_default_run"];
+    pub const OPERATOR_CALLS: usize = 11;
+    /// The function the one step calls: `tvmgen_default_fused_cast_cast_subtract`, the archive's entry or operator function, run whole.
+    pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = [
+        "tvmgen_default_fused_cast_cast_subtract",
+        "tvmgen_default_fused_cast",
+        "tvmgen_default_fused_cast_subtract",
+        "tvmgen_default_fused_cast_1",
+        "tvmgen_default_fused_nn_conv2d_expand_dims_add_fixed_point_multiply_add_clip_cast_subtract",
+        "tvmgen_default_fused_cast_subtract_1",
+        "tvmgen_default_fused_nn_conv2d_expand_dims_add_fixed_point_multiply_add_clip",
+        "tvmgen_default_fused_nn_avg_pool2d_cast",
+        "tvmgen_default_fused_reshape_cast_subtract",
+        "tvmgen_default_fused_cast_subtract_layout_transform",
+        "tvmgen_default_fused_nn_contrib_dense_pack_fixed_point_multiply_clip_cast",
+    ];
     /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
     /// [`STEP_OPERATORS`]`[index]`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,10 +41,26 @@ static struct call stepped;
 static uint32_t stepped_next;
 static int stepped_live;
 
-/* Runs step index of 1: the whole entry function (an AOT entry is one step until it is split). */
+/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */
+static int32_t begin_call(struct call* call) {
+  static struct tvmgen_default_inputs inputs;
+  inputs = (struct tvmgen_default_inputs){.input_1 = call->inputs[0]};
+  static struct tvmgen_default_outputs outputs;
+  outputs = (struct tvmgen_default_outputs){.output = call->outputs[0]};
+  extern int32_t mlf_default_steps_begin(struct tvmgen_default_inputs*, struct tvmgen_default_outputs*);
+  return mlf_default_steps_begin(&inputs, &outputs);
+}
+
+/* Defined in the split entry's source: runs its step index. */
+int32_t mlf_default_steps_run(uint32_t index);
+
+/* Runs step index of 11: one operator call of the entry function, split at its calls (plan::steps). */
 static int32_t step_call(struct call* call, uint32_t index) {
-  (void)index;
-  return entry(call);
+  if (index == 0u) {
+    int32_t begun = begin_call(call);
+    if (begun != 0) return begun;
+  }
+  return mlf_default_steps_run(index);
 }
 
 static int32_t step_entry(void* context) { return step_call((struct call*)context, stepped_next); }
@@ -74,7 +90,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
     return status;
   }
   stepped_next += 1;
-  if (stepped_next < 1u) return MLF_STATUS_MORE;
+  if (stepped_next < 11u) return MLF_STATUS_MORE;
   stepped_live = 0;
   mlf_support_leave();
   return MLF_STATUS_OK;

@@ -416,7 +416,7 @@ mod generated {
     ) {
         unsafe { ffi::mlf_support_set_log_hook(hook) }
     }
-    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function (an AOT entry is one step until it is split):
+    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function, which could not be split (plan::steps says why):
     /// the module's kind (AOT, packed API) decides what a step is.
     pub const OPERATOR_CALLS: usize = 1;
     /// The function the one step calls: `tvmgen_default_run`, the archive's entry or operator function, run whole.

@@ -67,7 +67,7 @@ static struct call stepped;
 static uint32_t stepped_next;
 static int stepped_live;
 
-/* Runs step index of 1: the whole entry function (an AOT entry is one step until it is split). */
+/* Runs step index of 1: the whole entry function, which could not be split (plan::steps says why). */
 static int32_t step_call(struct call* call, uint32_t index) {
   (void)index;
   return entry(call);

@@ -17,7 +17,7 @@ extern "C" {
  * buffer pointers in declaration order (1 inputs, 1 outputs). */
 mlf_status_t mlf_mlp_invoke(void* const* inputs, void* const* outputs, int32_t* code);
 
-/** Starts a stepped run of module `mlp` (1 steps): takes the abort guard (BUSY while another
+/** Starts a stepped run of module `mlp` (5 steps): takes the abort guard (BUSY while another
  * run holds it) and the buffers, as mlf_mlp_invoke does; they must stay valid until the run ends. */
 mlf_status_t mlf_mlp_start(void* const* inputs, void* const* outputs);
 

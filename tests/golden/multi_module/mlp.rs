@@ -414,11 +414,17 @@ mod generated {
     ) {
         unsafe { ffi::mlf_support_set_log_hook(hook) }
     }
-    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each the whole entry function (an AOT entry is one step until it is split):
+    /// Steps of one stepped run ([`start`], [`run_with`], [`run_async`]), each one operator call of the entry function, split at its calls (plan::steps):
     /// the module's kind (AOT, C interface) decides what a step is.
-    pub const OPERATOR_CALLS: usize = 1;
-    /// The function the one step calls: `tvmgen_mlp_run`, the archive's entry or operator function, run whole.
-    pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = ["tvmgen_mlp_run"];
+    pub const OPERATOR_CALLS: usize = 5;
+    /// The function the one step calls: `tvmgen_mlp_fused_layout_transform`, the archive's entry or operator function, run whole.
+    pub static STEP_OPERATORS: [&str; OPERATOR_CALLS] = [
+        "tvmgen_mlp_fused_layout_transform",
+        "tvmgen_mlp_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu",
+        "tvmgen_mlp_fused_layout_transform_1",
+        "tvmgen_mlp_fused_nn_contrib_dense_pack_expand_dims_add",
+        "tvmgen_mlp_fused_nn_softmax",
+    ];
     /// What a step ran: its position in the run (`0..OPERATOR_CALLS`) and its function,
     /// [`STEP_OPERATORS`]`[index]`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

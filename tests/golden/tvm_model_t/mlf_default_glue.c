@@ -70,10 +70,55 @@ static struct call stepped;
 static uint32_t stepped_next;
 static int stepped_live;
 
-/* Runs step index of 1: the whole entry function (an AOT entry is one step until it is split). */
+/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */
+static int32_t begin_call(struct call* call) {
+  extern int32_t mlf_default_steps_begin(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle);
+  static DLTensor tensors[2];
+  static TVMValue values[2];
+  static int type_codes[10];
+  static TVMValue ret;
+  static int ret_code = 0;
+  int i;
+  ret_code = 0;
+  static int64_t shape0[2] = {1, 1960};
+  static int64_t shape1[1] = {4};
+  for (i = 0; i < 10; ++i) type_codes[i] = kTVMDLTensorHandle;
+  tensors[0].data = call->inputs[0];
+  tensors[0].device.device_type = kDLCPU;
+  tensors[0].device.device_id = 0;
+  tensors[0].ndim = 2;
+  tensors[0].dtype.code = 0;
+  tensors[0].dtype.bits = 8;
+  tensors[0].dtype.lanes = 1;
+  tensors[0].shape = shape0;
+  tensors[0].strides = NULL;
+  tensors[0].byte_offset = 0;
+  values[0].v_handle = &tensors[0];
+  tensors[1].data = call->outputs[0];
+  tensors[1].device.device_type = kDLCPU;
+  tensors[1].device.device_id = 0;
+  tensors[1].ndim = 1;
+  tensors[1].dtype.code = 0;
+  tensors[1].dtype.bits = 8;
+  tensors[1].dtype.lanes = 1;
+  tensors[1].shape = shape1;
+  tensors[1].strides = NULL;
+  tensors[1].byte_offset = 0;
+  values[1].v_handle = &tensors[1];
+  ret.v_int64 = 0;
+  return mlf_default_steps_begin(values, type_codes, 2, &ret, &ret_code, NULL);
+}
+
+/* Defined in the split entry's source: runs its step index. */
+int32_t mlf_default_steps_run(uint32_t index);
+
+/* Runs step index of 6: one operator call of the entry function, split at its calls (plan::steps). */
 static int32_t step_call(struct call* call, uint32_t index) {
-  (void)index;
-  return entry(call);
+  if (index == 0u) {
+    int32_t begun = begin_call(call);
+    if (begun != 0) return begun;
+  }
+  return mlf_default_steps_run(index);
 }
 
 static int32_t step_entry(void* context) { return step_call((struct call*)context, stepped_next); }
@@ -100,7 +145,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
     return status;
   }
   stepped_next += 1;
-  if (stepped_next < 1u) return MLF_STATUS_MORE;
+  if (stepped_next < 6u) return MLF_STATUS_MORE;
   stepped_live = 0;
   mlf_support_leave();
   return MLF_STATUS_OK;
