@@ -15,18 +15,20 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{self, glue, rust as emit};
+use crate::codegen::{self, glue, rust as emit, stepper};
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::{digest_hex, Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
 use crate::input::user_path::Base;
+use crate::objects::elf;
 use crate::objects::sections::Storage;
 use crate::objects::stack::{self, StackBound};
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
 use crate::plan::model::{Compiled, MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
+use crate::plan::steps::STATE;
 use crate::plan::{PlanOptions, Planned};
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
 use crate::toolchain::target::{self, CoreIsa, Target, Toolchain};
@@ -426,6 +428,7 @@ impl Builder {
         // Before compiling: a model that cannot fit fails in a second, not after the compile.
         check_fit(&settings, &prepared, None)?;
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
+        measure_step_state(&mut prepared)?;
         let code = [prepared.model.archives(), support.archives()].concat();
         let memory_fit = check_fit(&settings, &prepared, Some(&code))?;
         for warning in memory_fit.iter().flat_map(|fit| &fit.warnings) {
@@ -718,7 +721,7 @@ impl Builder {
             modules.push(GeneratedModule {
                 name: module.name.to_string(),
                 rust_file,
-                memory: module.memory_needs(compiled.kernel_scratch_bytes),
+                memory: module.memory_needs(compiled),
                 inputs: report.inputs.clone(),
                 outputs: report.outputs.clone(),
                 report,
@@ -750,6 +753,21 @@ fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchai
         let run = stack::with_rust_wrapper(bound[0].clone(), tensors, abi);
         let stepped = [&bound[1], &bound[2]].map(|root| stepping_wrapper(root.clone(), tensors, abi));
         compiled.stack = deepest([run, stepped[0].clone(), stepped[1].clone()]);
+    }
+    Ok(())
+}
+
+/// Each split module's step state (`codegen::stepper`'s static `mlf_steps`),
+/// as its compiled copy's object reserves it (on disk for a cached build
+/// too), kept in `prepared.compiled`: 0 for an object that is not ELF.
+fn measure_step_state(prepared: &mut Prepared) -> Result<()> {
+    let gen_dir = prepared.work.join("gen");
+    for (module, compiled) in prepared.plan.modules.iter().zip(&mut prepared.compiled) {
+        // The first copy holds the state (`stepper::sources`).
+        let Some(copy) = stepper::sources(&module.name, module.entry_split.as_ref()).into_iter().next() else { continue };
+        let object = prepared.model.object_path(&gen_dir.join(&copy.path));
+        let file = std::fs::File::open(&object).map_err(|e| Error::io("read", &object, e))?;
+        compiled.step_state_bytes = elf::data_object_size(&object::ReadCache::new(file), STATE).unwrap_or(0);
     }
     Ok(())
 }
@@ -809,7 +827,7 @@ fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathB
     let Some((path, layout)) = &settings.memory else { return Ok(None) };
     let plan = &prepared.plan;
     let needs: Vec<MemoryNeeds> =
-        plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled.kernel_scratch_bytes)).collect();
+        plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled)).collect();
     let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
     let code = match libraries {
         Some(libraries) => {

@@ -9,13 +9,13 @@
 
 use std::fmt::Write;
 
+use super::stepper;
 use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
 use crate::own_code::{GLUE_PREFIX, PROFILE_HOOKS};
 use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
 use crate::plan::model::{Place, Schedule};
 use crate::plan::steps::Steps;
-use super::stepper;
 
 pub(crate) struct Glue {
     pub header_name: String,
@@ -640,7 +640,11 @@ fn packed_body(module: &ModulePlan, call: &str, storage: &str) -> String {
     let n = tensors.len();
     let mut source = String::new();
     let _ = writeln!(source, "  {storage}DLTensor tensors[{}];\n  {storage}TVMValue values[{}];", n.max(1), n.max(1));
-    let _ = writeln!(source, "  {storage}int type_codes[{}];\n  {storage}TVMValue ret;\n  {storage}int ret_code = 0;\n  int i;", n + SPARE_TYPE_CODES);
+    let _ = writeln!(
+        source,
+        "  {storage}int type_codes[{}];\n  {storage}TVMValue ret;\n  {storage}int ret_code = 0;\n  int i;",
+        n + SPARE_TYPE_CODES
+    );
     if !storage.is_empty() {
         // A static keeps the last run's value: every run starts from 0.
         let _ = writeln!(source, "  ret_code = 0;");
@@ -698,7 +702,10 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
     }
     let split = matches!(module.entry_split, Some(Steps::Split(_)));
     if split {
-        let _ = writeln!(source, "/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */");
+        let _ = writeln!(
+            source,
+            "/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */"
+        );
         let _ = writeln!(source, "static int32_t begin_call(struct call* call) {{");
         source.push_str(&split_begin(module));
         let _ = writeln!(source, "}}\n");
@@ -709,7 +716,8 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
     let _ = writeln!(source, "static int32_t step_call(struct call* call, uint32_t index) {{");
     match module.schedule() {
         _ if split => {
-            let _ = writeln!(source, "  if (index == 0u) {{\n    int32_t begun = begin_call(call);\n    if (begun != 0) return begun;\n  }}");
+            let _ =
+                writeln!(source, "  if (index == 0u) {{\n    int32_t begun = begin_call(call);\n    if (begun != 0) return begun;\n  }}");
             let _ = writeln!(source, "  return {}(index);", stepper::step_symbol(&module.name));
         }
         Some(schedule) if !schedule.calls.is_empty() => {

@@ -195,7 +195,7 @@ impl Items<'_> {
 
     fn constants(&self) -> TokenStream {
         let m = self.module;
-        let needs = m.memory_needs(self.compiled.kernel_scratch_bytes);
+        let needs = m.memory_needs(self.compiled);
         let name = m.name.as_str();
         let targets = &m.targets;
         let (workspace, constants, io) = (int(m.memory.workspace_bytes), int(m.memory.constants_bytes), int(m.memory.io_bytes));
@@ -242,6 +242,18 @@ impl Items<'_> {
             });
             extra_term.extend(quote! { + KERNEL_SCRATCH_BYTES });
             extra_doc.push_str(" + [`KERNEL_SCRATCH_BYTES`]");
+        }
+        // Only when a build compiled a split entry, so other modules keep their constants.
+        if needs.step_state > 0 {
+            let bytes = int(needs.step_state);
+            items.extend(quote! {
+                /// Static state of a stepped run (the entry's arguments and the pointers its operator calls
+                /// pass between steps), as the compiled object reserves it. A firmware that never calls
+                /// [`start`] drops it at link time.
+                pub const STEP_STATE_BYTES: usize = #bytes;
+            });
+            extra_term.extend(quote! { + STEP_STATE_BYTES });
+            extra_doc.push_str(" + [`STEP_STATE_BYTES`]");
         }
         // Only when some tensor is padded, so other modules keep their constants.
         if needs.padded_io > 0 {

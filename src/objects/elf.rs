@@ -59,6 +59,8 @@ pub(crate) struct Symbol {
     pub binding: u8,
     /// `st_shndx`: 0 (`SHN_UNDEF`) for a symbol the object only uses.
     pub section: u16,
+    /// `st_size`: the bytes a data object takes.
+    pub size: u64,
 }
 
 impl Section {
@@ -142,6 +144,22 @@ pub(crate) fn strong_definitions(bytes: &[u8]) -> Vec<String> {
         .filter(|symbol| [STB_GLOBAL, STB_GNU_UNIQUE].contains(&symbol.binding) && symbol.section != 0 && symbol.section < SHN_LORESERVE)
         .filter_map(|symbol| Some(String::from_utf8_lossy(string(names, symbol.name)?).into_owned()))
         .collect()
+}
+
+/// The size of the data object `name` an ELF object defines (a local one
+/// too: a `static` of its C), read from a file's section headers and symbol
+/// table only; `None` when the object is not ELF or defines no such object.
+pub(crate) fn data_object_size<'d>(object: impl ReadRef<'d>, name: &str) -> Option<u64> {
+    let header = Header::read(object)?;
+    let sections = header.sections(object).ok()?;
+    let symtab = sections.iter().find(|s| s.kind == SHT_SYMTAB)?;
+    let names = sections.get(usize::try_from(symtab.link).ok()?)?.bytes(object)?;
+    let table = symtab.bytes(object)?;
+    let size = header
+        .symbols(table)
+        .find(|symbol| symbol.kind == elf::STT_OBJECT && symbol.section != 0 && string(names, symbol.name) == Some(name.as_bytes()))
+        .map(|symbol| symbol.size);
+    size
 }
 
 /// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).
@@ -304,6 +322,7 @@ impl Header {
             kind: symbol.st_type(),
             binding: symbol.st_bind(),
             section: symbol.st_shndx(self.endian),
+            size: symbol.st_size(self.endian).into(),
         }
     }
 

@@ -149,6 +149,7 @@ pub(crate) fn fit(
             ("workspace pools", needs.pools),
             ("graph storage", needs.storage),
             ("CMSIS-NN scratch", needs.kernel_scratch),
+            ("step state", needs.step_state),
             ("padded inputs and outputs", needs.padded_io),
         ] {
             add(workspace, what, bytes);

@@ -228,7 +228,7 @@ impl ModuleReport {
             Entry::Operator { .. } => ("none", "operator"),
             Entry::Graph(_) => ("graph", "graph"),
         };
-        let memory = module.memory_needs(compiled.kernel_scratch_bytes);
+        let memory = module.memory_needs(compiled);
         let mut inferred = Vec::new();
         for tensor in module.inputs.iter().chain(&module.outputs) {
             if tensor.shape == [tensor.elements()] {
@@ -300,6 +300,7 @@ impl ModuleReport {
                 "pools": m.pools,
                 "storage": m.storage,
                 "kernel_scratch": m.kernel_scratch,
+                "step_state": m.step_state,
                 "padded_io": m.padded_io,
                 "inputs": m.inputs,
                 "outputs": m.outputs,
@@ -340,6 +341,7 @@ impl ModuleReport {
             ("workspace pools (RAM)", m.pools),
             ("graph storage (RAM)", m.storage),
             ("CMSIS-NN scratch supplied (RAM)", m.kernel_scratch),
+            ("step state (RAM, when stepped)", m.step_state),
             ("padded inputs and outputs (RAM)", m.padded_io),
             ("inputs", m.inputs),
             ("outputs", m.outputs),
@@ -403,6 +405,7 @@ impl ModuleReport {
             Segment { label: "workspace pools", bytes: m.pools, color: "#ff9da7" },
             Segment { label: "graph storage", bytes: m.storage, color: "#9c755f" },
             Segment { label: "CMSIS-NN scratch", bytes: m.kernel_scratch, color: "#d37295" },
+            Segment { label: "step state", bytes: m.step_state, color: "#79706e" },
             Segment { label: "padded inputs and outputs", bytes: m.padded_io, color: "#a0cbe8" },
             Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
             Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },

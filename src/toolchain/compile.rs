@@ -353,7 +353,7 @@ impl Library {
     /// `<out_dir>/<stem>-<hash of the source's path as given>.o`: stable, the
     /// same from any checkout (a library's member names), and distinct for
     /// sources of the same name in different directories.
-    fn object_path(&self, source: &Path) -> PathBuf {
+    pub fn object_path(&self, source: &Path) -> PathBuf {
         let stem = source.file_stem().map_or_else(|| "source".into(), |stem| stem.to_string_lossy().into_owned());
         let hash = crate::cargo::cache::key(&[self.given(source).as_os_str().as_encoded_bytes()]);
         self.out_dir.join(format!("{stem}-{}.o", &hash[..16]))

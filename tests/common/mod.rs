@@ -628,7 +628,7 @@ impl DocFigures {
                 .push(format!("the documentation has no line with `{anchor}` where {command} measured {}", doc_number(measured)));
         };
         let rest = rest.trim_start();
-        let stated = if rest.starts_with(|c: char| c.is_ascii_digit()) { numbers(rest).first().copied() } else { None };
+        let stated = if rest.starts_with(|c: char| c.is_ascii_digit() || c == '−') { numbers(rest).first().copied() } else { None };
         if stated != Some(measured) {
             self.wrong.push(format!(
                 "{number}: `{line}`\n  states {} after `{anchor}`; {command} measured {}",
