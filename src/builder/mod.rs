@@ -591,7 +591,12 @@ impl Builder {
             &extra,
             settings.privacy.as_ref(),
         )?;
-        let compiled = vec![Compiled::not_compiled(); plan.modules.len()];
+        let pointer = settings.target.pointer_bytes().unwrap_or(0);
+        let compiled = plan
+            .modules
+            .iter()
+            .map(|module| Compiled { stepping_bytes: glue::stepping_static_bytes(module, pointer), ..Compiled::not_compiled() })
+            .collect();
         Ok(Prepared { tree, metadata, plan, compiled, warnings, stem, work, model, generated_c, kernels })
     }
 
@@ -731,7 +736,7 @@ impl Builder {
             modules.push(GeneratedModule {
                 name: module.name.to_string(),
                 rust_file,
-                memory: module.memory_needs(compiled.kernel_scratch_bytes),
+                memory: module.memory_needs(compiled),
                 inputs: report.inputs.clone(),
                 outputs: report.outputs.clone(),
                 report,
@@ -822,7 +827,7 @@ fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathB
     let Some((path, layout)) = &settings.memory else { return Ok(None) };
     let plan = &prepared.plan;
     let needs: Vec<MemoryNeeds> =
-        plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled.kernel_scratch_bytes)).collect();
+        plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled)).collect();
     let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
     let code = match libraries {
         Some(libraries) => {

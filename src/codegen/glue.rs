@@ -35,6 +35,16 @@ pub(crate) fn invoke_symbol(module: &CIdent) -> String {
     format!("{GLUE_PREFIX}{module}_invoke")
 }
 
+/// The bytes of the static state [`stepping_source`] declares, with
+/// `pointer` the target's pointer size: the buffer pointer arrays, the
+/// `struct call` (two pointers, three more when profiled) and two 4-byte counters.
+pub(crate) fn stepping_static_bytes(module: &ModulePlan, pointer: u64) -> u64 {
+    let (n_in, n_out) = (module.inputs.len().max(1) as u64, module.outputs.len().max(1) as u64);
+    let caller_outputs = if module.padded_tensors().next().is_some() { n_out } else { 0 };
+    let call = if module.profile.is_some() { 5 } else { 2 };
+    (n_in + n_out + caller_outputs + call) * pointer + 4 + 4
+}
+
 /// `mlf_<m>_start`, `mlf_<m>_step` and `mlf_<m>_cancel`: a stepped run.
 pub(crate) fn stepping_symbols(module: &CIdent) -> [String; 3] {
     ["start", "step", "cancel"].map(|what| format!("{GLUE_PREFIX}{module}_{what}"))

@@ -195,7 +195,7 @@ impl Items<'_> {
 
     fn constants(&self) -> TokenStream {
         let m = self.module;
-        let needs = m.memory_needs(self.compiled.kernel_scratch_bytes);
+        let needs = m.memory_needs(self.compiled);
         let name = m.name.as_str();
         let targets = &m.targets;
         let (workspace, constants, io) = (int(m.memory.workspace_bytes), int(m.memory.constants_bytes), int(m.memory.io_bytes));
@@ -254,6 +254,17 @@ impl Items<'_> {
             });
             extra_term.extend(quote! { + PADDED_IO_BYTES });
             extra_doc.push_str(" + [`PADDED_IO_BYTES`]");
+        }
+        // Only once a build knows the target's pointer size (never for planning alone).
+        if needs.stepping > 0 {
+            let bytes = int(needs.stepping);
+            items.extend(quote! {
+                /// The glue's static state of a stepped run (`start`/`step`): the buffer pointers and the
+                /// progress, which outlive each step. A program that never steps drops it at link time.
+                pub const STEPPING_BYTES: usize = #bytes;
+            });
+            extra_term.extend(quote! { + STEPPING_BYTES });
+            extra_doc.push_str(" + [`STEPPING_BYTES`]");
         }
         items.extend(match m.schedule() {
             None => {

@@ -153,6 +153,10 @@ pub(crate) fn fit(
         ] {
             add(workspace, what, bytes);
         }
+        // The glue's own statics, in `.bss` wherever the workspace goes.
+        if needs.stepping > 0 {
+            add(default_region(layout, Memory::Ram, "the stepped run's state")?, "stepped run's state", needs.stepping);
+        }
         if !placing.app_places_io_buffers {
             let ram = default_region(layout, Memory::Ram, "the input and output buffers")?;
             add(ram, "inputs", needs.inputs);

@@ -131,6 +131,10 @@ pub struct MemoryNeeds {
     /// Padded copies of inputs and outputs the glue owns, where the code's reach
     /// is an upper bound past the declared size: each the declared size plus its padding.
     pub padded_io: u64,
+    /// The glue's static state of a stepped run (buffer pointers and progress,
+    /// which outlive each step); 0 until a build knows the target's pointer
+    /// size. A program that never steps drops it at link time.
+    pub stepping: u64,
     /// All input buffers together.
     pub inputs: u64,
     /// All output buffers together.
@@ -141,7 +145,7 @@ impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
         // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.padded_io]
+        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.padded_io, self.stepping]
             .into_iter()
             .fold(0, u64::saturating_add)
     }
@@ -188,8 +192,8 @@ impl ModulePlan {
         inputs.chain(self.outputs.iter().map(|tensor| (false, tensor))).filter(|(_, tensor)| tensor.padding > 0)
     }
 
-    /// `kernel_scratch_bytes`: see [`Compiled::kernel_scratch_bytes`].
-    pub fn memory_needs(&self, kernel_scratch_bytes: u64) -> MemoryNeeds {
+    /// `compiled`: what a build for the target found (see [`Compiled`]).
+    pub fn memory_needs(&self, compiled: &Compiled) -> MemoryNeeds {
         let schedule = self.schedule();
         // USMP without application pools puts the workspace in a static array of the AOT code;
         // graph operators have none of their own.
@@ -204,7 +208,8 @@ impl ModulePlan {
             inputs: self.inputs.iter().map(|t| t.size_bytes).sum(),
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
-            kernel_scratch: kernel_scratch_bytes,
+            kernel_scratch: compiled.kernel_scratch_bytes,
+            stepping: compiled.stepping_bytes,
             padded_io: self.padded_tensors().map(|(_, tensor)| tensor.buffer_bytes()).fold(0, u64::saturating_add),
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
@@ -221,12 +226,14 @@ pub(crate) struct Compiled {
     /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none
     /// but need some on the core built for.
     pub kernel_scratch_bytes: u64,
+    /// The glue's static state of a stepped run on this target (`glue::stepping_static_bytes`).
+    pub stepping_bytes: u64,
 }
 
 impl Compiled {
     /// A module whose C is not compiled (planning alone, `inspect` without `--target`).
     pub(crate) fn not_compiled() -> Compiled {
-        Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0 }
+        Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0, stepping_bytes: 0 }
     }
 }
 

@@ -228,7 +228,7 @@ impl ModuleReport {
             Entry::Operator { .. } => ("none", "operator"),
             Entry::Graph(_) => ("graph", "graph"),
         };
-        let memory = module.memory_needs(compiled.kernel_scratch_bytes);
+        let memory = module.memory_needs(compiled);
         let mut inferred = Vec::new();
         for tensor in module.inputs.iter().chain(&module.outputs) {
             if tensor.shape == [tensor.elements()] {
@@ -301,6 +301,7 @@ impl ModuleReport {
                 "storage": m.storage,
                 "kernel_scratch": m.kernel_scratch,
                 "padded_io": m.padded_io,
+                "stepping": m.stepping,
                 "inputs": m.inputs,
                 "outputs": m.outputs,
                 "static_ram": m.static_ram(),
@@ -341,6 +342,7 @@ impl ModuleReport {
             ("graph storage (RAM)", m.storage),
             ("CMSIS-NN scratch supplied (RAM)", m.kernel_scratch),
             ("padded inputs and outputs (RAM)", m.padded_io),
+            ("stepped run's state (RAM)", m.stepping),
             ("inputs", m.inputs),
             ("outputs", m.outputs),
             ("static RAM", m.static_ram()),
@@ -404,6 +406,7 @@ impl ModuleReport {
             Segment { label: "graph storage", bytes: m.storage, color: "#9c755f" },
             Segment { label: "CMSIS-NN scratch", bytes: m.kernel_scratch, color: "#d37295" },
             Segment { label: "padded inputs and outputs", bytes: m.padded_io, color: "#a0cbe8" },
+            Segment { label: "stepped run's state", bytes: m.stepping, color: "#79706e" },
             Segment { label: "inputs", bytes: m.inputs, color: "#bab0ac" },
             Segment { label: "outputs", bytes: m.outputs, color: "#8cd17d" },
         ];

@@ -131,6 +131,12 @@ impl Target {
         }
     }
 
+    /// The size of a C pointer on this target, in bytes (`None` when not known):
+    /// the ABIs that make objects ELF32 are those with 32-bit pointers.
+    pub fn pointer_bytes(&self) -> Option<u64> {
+        self.elf_is_64().map(|wide| if wide { 8 } else { 4 })
+    }
+
     /// Whether this target's compilers write ELF objects: not Apple's (Mach-O),
     /// Windows' and UEFI's (COFF) or WebAssembly's.
     pub fn writes_elf_objects(&self) -> bool {
