@@ -497,20 +497,20 @@ fn an_upper_bound_past_a_declared_size_keeps_the_size_and_pads() {
     let module = &output.modules[0];
     assert_eq!((module.memory.inputs, module.memory.outputs), (256, 40), "the declared sizes");
     assert_eq!(module.memory.padded_io, 48);
-    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 48);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 48 + module.memory.stepping);
     let rust = std::fs::read_to_string(&module.rust_file).unwrap();
     for item in [
         "pub const BYTES: usize = 40;",
         "pub const LEN: usize = 10;",
         "pub const PADDED_IO_BYTES: usize = 48;",
-        "+ PADDED_IO_BYTES;",
+        "+ PADDED_IO_BYTES + STEPPING_BYTES;",
         "The code may reach 48 bytes of it (an upper bound): it runs on a copy with 8 bytes of padding",
     ] {
         assert!(rust.contains(item), "{item}: {rust}");
     }
     let glue = find_file(&archive.with_file_name("out"), "mlf_default_glue.c");
     let glue = std::fs::read_to_string(glue).unwrap();
-    for line in ["uint8_t padded_output_0[48];", "memset(padded_output_0 + 40, 0, 8u);", "memcpy(call->outputs[0], padded_output_0, 40u);"]
+    for line in ["uint8_t padded_output_0[48];", "memset(padded_output_0 + 40, 0, 8u);", "memcpy(caller_outputs[0], padded_output_0, 40u);"]
     {
         assert!(glue.contains(line), "{line}: {glue}");
     }
@@ -570,7 +570,8 @@ fn inspect_and_build_agree_on_trees_without_metadata() {
                 let inferred = "no metadata.json: module `default` is inferred";
                 assert!(inspection.warnings.iter().any(|w| w.contains(inferred)), "{name}: {:?}", inspection.warnings);
                 assert_eq!(inspection.warnings, output.warnings, "{name}");
-                // The stack bound is read from the compiled objects: the build has one, inspect (compiling nothing) not.
+                // The stack bound is read from the compiled objects, and a stepped run's state sized by the target's
+                // pointers: the build has both, inspect (compiling nothing) neither.
                 let built: Vec<_> = output
                     .modules
                     .iter()
@@ -579,6 +580,8 @@ fn inspect_and_build_agree_on_trees_without_metadata() {
                         assert!(module.report.stack.bytes.is_some(), "{name}: {:?}", module.report.stack);
                         let mut report = module.report.clone();
                         report.stack = inspected.stack.clone();
+                        assert!(report.memory.stepping > 0, "{name}: {:?}", report.memory);
+                        report.memory.stepping = 0;
                         report
                     })
                     .collect();
@@ -616,10 +619,10 @@ fn a_cmsis_nn_call_given_no_scratch_runs_with_the_builds_and_the_memory_map_coun
     let output = Builder::new(&archive).out_dir(&out).target(&host).host(host).cmsis_nn(cmsis_nn).cargo_metadata(false).build().unwrap();
     let module = &output.modules[0];
     assert_eq!(module.memory.kernel_scratch, 108);
-    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 108);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 108 + module.memory.stepping);
     let rust = std::fs::read_to_string(&module.rust_file).unwrap();
     assert!(rust.contains("pub const KERNEL_SCRATCH_BYTES: usize = 108;"), "{rust}");
-    assert!(rust.contains("+ KERNEL_SCRATCH_BYTES;"), "STATIC_RAM_BYTES counts it: {rust}");
+    assert!(rust.contains("+ KERNEL_SCRATCH_BYTES + STEPPING_BYTES;"), "STATIC_RAM_BYTES counts it: {rust}");
     let said = format!("with the supplied {} bytes", common::doc_number(module.memory.kernel_scratch as i64));
     let section = common::doc_section("cmsis-nn.md", "# CMSIS-NN");
     assert!(section.iter().any(|(_, line)| line.contains(&said)), "cmsis-nn.md must say `{said}`, as this build supplied");
