@@ -199,6 +199,10 @@ pub fn c_parser(bytes: &[u8]) -> Result<()> {
     let module = ident::CIdent::new("module", "default")?;
     let defined = |name: &str| source.function(name).is_some();
     for function in &source.functions {
+        // A name defined twice is planned from its first definition, as `CSource::function` finds it.
+        if !source.function(function.name).is_some_and(|first| std::ptr::eq(first, function)) {
+            continue;
+        }
         let other = source.functions.iter().find(|other| other.name != function.name).map(|other| (&source, other.name));
         for wrapper in [None, other] {
             let entry = steps::EntryCode { model: &source, model_function: function.name, wrapper, defined: &defined };

@@ -234,6 +234,16 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
             written[key] = serde_json::Value::Null;
             planned[key] = serde_json::Value::Null;
         }
+        // Nor the target's pointer size, which sizes a stepped run's state: the build's is checked against STEPPING_BYTES below.
+        let stepping = written["memory"]["stepping"].take().as_u64().ok_or_else(|| format!("{name}.json: no memory.stepping"))?;
+        if stepping == 0 {
+            return Err(format!("module `{name}`: the build counts no stepped run's state"));
+        }
+        for key in ["static_ram", "ram"] {
+            let bytes = written["memory"][key].as_u64().and_then(|bytes| bytes.checked_sub(stepping));
+            written["memory"][key] = bytes.into();
+        }
+        written["memory"]["stepping"] = 0.into();
         if written != planned {
             let keys =
                 planned.as_object().map(|o| o.keys().filter(|k| written[k.as_str()] != planned[k.as_str()]).cloned().collect::<Vec<_>>());
@@ -276,6 +286,10 @@ fn inspect_matches_build(case: &Case) -> Result<(), String> {
         let stack_constant = top("STACK_BYTES");
         if stack_constant.as_deref().and_then(|bytes| bytes.parse::<u64>().ok()) != stack_bytes.as_u64() {
             return Err(format!("module `{name}`: STACK_BYTES = {stack_constant:?}, {name}.json says stack_bytes = {stack_bytes}"));
+        }
+        let stepping_constant = top("STEPPING_BYTES");
+        if stepping_constant.as_deref().and_then(|bytes| bytes.parse::<u64>().ok()) != Some(stepping) {
+            return Err(format!("module `{name}`: STEPPING_BYTES = {stepping_constant:?}, {name}.json says memory.stepping = {stepping}"));
         }
         for (constant, key) in pairs {
             let generated = top(constant).ok_or_else(|| format!("module `{name}`: no constant {constant}"))?;

@@ -2,8 +2,10 @@
 //! handcrafted edge cases through the same entry points the fuzz targets use
 //! (`mlf_build::fuzzing`, enabled for tests by the self dev-dependency).
 //! Nothing may panic; inputs that are not a valid archive part must be errors.
-//! fuzz/regressions/front_end/ holds the one crash the fuzzers found (a
-//! multi-byte character before a `(` in C text, cut in two).
+//! fuzz/regressions/front_end/ holds a crash the fuzzers found (a
+//! multi-byte character before a `(` in C text, cut in two), and
+//! fuzz/regressions/c_parser/ one in the `c_parser` target's own check (a
+//! model function defined twice, checked against its second definition).
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -497,15 +497,14 @@ fn an_upper_bound_past_a_declared_size_keeps_the_size_and_pads() {
     let module = &output.modules[0];
     assert_eq!((module.memory.inputs, module.memory.outputs), (256, 40), "the declared sizes");
     assert_eq!(module.memory.padded_io, 48);
-    // The entry is split at its operator calls: its compiled step state counts too.
-    assert!(module.memory.step_state > 0, "{:?}", module.memory);
-    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 48 + module.memory.step_state);
+    assert!(module.memory.stepping > 0, "{:?}", module.memory);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 48 + module.memory.stepping);
     let rust = std::fs::read_to_string(&module.rust_file).unwrap();
     for item in [
         "pub const BYTES: usize = 40;",
         "pub const LEN: usize = 10;",
         "pub const PADDED_IO_BYTES: usize = 48;",
-        "+ PADDED_IO_BYTES;",
+        "+ PADDED_IO_BYTES + STEPPING_BYTES;",
         "The code may reach 48 bytes of it (an upper bound): it runs on a copy with 8 bytes of padding",
     ] {
         assert!(rust.contains(item), "{item}: {rust}");
@@ -572,17 +571,18 @@ fn inspect_and_build_agree_on_trees_without_metadata() {
                 let inferred = "no metadata.json: module `default` is inferred";
                 assert!(inspection.warnings.iter().any(|w| w.contains(inferred)), "{name}: {:?}", inspection.warnings);
                 assert_eq!(inspection.warnings, output.warnings, "{name}");
-                // The stack bound and the step state are read from the compiled objects: the build has them, inspect (compiling nothing) not.
+                // The stack bound and a stepped run's state are read from the compiled objects: the build has
+                // both, inspect (compiling nothing) neither.
                 let built: Vec<_> = output
                     .modules
                     .iter()
                     .zip(&inspection.modules)
                     .map(|(module, inspected)| {
                         assert!(module.report.stack.bytes.is_some(), "{name}: {:?}", module.report.stack);
-                        assert!(module.memory.step_state > 0 && inspected.memory.step_state == 0, "{name}: {:?}", module.memory);
+                        assert!(module.memory.stepping > 0 && inspected.memory.stepping == 0, "{name}: {:?}", module.memory);
                         let mut report = module.report.clone();
                         report.stack = inspected.stack.clone();
-                        report.memory.step_state = 0;
+                        report.memory.stepping = 0;
                         report
                     })
                     .collect();
@@ -620,12 +620,12 @@ fn a_cmsis_nn_call_given_no_scratch_runs_with_the_builds_and_the_memory_map_coun
     let output = Builder::new(&archive).out_dir(&out).target(&host).host(host).cmsis_nn(cmsis_nn).cargo_metadata(false).build().unwrap();
     let module = &output.modules[0];
     assert_eq!(module.memory.kernel_scratch, 108);
-    assert!(module.memory.step_state > 0, "the split entry's step state: {:?}", module.memory);
-    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 108 + module.memory.step_state);
+    assert!(module.memory.stepping > 0, "the stepped run's state: {:?}", module.memory);
+    assert_eq!(module.memory.static_ram(), module.memory.code_workspace + 108 + module.memory.stepping);
     let rust = std::fs::read_to_string(&module.rust_file).unwrap();
     assert!(rust.contains("pub const KERNEL_SCRATCH_BYTES: usize = 108;"), "{rust}");
-    assert!(rust.contains("+ KERNEL_SCRATCH_BYTES + STEP_STATE_BYTES;"), "STATIC_RAM_BYTES counts both: {rust}");
-    assert!(rust.contains(&format!("pub const STEP_STATE_BYTES: usize = {};", module.memory.step_state)), "{rust}");
+    assert!(rust.contains("+ KERNEL_SCRATCH_BYTES + STEPPING_BYTES;"), "STATIC_RAM_BYTES counts both: {rust}");
+    assert!(rust.contains(&format!("pub const STEPPING_BYTES: usize = {};", module.memory.stepping)), "{rust}");
     let said = format!("with the supplied {} bytes", common::doc_number(module.memory.kernel_scratch as i64));
     let section = common::doc_section("cmsis-nn.md", "# CMSIS-NN");
     assert!(section.iter().any(|(_, line)| line.contains(&said)), "cmsis-nn.md must say `{said}`, as this build supplied");

@@ -428,7 +428,7 @@ impl Builder {
         // Before compiling: a model that cannot fit fails in a second, not after the compile.
         check_fit(&settings, &prepared, None)?;
         let support = self.compile_and_bind(&settings, &toolchain, &prepared)?;
-        measure_step_state(&mut prepared)?;
+        measure_stepping(&mut prepared)?;
         let code = [prepared.model.archives(), support.archives()].concat();
         let memory_fit = check_fit(&settings, &prepared, Some(&code))?;
         for warning in memory_fit.iter().flat_map(|fit| &fit.warnings) {
@@ -757,17 +757,23 @@ fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchai
     Ok(())
 }
 
-/// Each split module's step state (`codegen::stepper`'s static `mlf_steps`),
-/// as its compiled copy's object reserves it (on disk for a cached build
-/// too), kept in `prepared.compiled`: 0 for an object that is not ELF.
-fn measure_step_state(prepared: &mut Prepared) -> Result<()> {
+/// Each module's stepped-run state as its compiled objects reserve it (on
+/// disk for a cached build too): the glue's `stepped_*` statics and a split
+/// entry's `mlf_steps` (`codegen::stepper`'s first copy holds it), kept in
+/// `prepared.compiled`; 0 for objects that are not ELF.
+fn measure_stepping(prepared: &mut Prepared) -> Result<()> {
     let gen_dir = prepared.work.join("gen");
-    for (module, compiled) in prepared.plan.modules.iter().zip(&mut prepared.compiled) {
-        // The first copy holds the state (`stepper::sources`).
-        let Some(copy) = stepper::sources(&module.name, module.entry_split.as_ref()).into_iter().next() else { continue };
-        let object = prepared.model.object_path(&gen_dir.join(&copy.path));
+    let size = |source: &Path, wanted: &dyn Fn(&[u8]) -> bool| -> Result<u64> {
+        let object = prepared.model.object_path(source);
         let file = std::fs::File::open(&object).map_err(|e| Error::io("read", &object, e))?;
-        compiled.step_state_bytes = elf::data_object_size(&object::ReadCache::new(file), STATE).unwrap_or(0);
+        Ok(elf::data_objects_size(&object::ReadCache::new(file), wanted).unwrap_or(0))
+    };
+    for (module, compiled) in prepared.plan.modules.iter().zip(&mut prepared.compiled) {
+        let mut bytes = size(&gen_dir.join(glue::source_name(module)), &|name| name.starts_with(glue::STEPPED_PREFIX.as_bytes()))?;
+        if let Some(copy) = stepper::sources(&module.name, module.entry_split.as_ref()).first() {
+            bytes = bytes.saturating_add(size(&gen_dir.join(&copy.path), &|name| name == STATE.as_bytes())?);
+        }
+        compiled.stepping_bytes = bytes;
     }
     Ok(())
 }

@@ -37,6 +37,11 @@ pub(crate) fn invoke_symbol(module: &CIdent) -> String {
     format!("{GLUE_PREFIX}{module}_invoke")
 }
 
+/// The prefix of every static a stepped run keeps in the glue (buffer
+/// pointers, progress, the entry's arguments): the build sums the objects
+/// named so into `STEPPING_BYTES`.
+pub(crate) const STEPPED_PREFIX: &str = "stepped_";
+
 /// `mlf_<m>_start`, `mlf_<m>_step` and `mlf_<m>_cancel`: a stepped run.
 pub(crate) fn stepping_symbols(module: &CIdent) -> [String; 3] {
     ["start", "step", "cancel"].map(|what| format!("{GLUE_PREFIX}{module}_{what}"))
@@ -163,13 +168,13 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     source.push_str(&match &module.entry {
         Entry::CInterface(interface) => c_interface_call(module, interface),
         Entry::Packed { function, .. } => {
-            packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
+            packed_call(module, function.as_str())
         }
         Entry::LegacyDescriptor { symbol, .. } => {
-            packed_call(module, &format!("{symbol}.run_func(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
+            packed_call(module, &format!("{symbol}.run_func"))
         }
         Entry::Operator { function, .. } => {
-            packed_call(module, &format!("{function}(values, type_codes, {}, &ret, &ret_code, NULL)", n_in + n_out))
+            packed_call(module, function.as_str())
         }
         Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
@@ -331,15 +336,14 @@ fn entry_declaration(module: &ModulePlan) -> String {
 
 /// The body that calls `tvmgen_<m>_run` with the interface header's structs.
 fn c_interface_call(module: &ModulePlan, interface: &InterfaceHeader) -> String {
-    c_interface_body(module, interface, None)
+    c_interface_body(module, interface, Frame::Local, None).body
 }
 
-/// The body of [`c_interface_call`], or with `begin` the same arguments
-/// handed to a split entry's recorder: its structs are then static, since
-/// the recorder keeps their addresses until the last step.
-fn c_interface_body(module: &ModulePlan, interface: &InterfaceHeader, begin: Option<&str>) -> String {
+/// The body of [`c_interface_call`] in `frame`, or with `begin` the same
+/// arguments handed to a split entry's recorder.
+fn c_interface_body(module: &ModulePlan, interface: &InterfaceHeader, frame: Frame, begin: Option<&str>) -> Args {
     let m = &module.name;
-    let mut source = String::new();
+    let mut args = Args::new(frame);
     let fields = |list: &[CIdent], array: &str| -> String {
         list.iter().enumerate().map(|(i, name)| format!(".{name} = call->{array}[{i}]")).collect::<Vec<_>>().join(", ")
     };
@@ -347,28 +351,19 @@ fn c_interface_body(module: &ModulePlan, interface: &InterfaceHeader, begin: Opt
         // The archive defines no `tvmgen_<m>_run`: its model function takes the buffers directly.
         let count = interface.inputs.len() + interface.outputs.len();
         let params = vec!["void*"; count].join(", ");
-        let args: Vec<String> = (0..interface.inputs.len())
+        let call_args: Vec<String> = (0..interface.inputs.len())
             .map(|i| format!("call->inputs[{i}]"))
             .chain((0..interface.outputs.len()).map(|i| format!("call->outputs[{i}]")))
             .collect();
         let function = begin.unwrap_or(function.as_str());
-        let _ = writeln!(source, "  extern int32_t {function}({params});");
-        let _ = writeln!(source, "  return {function}({});", args.join(", "));
-        return source;
+        let _ = writeln!(args.body, "  extern int32_t {function}({params});");
+        let _ = writeln!(args.body, "  return {function}({});", call_args.join(", "));
+        return args;
     }
-    // A struct the entry reads: a local for a run, static for a recorder.
-    let mut local = |ty: String, name: &str, members: String| match begin {
-        None => {
-            let _ = writeln!(source, "  {ty} {name} = {{{members}}};");
-        }
-        Some(_) => {
-            let _ = writeln!(source, "  static {ty} {name};\n  {name} = ({ty}){{{members}}};");
-        }
-    };
-    local(format!("struct tvmgen_{m}_inputs"), "inputs", fields(&interface.inputs, "inputs"));
-    local(format!("struct tvmgen_{m}_outputs"), "outputs", fields(&interface.outputs, "outputs"));
+    let inputs = args.structure(&format!("struct tvmgen_{m}_inputs"), "inputs", &fields(&interface.inputs, "inputs"));
+    let outputs = args.structure(&format!("struct tvmgen_{m}_outputs"), "outputs", &fields(&interface.outputs, "outputs"));
     let mut params = vec![format!("struct tvmgen_{m}_inputs*"), format!("struct tvmgen_{m}_outputs*")];
-    let mut run_args = String::from("&inputs, &outputs");
+    let mut run_args = format!("&{inputs}, &{outputs}");
     if !interface.pools.is_empty() {
         // The generated code only reads constant pools; its struct members are not const.
         let members: Vec<String> = module
@@ -379,27 +374,99 @@ fn c_interface_body(module: &ModulePlan, interface: &InterfaceHeader, begin: Opt
                 None => format!(".{} = pool_{}", pool.name, pool.name),
             })
             .collect();
-        local(format!("struct tvmgen_{m}_workspace_pools"), "pools", members.join(", "));
+        let pools = args.structure(&format!("struct tvmgen_{m}_workspace_pools"), "pools", &members.join(", "));
         params.push(format!("struct tvmgen_{m}_workspace_pools*"));
-        run_args.push_str(", &pools");
+        let _ = write!(run_args, ", &{pools}");
     }
     if !interface.devices.is_empty() {
         // BYOC device handles: the generated code accepts NULL for devices it does not use.
-        let storage = if begin.is_some() { "static " } else { "" };
-        let _ = writeln!(source, "  {storage}struct tvmgen_{m}_devices devices = {{0}};");
+        let devices = args.structure(&format!("struct tvmgen_{m}_devices"), "devices", "0");
         params.push(format!("struct tvmgen_{m}_devices*"));
-        run_args.push_str(", &devices");
+        let _ = write!(run_args, ", &{devices}");
     }
     match begin {
         None => {
-            let _ = writeln!(source, "  return tvmgen_{m}_run({run_args});");
+            let _ = writeln!(args.body, "  return tvmgen_{m}_run({run_args});");
         }
         Some(begin) => {
-            let _ = writeln!(source, "  extern int32_t {begin}({});", params.join(", "));
-            let _ = writeln!(source, "  return {begin}({run_args});");
+            let _ = writeln!(args.body, "  extern int32_t {begin}({});", params.join(", "));
+            let _ = writeln!(args.body, "  return {begin}({run_args});");
         }
     }
-    source
+    args
+}
+
+/// Where the variables holding an entry's arguments live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// Locals of a run's `entry`.
+    Local,
+    /// Zero-initialised file-scope statics named [`STEPPED_PREFIX`]`arg_*`: a
+    /// split entry's recorder keeps their addresses until the last step, and
+    /// the build measures them with the rest of a stepped run's state.
+    Stepped,
+}
+
+/// The argument variables of an entry call: file-scope `statics` (for
+/// [`Frame::Stepped`]) and the function `body` declaring or filling them.
+struct Args {
+    frame: Frame,
+    statics: String,
+    body: String,
+}
+
+impl Args {
+    fn new(frame: Frame) -> Args {
+        Args { frame, statics: String::new(), body: String::new() }
+    }
+
+    /// Declares `ty name[len]` (a scalar without `len`), returning the name to use.
+    fn declare(&mut self, ty: &str, name: &str, len: Option<usize>) -> String {
+        let dims = len.map_or_else(String::new, |len| format!("[{len}]"));
+        match self.frame {
+            Frame::Local => {
+                let _ = writeln!(self.body, "  {ty} {name}{dims};");
+                name.to_string()
+            }
+            Frame::Stepped => {
+                let name = format!("{STEPPED_PREFIX}arg_{name}");
+                let _ = writeln!(self.statics, "static {ty} {name}{dims};");
+                name
+            }
+        }
+    }
+
+    /// A struct variable set from `members` (a designated initialiser list).
+    fn structure(&mut self, ty: &str, name: &str, members: &str) -> String {
+        match self.frame {
+            Frame::Local => {
+                let _ = writeln!(self.body, "  {ty} {name} = {{{members}}};");
+                name.to_string()
+            }
+            Frame::Stepped => {
+                let name = self.declare(ty, name, None);
+                let _ = writeln!(self.body, "  {name} = ({ty}){{{members}}};");
+                name
+            }
+        }
+    }
+
+    /// An array variable holding `values`.
+    fn array(&mut self, ty: &str, name: &str, values: &[String]) -> String {
+        match self.frame {
+            Frame::Local => {
+                let _ = writeln!(self.body, "  {ty} {name}[{}] = {{{}}};", values.len(), values.join(", "));
+                name.to_string()
+            }
+            Frame::Stepped => {
+                let name = self.declare(ty, name, Some(values.len()));
+                for (index, value) in values.iter().enumerate() {
+                    let _ = writeln!(self.body, "  {name}[{index}] = {value};");
+                }
+                name
+            }
+        }
+    }
 }
 
 /// File-scope tables of a graph module: operator prototypes, one descriptor
@@ -595,32 +662,33 @@ fn graph_call(schedule: &Schedule, profiled: bool) -> String {
 }
 
 /// The body that wraps each buffer in a `DLTensor` with its shape and type and
-/// makes the packed `call`.
-fn packed_call(module: &ModulePlan, call: &str) -> String {
-    packed_body(module, call, "")
+/// makes the packed call to `function` (`values, type_codes, n, &ret, &ret_code, NULL`).
+fn packed_call(module: &ModulePlan, function: &str) -> String {
+    packed_body(module, function, Frame::Local).body
 }
 
-/// The body of `begin_call`: the arguments the entry takes, handed to the
-/// recorder of a split entry, which takes the same parameters.
-fn split_begin(module: &ModulePlan) -> String {
+/// The statics and body of `begin_call`: the arguments the entry takes, handed
+/// to the recorder of a split entry, which takes the same parameters.
+fn split_begin(module: &ModulePlan) -> Args {
     let begin = stepper::begin_symbol(&module.name);
-    let args = module.inputs.len() + module.outputs.len();
-    let packed = |begin: &str| {
-        let declaration = format!("  extern int32_t {begin}{PACKED_PARAMS};\n");
-        declaration + &packed_body(module, &format!("{begin}(values, type_codes, {args}, &ret, &ret_code, NULL)"), "static ")
-    };
     match &module.entry {
-        Entry::CInterface(interface) => c_interface_body(module, interface, Some(&begin)),
-        Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => packed(&begin),
+        Entry::CInterface(interface) => c_interface_body(module, interface, Frame::Stepped, Some(&begin)),
+        Entry::Packed { .. } | Entry::LegacyDescriptor { .. } => {
+            let mut args = packed_body(module, &begin, Frame::Stepped);
+            args.body.insert_str(0, &format!("  extern int32_t {begin}{PACKED_PARAMS};\n"));
+            args
+        }
         // Never split (plan::steps): they run whole.
-        Entry::Graph(_) | Entry::Operator { .. } => "  (void)call;\n  return 0;\n".to_string(),
+        Entry::Graph(_) | Entry::Operator { .. } => {
+            let mut args = Args::new(Frame::Stepped);
+            args.body.push_str("  (void)call;\n  return 0;\n");
+            args
+        }
     }
 }
 
-/// The body of [`packed_call`], its argument arrays declared with `storage`:
-/// `static` when `call` hands them to a split entry's recorder, which keeps
-/// their addresses until the last step.
-fn packed_body(module: &ModulePlan, call: &str, storage: &str) -> String {
+/// The body of [`packed_call`], its argument variables in `frame`.
+fn packed_body(module: &ModulePlan, function: &str, frame: Frame) -> Args {
     let tensors: Vec<(&Tensor, String)> = match &module.entry {
         Entry::Operator { args, .. } => args
             .iter()
@@ -638,46 +706,41 @@ fn packed_body(module: &ModulePlan, call: &str, storage: &str) -> String {
             .collect(),
     };
     let n = tensors.len();
-    let mut source = String::new();
-    let _ = writeln!(source, "  {storage}DLTensor tensors[{}];\n  {storage}TVMValue values[{}];", n.max(1), n.max(1));
-    let _ = writeln!(
-        source,
-        "  {storage}int type_codes[{}];\n  {storage}TVMValue ret;\n  {storage}int ret_code = 0;\n  int i;",
-        n + SPARE_TYPE_CODES
-    );
-    if !storage.is_empty() {
-        // A static keeps the last run's value: every run starts from 0.
-        let _ = writeln!(source, "  ret_code = 0;");
-    }
-    for (index, (tensor, _)) in tensors.iter().enumerate() {
-        let dims: Vec<String> = tensor.shape.iter().map(|d| format!("{d}")).collect();
+    let mut args = Args::new(frame);
+    let dl_tensors = args.declare("DLTensor", "tensors", Some(n.max(1)));
+    let values = args.declare("TVMValue", "values", Some(n.max(1)));
+    let type_codes = args.declare("int", "type_codes", Some(n + SPARE_TYPE_CODES));
+    let ret = args.declare("TVMValue", "ret", None);
+    let ret_code = args.declare("int", "ret_code", None);
+    let _ = writeln!(args.body, "  int i;\n  {ret_code} = 0;");
+    let shapes: Vec<String> = tensors
+        .iter()
+        .enumerate()
+        .map(|(index, (tensor, _))| {
+            let dims: Vec<String> = tensor.shape.iter().map(|d| format!("{d}")).collect();
+            let dims = if dims.is_empty() { vec!["1".to_string()] } else { dims };
+            args.array("int64_t", &format!("shape{index}"), &dims)
+        })
+        .collect();
+    let body = &mut args.body;
+    let _ = writeln!(body, "  for (i = 0; i < {}; ++i) {type_codes}[i] = kTVMDLTensorHandle;", n + SPARE_TYPE_CODES);
+    for (index, ((tensor, pointer), shape)) in tensors.iter().zip(&shapes).enumerate() {
+        let t = format!("{dl_tensors}[{index}]");
+        let _ = writeln!(body, "  {t}.data = {pointer};");
+        let _ = writeln!(body, "  {t}.device.device_type = kDLCPU;\n  {t}.device.device_id = 0;");
+        let _ = writeln!(body, "  {t}.ndim = {};", tensor.shape.len());
         let _ = writeln!(
-            source,
-            "  {storage}int64_t shape{index}[{}] = {{{}}};",
-            dims.len().max(1),
-            if dims.is_empty() { "1".to_string() } else { dims.join(", ") }
-        );
-    }
-    let _ = writeln!(source, "  for (i = 0; i < {}; ++i) type_codes[i] = kTVMDLTensorHandle;", n + SPARE_TYPE_CODES);
-    for (index, (tensor, pointer)) in tensors.iter().enumerate() {
-        let _ = writeln!(source, "  tensors[{index}].data = {pointer};");
-        let _ = writeln!(source, "  tensors[{index}].device.device_type = kDLCPU;\n  tensors[{index}].device.device_id = 0;");
-        let _ = writeln!(source, "  tensors[{index}].ndim = {};", tensor.shape.len());
-        let _ = writeln!(
-            source,
-            "  tensors[{index}].dtype.code = {};\n  tensors[{index}].dtype.bits = {};\n  tensors[{index}].dtype.lanes = 1;",
+            body,
+            "  {t}.dtype.code = {};\n  {t}.dtype.bits = {};\n  {t}.dtype.lanes = 1;",
             tensor.dtype.code.dl_code(),
             tensor.dtype.bits
         );
-        let _ = writeln!(
-            source,
-            "  tensors[{index}].shape = shape{index};\n  tensors[{index}].strides = NULL;\n  tensors[{index}].byte_offset = 0;"
-        );
-        let _ = writeln!(source, "  values[{index}].v_handle = &tensors[{index}];");
+        let _ = writeln!(body, "  {t}.shape = {shape};\n  {t}.strides = NULL;\n  {t}.byte_offset = 0;");
+        let _ = writeln!(body, "  {values}[{index}].v_handle = &{t};");
     }
-    let _ = writeln!(source, "  ret.v_int64 = 0;");
-    let _ = writeln!(source, "  return {call};");
-    source
+    let _ = writeln!(body, "  {ret}.v_int64 = 0;");
+    let _ = writeln!(body, "  return {function}({values}, {type_codes}, {n}, &{ret}, &{ret_code}, NULL);");
+    args
 }
 
 /// `mlf_<m>_start`, `mlf_<m>_step` and `mlf_<m>_cancel`: a run one step of
@@ -695,7 +758,7 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
         let _ = writeln!(source, "/* The caller's outputs, which the padded copies are copied back to after the last step. */");
         let _ = writeln!(source, "static void* stepped_caller_outputs[{}];", n_out.max(1));
     }
-    let _ = writeln!(source, "static struct call stepped;\nstatic uint32_t stepped_next;\nstatic int stepped_live;\n");
+    let _ = writeln!(source, "static struct call stepped_call;\nstatic uint32_t stepped_next;\nstatic int stepped_live;\n");
 
     if let Some(schedule) = module.schedule() {
         source.push_str(&graph_step_functions(schedule, module.profile.is_some()));
@@ -706,8 +769,10 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
             source,
             "/* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */"
         );
+        let begin = split_begin(module);
+        source.push_str(&begin.statics);
         let _ = writeln!(source, "static int32_t begin_call(struct call* call) {{");
-        source.push_str(&split_begin(module));
+        source.push_str(&begin.body);
         let _ = writeln!(source, "}}\n");
         let _ = writeln!(source, "/* Defined in the split entry's source: runs its step index. */");
         let _ = writeln!(source, "int32_t {}(uint32_t index);\n", stepper::step_symbol(&module.name));
@@ -756,15 +821,15 @@ fn stepping_source(source: &mut String, module: &ModulePlan, (arena, arena_len):
             let _ = writeln!(source, "  (void)outputs;");
         }
     }
-    let _ = writeln!(source, "  stepped.inputs = stepped_inputs;\n  stepped.outputs = stepped_outputs;");
+    let _ = writeln!(source, "  stepped_call.inputs = stepped_inputs;\n  stepped_call.outputs = stepped_outputs;");
     if module.profile.is_some() {
-        let _ = writeln!(source, "  stepped.clock = NULL;\n  stepped.context = NULL;\n  stepped.ticks = NULL;");
+        let _ = writeln!(source, "  stepped_call.clock = NULL;\n  stepped_call.context = NULL;\n  stepped_call.ticks = NULL;");
     }
     let _ = writeln!(source, "  stepped_next = 0;\n  stepped_live = 1;\n  return MLF_STATUS_OK;\n}}\n");
 
     let _ = writeln!(source, "mlf_status_t {step}(uint32_t* ran, int32_t* code) {{");
     let _ = writeln!(source, "  mlf_status_t status;\n  if (!stepped_live) return MLF_STATUS_IDLE;\n  *ran = stepped_next;");
-    let _ = writeln!(source, "  status = mlf_support_step(step_entry, &stepped, code);");
+    let _ = writeln!(source, "  status = mlf_support_step(step_entry, &stepped_call, code);");
     let _ = writeln!(source, "  if (status != MLF_STATUS_OK) {{\n    stepped_live = 0;\n    return status;\n  }}");
     let _ = writeln!(source, "  stepped_next += 1;\n  if (stepped_next < {steps}u) return MLF_STATUS_MORE;");
     if padded {

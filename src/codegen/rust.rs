@@ -243,18 +243,6 @@ impl Items<'_> {
             extra_term.extend(quote! { + KERNEL_SCRATCH_BYTES });
             extra_doc.push_str(" + [`KERNEL_SCRATCH_BYTES`]");
         }
-        // Only when a build compiled a split entry, so other modules keep their constants.
-        if needs.step_state > 0 {
-            let bytes = int(needs.step_state);
-            items.extend(quote! {
-                /// Static state of a stepped run (the entry's arguments and the pointers its operator calls
-                /// pass between steps), as the compiled object reserves it. A firmware that never calls
-                /// [`start`] drops it at link time.
-                pub const STEP_STATE_BYTES: usize = #bytes;
-            });
-            extra_term.extend(quote! { + STEP_STATE_BYTES });
-            extra_doc.push_str(" + [`STEP_STATE_BYTES`]");
-        }
         // Only when some tensor is padded, so other modules keep their constants.
         if needs.padded_io > 0 {
             let bytes = int(needs.padded_io);
@@ -266,6 +254,18 @@ impl Items<'_> {
             });
             extra_term.extend(quote! { + PADDED_IO_BYTES });
             extra_doc.push_str(" + [`PADDED_IO_BYTES`]");
+        }
+        // Only once a build compiled the module (never for planning alone).
+        if needs.stepping > 0 {
+            let bytes = int(needs.stepping);
+            items.extend(quote! {
+                /// The static state of a stepped run ([`start`]), which outlives each step: buffer pointers,
+                /// progress, the entry's arguments and, for a split AOT entry, its locals between operator
+                /// calls; read from the compiled objects. A program that never steps drops it at link time.
+                pub const STEPPING_BYTES: usize = #bytes;
+            });
+            extra_term.extend(quote! { + STEPPING_BYTES });
+            extra_doc.push_str(" + [`STEPPING_BYTES`]");
         }
         items.extend(match m.schedule() {
             None => {

@@ -146,20 +146,20 @@ pub(crate) fn strong_definitions(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// The size of the data object `name` an ELF object defines (a local one
-/// too: a `static` of its C), read from a file's section headers and symbol
-/// table only; `None` when the object is not ELF or defines no such object.
-pub(crate) fn data_object_size<'d>(object: impl ReadRef<'d>, name: &str) -> Option<u64> {
+/// The bytes of the data objects an ELF object defines (local ones too: the
+/// `static`s of its C) whose names `wanted` accepts, read from a file's
+/// section headers and symbol table only; `None` when the object is not ELF.
+pub(crate) fn data_objects_size<'d>(object: impl ReadRef<'d>, wanted: impl Fn(&[u8]) -> bool) -> Option<u64> {
     let header = Header::read(object)?;
     let sections = header.sections(object).ok()?;
-    let symtab = sections.iter().find(|s| s.kind == SHT_SYMTAB)?;
+    let Some(symtab) = sections.iter().find(|s| s.kind == SHT_SYMTAB) else { return Some(0) };
     let names = sections.get(usize::try_from(symtab.link).ok()?)?.bytes(object)?;
     let table = symtab.bytes(object)?;
     let size = header
         .symbols(table)
-        .find(|symbol| symbol.kind == elf::STT_OBJECT && symbol.section != 0 && string(names, symbol.name) == Some(name.as_bytes()))
-        .map(|symbol| symbol.size);
-    size
+        .filter(|symbol| symbol.kind == elf::STT_OBJECT && symbol.section != 0 && string(names, symbol.name).is_some_and(&wanted))
+        .fold(0, |sum: u64, symbol| sum.saturating_add(symbol.size));
+    Some(size)
 }
 
 /// One relocation: where in its section, which symbol, the machine's type and the addend (0 for `SHT_REL`).

@@ -149,8 +149,9 @@ pub(crate) fn fit(
             ("workspace pools", needs.pools),
             ("graph storage", needs.storage),
             ("CMSIS-NN scratch", needs.kernel_scratch),
-            ("step state", needs.step_state),
             ("padded inputs and outputs", needs.padded_io),
+            // Zero-initialised statics of the glue and the split copy: `.bss`, which moves with the workspace.
+            ("stepped run's state", needs.stepping),
         ] {
             add(workspace, what, bytes);
         }

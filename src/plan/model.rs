@@ -122,11 +122,6 @@ pub struct MemoryNeeds {
     /// Scratch mlf-build supplies to CMSIS-NN calls that reserve none on a core
     /// whose kernels need some (0 until a build knows the core).
     pub kernel_scratch: u64,
-    /// The static state of a stepped run of an AOT entry split at its operator
-    /// calls (its arguments and intermediate pointers between steps), as the
-    /// compiled object reserves it; 0 until a build compiled it, or for an entry
-    /// that runs whole. A firmware that never steps drops it at link time.
-    pub step_state: u64,
     /// Weights from a graph's `.params` file, placed in read-only memory.
     pub params: u64,
     /// Static RAM TVM's own plan of a graph would take (one slot per storage id
@@ -136,6 +131,12 @@ pub struct MemoryNeeds {
     /// Padded copies of inputs and outputs the glue owns, where the code's reach
     /// is an upper bound past the declared size: each the declared size plus its padding.
     pub padded_io: u64,
+    /// The static state of a stepped run, which outlives each step: the glue's
+    /// buffer pointers, progress and the entry's arguments, and a split AOT
+    /// entry's locals between steps, as the compiled objects reserve it
+    /// (zero-initialised, so it goes where the workspace goes); 0 until a build
+    /// compiled them. A program that never steps drops it at link time.
+    pub stepping: u64,
     /// All input buffers together.
     pub inputs: u64,
     /// All output buffers together.
@@ -146,7 +147,7 @@ impl MemoryNeeds {
     /// Static RAM a run uses besides the caller's buffers.
     pub fn static_ram(&self) -> u64 {
         // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.step_state, self.padded_io]
+        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.padded_io, self.stepping]
             .into_iter()
             .fold(0, u64::saturating_add)
     }
@@ -196,7 +197,7 @@ impl ModulePlan {
         inputs.chain(self.outputs.iter().map(|tensor| (false, tensor))).filter(|(_, tensor)| tensor.padding > 0)
     }
 
-    /// `compiled`: what the build measured of the compiled code (kernel scratch, step state).
+    /// `compiled`: what a build for the target found (see [`Compiled`]).
     pub fn memory_needs(&self, compiled: &Compiled) -> MemoryNeeds {
         let schedule = self.schedule();
         // USMP without application pools puts the workspace in a static array of the AOT code;
@@ -213,7 +214,7 @@ impl ModulePlan {
             outputs: self.outputs.iter().map(|t| t.size_bytes).sum(),
             storage: schedule.map_or(0, |s| s.storage_bytes),
             kernel_scratch: compiled.kernel_scratch_bytes,
-            step_state: compiled.step_state_bytes,
+            stepping: compiled.stepping_bytes,
             padded_io: self.padded_tensors().map(|(_, tensor)| tensor.buffer_bytes()).fold(0, u64::saturating_add),
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
@@ -230,14 +231,14 @@ pub(crate) struct Compiled {
     /// Static scratch mlf-build supplies to CMSIS-NN calls that reserve none
     /// but need some on the core built for.
     pub kernel_scratch_bytes: u64,
-    /// The size of the split entry's step state (`mlf_steps` of `codegen::stepper`'s copy), read from its object.
-    pub step_state_bytes: u64,
+    /// A stepped run's static state, read from the compiled objects' symbols (`builder::measure_stepping`).
+    pub stepping_bytes: u64,
 }
 
 impl Compiled {
     /// A module whose C is not compiled (planning alone, `inspect` without `--target`).
     pub(crate) fn not_compiled() -> Compiled {
-        Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0, step_state_bytes: 0 }
+        Compiled { stack: StackBound::not_compiled(), kernel_scratch_bytes: 0, stepping_bytes: 0 }
     }
 }
 
