@@ -167,15 +167,9 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "  struct call* call = (struct call*)context;");
     source.push_str(&match &module.entry {
         Entry::CInterface(interface) => c_interface_call(module, interface),
-        Entry::Packed { function, .. } => {
-            packed_call(module, function.as_str())
-        }
-        Entry::LegacyDescriptor { symbol, .. } => {
-            packed_call(module, &format!("{symbol}.run_func"))
-        }
-        Entry::Operator { function, .. } => {
-            packed_call(module, function.as_str())
-        }
+        Entry::Packed { function, .. } => packed_call(module, function.as_str()),
+        Entry::LegacyDescriptor { symbol, .. } => packed_call(module, &format!("{symbol}.run_func")),
+        Entry::Operator { function, .. } => packed_call(module, function.as_str()),
         Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
     let _ = writeln!(source, "}}\n");
@@ -436,18 +430,26 @@ impl Args {
         }
     }
 
-    /// A struct variable set from `members` (a designated initialiser list).
-    fn structure(&mut self, ty: &str, name: &str, members: &str) -> String {
+    /// A scalar variable set to `value`.
+    fn scalar(&mut self, ty: &str, name: &str, value: &str) -> String {
         match self.frame {
             Frame::Local => {
-                let _ = writeln!(self.body, "  {ty} {name} = {{{members}}};");
+                let _ = writeln!(self.body, "  {ty} {name} = {value};");
                 name.to_string()
             }
             Frame::Stepped => {
                 let name = self.declare(ty, name, None);
-                let _ = writeln!(self.body, "  {name} = ({ty}){{{members}}};");
+                let _ = writeln!(self.body, "  {name} = {value};");
                 name
             }
+        }
+    }
+
+    /// A struct variable set from `members` (a designated initialiser list).
+    fn structure(&mut self, ty: &str, name: &str, members: &str) -> String {
+        match self.frame {
+            Frame::Local => self.scalar(ty, name, &format!("{{{members}}}")),
+            Frame::Stepped => self.scalar(ty, name, &format!("({ty}){{{members}}}")),
         }
     }
 
@@ -711,8 +713,9 @@ fn packed_body(module: &ModulePlan, function: &str, frame: Frame) -> Args {
     let values = args.declare("TVMValue", "values", Some(n.max(1)));
     let type_codes = args.declare("int", "type_codes", Some(n + SPARE_TYPE_CODES));
     let ret = args.declare("TVMValue", "ret", None);
-    let ret_code = args.declare("int", "ret_code", None);
-    let _ = writeln!(args.body, "  int i;\n  {ret_code} = 0;");
+    // A static keeps the last run's value: every run starts from 0.
+    let ret_code = args.scalar("int", "ret_code", "0");
+    let _ = writeln!(args.body, "  int i;");
     let shapes: Vec<String> = tensors
         .iter()
         .enumerate()

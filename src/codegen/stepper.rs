@@ -109,10 +109,18 @@ fn step_code(module: &CIdent, split: &Split) -> String {
         let _ = writeln!(c, "  {STATE}.{0} = {0};", var.name);
     }
     let _ = writeln!(c, "  return 0;\n}}\n");
-    let _ = writeln!(c, "int32_t {}(uint32_t index) {{\n  switch (index) {{", step_symbol(module));
+    // A function per step, never inlined: each step's frame holds its own locals only, so the
+    // deepest step (what STACK_BYTES covers) is not the union of all of them.
+    let _ = writeln!(c, "#if defined(_MSC_VER)\n#define MLF_STEP_FUNCTION static __declspec(noinline) int32_t");
+    let _ = writeln!(c, "#else\n#define MLF_STEP_FUNCTION static __attribute__((noinline)) int32_t\n#endif\n");
+    let step = step_symbol(module);
     for (index, (statements, operator)) in split.steps.iter().zip(&split.operators).enumerate() {
-        let _ = writeln!(c, "  case {index}: {{ /* {operator} */\n{statements}  }} break;");
+        let _ = writeln!(c, "/* {operator} */\nMLF_STEP_FUNCTION {step}_{index}(void) {{\n{statements}  return 0;\n}}\n");
     }
-    let _ = writeln!(c, "  default:\n    return -1;\n  }}\n  return 0;\n}}");
+    let _ = writeln!(c, "int32_t {step}(uint32_t index) {{\n  switch (index) {{");
+    for index in 0..n {
+        let _ = writeln!(c, "  case {index}: return {step}_{index}();");
+    }
+    let _ = writeln!(c, "  default: return -1;\n  }}\n}}");
     c
 }

@@ -430,6 +430,24 @@ impl CodeMap {
     }
 }
 
+/// The addend an `SHT_REL` relocation keeps in the word it patches, for the
+/// absolute words that point into code (a jump table's entries, a function
+/// pointer against its section): Arm's `R_ARM_ABS32` and x86's `R_386_32`.
+/// Arm's Thumb bit is cleared, so an entry reads as the offset it jumps to;
+/// 0 for other kinds, as before the word is read.
+fn implicit_addend(machine: Machine, kind: u32, contents: &[u8], offset: u64) -> i64 {
+    let word = |at: u64| {
+        let at = usize::try_from(at).ok()?;
+        let bytes: [u8; 4] = contents.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(i64::from(i32::from_le_bytes(bytes)))
+    };
+    match (machine, kind) {
+        (Machine::Arm, 2) => word(offset).map_or(0, |addend| addend & !1),
+        (Machine::X86, 1) => word(offset).unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Sections whose relocations say nothing about calls: unwind and exception tables.
 fn is_unwind_section(name: &str) -> bool {
     name == ".eh_frame" || name.starts_with(".ARM.exidx") || name.starts_with(".ARM.extab") || name.starts_with(".gcc_except_table")
@@ -582,15 +600,29 @@ impl Program {
                 Ok(frame) => (frame, None),
                 Err(why) => (Frame::Undecoded, Some(why)),
             };
+            let start = code_of.start(symbol.value);
+            if let Some(&node) = function_at.get(&(section_index, start)) {
+                // A second name for the same code (identical functions folded into one, an alias):
+                // one node, with the frame whichever name the compiler reported it under.
+                if matches!(self.functions[node].frame, Frame::Missing) {
+                    self.functions[node].frame = frame;
+                }
+                if symbol.binding != 0 {
+                    self.global_functions.entry(name.to_string()).or_insert(node);
+                }
+                function_of_symbol.insert(index, node);
+                function_named.entry(name).or_insert(node);
+                continue;
+            }
             let (calls, references) = (BTreeSet::new(), BTreeSet::new());
             let node = self.push_function(Function { name: name.to_string(), frame, calls, references, library, undecoded })?;
             if symbol.binding != 0 {
                 self.global_functions.entry(name.to_string()).or_insert(node);
             }
             function_of_symbol.insert(index, node);
-            function_at.entry((section_index, code_of.start(symbol.value))).or_insert(node);
+            function_at.insert((section_index, start), node);
             function_named.entry(name).or_insert(node);
-            node_starts.insert(node, code_of.start(symbol.value));
+            node_starts.insert(node, start);
             owners.entry(section_index).or_default().insert(node);
         }
         for (index, parent) in cold_parts {
@@ -638,7 +670,8 @@ impl Program {
             let (applies_to, explicit_addend, relocations) = table?;
             let in_code = executable(applies_to);
             let target_section = sections.get(applies_to)?;
-            let code = if in_code { target_section.bytes(bytes)? } else { &[] };
+            let contents = target_section.bytes(bytes)?;
+            let code = if in_code { contents } else { &[] };
             for relocation in relocations {
                 let usage = classify(machine, relocation.kind, code, relocation.offset);
                 if usage == Use::Ignore || relocation.symbol == 0 {
@@ -678,7 +711,12 @@ impl Program {
                     // A section symbol points at a function only at that function's start:
                     // x86-64 PC-relative addends are 4 short of it.
                     let adjust = if machine == Machine::X86_64 && matches!(relocation.kind, 2 | 4) { 4 } else { 0 };
-                    let offset = relocation.addend.checked_add(adjust)?;
+                    let addend = if explicit_addend {
+                        relocation.addend
+                    } else {
+                        implicit_addend(machine, relocation.kind, contents, relocation.offset)
+                    };
+                    let offset = addend.checked_add(adjust)?;
                     let starts = u64::try_from(offset).ok().and_then(|offset| function_at.get(&(section, offset)));
                     // In a library's code, a branch to a label (RELA: exact) goes to the function around it.
                     let label_offset =
@@ -1328,6 +1366,17 @@ mod tests {
         assert_eq!(bytes("aarch64", 2), Some(112 + 48));
         assert_eq!(RustAbi::of("xtensa"), None);
         assert_eq!(bytes("arm", u64::MAX), None);
+    }
+
+    #[test]
+    fn a_rel_word_into_code_is_read_as_the_offset_it_points_at() {
+        // A Thumb jump table entry: label 0x236 with the Thumb bit, after another word.
+        let contents = [0, 0, 0, 0, 0x37, 0x02, 0, 0];
+        assert_eq!(implicit_addend(Machine::Arm, 2, &contents, 4), 0x236);
+        assert_eq!(implicit_addend(Machine::X86, 1, &contents, 4), 0x237);
+        // Other kinds, and a word past the section's end, keep the addend 0.
+        assert_eq!(implicit_addend(Machine::Arm, 10, &contents, 4), 0);
+        assert_eq!(implicit_addend(Machine::Arm, 2, &contents, 6), 0);
     }
 
     #[test]

@@ -30,18 +30,18 @@ mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32
 /* A stepped run's buffers and progress: static, since they outlive each call. */
 static void* stepped_inputs[1];
 static void* stepped_outputs[1];
-static struct call stepped;
+static struct call stepped_call;
 static uint32_t stepped_next;
 static int stepped_live;
 
 /* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */
+static struct tvmgen_default_inputs stepped_arg_inputs;
+static struct tvmgen_default_outputs stepped_arg_outputs;
 static int32_t begin_call(struct call* call) {
-  static struct tvmgen_default_inputs inputs;
-  inputs = (struct tvmgen_default_inputs){.input_1 = call->inputs[0]};
-  static struct tvmgen_default_outputs outputs;
-  outputs = (struct tvmgen_default_outputs){.output = call->outputs[0]};
+  stepped_arg_inputs = (struct tvmgen_default_inputs){.input_1 = call->inputs[0]};
+  stepped_arg_outputs = (struct tvmgen_default_outputs){.output = call->outputs[0]};
   extern int32_t mlf_default_steps_begin(struct tvmgen_default_inputs*, struct tvmgen_default_outputs*);
-  return mlf_default_steps_begin(&inputs, &outputs);
+  return mlf_default_steps_begin(&stepped_arg_inputs, &stepped_arg_outputs);
 }
 
 /* Defined in the split entry's source: runs its step index. */
@@ -63,8 +63,8 @@ mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
   if (status != MLF_STATUS_OK) return status;
   stepped_inputs[0] = inputs[0];
   stepped_outputs[0] = outputs[0];
-  stepped.inputs = stepped_inputs;
-  stepped.outputs = stepped_outputs;
+  stepped_call.inputs = stepped_inputs;
+  stepped_call.outputs = stepped_outputs;
   stepped_next = 0;
   stepped_live = 1;
   return MLF_STATUS_OK;
@@ -74,7 +74,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
   mlf_status_t status;
   if (!stepped_live) return MLF_STATUS_IDLE;
   *ran = stepped_next;
-  status = mlf_support_step(step_entry, &stepped, code);
+  status = mlf_support_step(step_entry, &stepped_call, code);
   if (status != MLF_STATUS_OK) {
     stepped_live = 0;
     return status;

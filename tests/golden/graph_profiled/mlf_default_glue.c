@@ -164,7 +164,7 @@ mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32
 /* A stepped run's buffers and progress: static, since they outlive each call. */
 static void* stepped_inputs[1];
 static void* stepped_outputs[1];
-static struct call stepped;
+static struct call stepped_call;
 static uint32_t stepped_next;
 static int stepped_live;
 
@@ -214,11 +214,11 @@ mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
   if (status != MLF_STATUS_OK) return status;
   stepped_inputs[0] = inputs[0];
   stepped_outputs[0] = outputs[0];
-  stepped.inputs = stepped_inputs;
-  stepped.outputs = stepped_outputs;
-  stepped.clock = NULL;
-  stepped.context = NULL;
-  stepped.ticks = NULL;
+  stepped_call.inputs = stepped_inputs;
+  stepped_call.outputs = stepped_outputs;
+  stepped_call.clock = NULL;
+  stepped_call.context = NULL;
+  stepped_call.ticks = NULL;
   stepped_next = 0;
   stepped_live = 1;
   return MLF_STATUS_OK;
@@ -228,7 +228,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
   mlf_status_t status;
   if (!stepped_live) return MLF_STATUS_IDLE;
   *ran = stepped_next;
-  status = mlf_support_step(step_entry, &stepped, code);
+  status = mlf_support_step(step_entry, &stepped_call, code);
   if (status != MLF_STATUS_OK) {
     stepped_live = 0;
     return status;

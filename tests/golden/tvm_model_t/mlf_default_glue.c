@@ -66,47 +66,50 @@ mlf_status_t mlf_default_invoke(void* const* inputs, void* const* outputs, int32
 /* A stepped run's buffers and progress: static, since they outlive each call. */
 static void* stepped_inputs[1];
 static void* stepped_outputs[1];
-static struct call stepped;
+static struct call stepped_call;
 static uint32_t stepped_next;
 static int stepped_live;
 
 /* Hands the entry's arguments to the split entry's recorder (codegen::stepper), which keeps them for its steps. */
+static DLTensor stepped_arg_tensors[2];
+static TVMValue stepped_arg_values[2];
+static int stepped_arg_type_codes[10];
+static TVMValue stepped_arg_ret;
+static int stepped_arg_ret_code;
+static int64_t stepped_arg_shape0[2];
+static int64_t stepped_arg_shape1[1];
 static int32_t begin_call(struct call* call) {
   extern int32_t mlf_default_steps_begin(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code, void* resource_handle);
-  static DLTensor tensors[2];
-  static TVMValue values[2];
-  static int type_codes[10];
-  static TVMValue ret;
-  static int ret_code = 0;
+  stepped_arg_ret_code = 0;
   int i;
-  ret_code = 0;
-  static int64_t shape0[2] = {1, 1960};
-  static int64_t shape1[1] = {4};
-  for (i = 0; i < 10; ++i) type_codes[i] = kTVMDLTensorHandle;
-  tensors[0].data = call->inputs[0];
-  tensors[0].device.device_type = kDLCPU;
-  tensors[0].device.device_id = 0;
-  tensors[0].ndim = 2;
-  tensors[0].dtype.code = 0;
-  tensors[0].dtype.bits = 8;
-  tensors[0].dtype.lanes = 1;
-  tensors[0].shape = shape0;
-  tensors[0].strides = NULL;
-  tensors[0].byte_offset = 0;
-  values[0].v_handle = &tensors[0];
-  tensors[1].data = call->outputs[0];
-  tensors[1].device.device_type = kDLCPU;
-  tensors[1].device.device_id = 0;
-  tensors[1].ndim = 1;
-  tensors[1].dtype.code = 0;
-  tensors[1].dtype.bits = 8;
-  tensors[1].dtype.lanes = 1;
-  tensors[1].shape = shape1;
-  tensors[1].strides = NULL;
-  tensors[1].byte_offset = 0;
-  values[1].v_handle = &tensors[1];
-  ret.v_int64 = 0;
-  return mlf_default_steps_begin(values, type_codes, 2, &ret, &ret_code, NULL);
+  stepped_arg_shape0[0] = 1;
+  stepped_arg_shape0[1] = 1960;
+  stepped_arg_shape1[0] = 4;
+  for (i = 0; i < 10; ++i) stepped_arg_type_codes[i] = kTVMDLTensorHandle;
+  stepped_arg_tensors[0].data = call->inputs[0];
+  stepped_arg_tensors[0].device.device_type = kDLCPU;
+  stepped_arg_tensors[0].device.device_id = 0;
+  stepped_arg_tensors[0].ndim = 2;
+  stepped_arg_tensors[0].dtype.code = 0;
+  stepped_arg_tensors[0].dtype.bits = 8;
+  stepped_arg_tensors[0].dtype.lanes = 1;
+  stepped_arg_tensors[0].shape = stepped_arg_shape0;
+  stepped_arg_tensors[0].strides = NULL;
+  stepped_arg_tensors[0].byte_offset = 0;
+  stepped_arg_values[0].v_handle = &stepped_arg_tensors[0];
+  stepped_arg_tensors[1].data = call->outputs[0];
+  stepped_arg_tensors[1].device.device_type = kDLCPU;
+  stepped_arg_tensors[1].device.device_id = 0;
+  stepped_arg_tensors[1].ndim = 1;
+  stepped_arg_tensors[1].dtype.code = 0;
+  stepped_arg_tensors[1].dtype.bits = 8;
+  stepped_arg_tensors[1].dtype.lanes = 1;
+  stepped_arg_tensors[1].shape = stepped_arg_shape1;
+  stepped_arg_tensors[1].strides = NULL;
+  stepped_arg_tensors[1].byte_offset = 0;
+  stepped_arg_values[1].v_handle = &stepped_arg_tensors[1];
+  stepped_arg_ret.v_int64 = 0;
+  return mlf_default_steps_begin(stepped_arg_values, stepped_arg_type_codes, 2, &stepped_arg_ret, &stepped_arg_ret_code, NULL);
 }
 
 /* Defined in the split entry's source: runs its step index. */
@@ -128,8 +131,8 @@ mlf_status_t mlf_default_start(void* const* inputs, void* const* outputs) {
   if (status != MLF_STATUS_OK) return status;
   stepped_inputs[0] = inputs[0];
   stepped_outputs[0] = outputs[0];
-  stepped.inputs = stepped_inputs;
-  stepped.outputs = stepped_outputs;
+  stepped_call.inputs = stepped_inputs;
+  stepped_call.outputs = stepped_outputs;
   stepped_next = 0;
   stepped_live = 1;
   return MLF_STATUS_OK;
@@ -139,7 +142,7 @@ mlf_status_t mlf_default_step(uint32_t* ran, int32_t* code) {
   mlf_status_t status;
   if (!stepped_live) return MLF_STATUS_IDLE;
   *ran = stepped_next;
-  status = mlf_support_step(step_entry, &stepped, code);
+  status = mlf_support_step(step_entry, &stepped_call, code);
   if (status != MLF_STATUS_OK) {
     stepped_live = 0;
     return status;
