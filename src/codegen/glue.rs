@@ -167,15 +167,9 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "  struct call* call = (struct call*)context;");
     source.push_str(&match &module.entry {
         Entry::CInterface(interface) => c_interface_call(module, interface),
-        Entry::Packed { function, .. } => {
-            packed_call(module, function.as_str())
-        }
-        Entry::LegacyDescriptor { symbol, .. } => {
-            packed_call(module, &format!("{symbol}.run_func"))
-        }
-        Entry::Operator { function, .. } => {
-            packed_call(module, function.as_str())
-        }
+        Entry::Packed { function, .. } => packed_call(module, function.as_str()),
+        Entry::LegacyDescriptor { symbol, .. } => packed_call(module, &format!("{symbol}.run_func")),
+        Entry::Operator { function, .. } => packed_call(module, function.as_str()),
         Entry::Graph(schedule) => graph_call(schedule, module.profile.is_some()),
     });
     let _ = writeln!(source, "}}\n");
