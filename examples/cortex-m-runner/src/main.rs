@@ -2,7 +2,7 @@
 //! archive on embedded inputs and prints each output as `output<i>: <hex bytes>`
 //! through semihosting; exits 0 on success, 1 on any error or panic (QEMU
 //! passes it on). It then runs the same inputs a step at a time, which must
-//! give the same outputs, and prints `steps: <n>`. Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
+//! give the same outputs, and prints `steps: <n>` (see [`stepped`]). Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
 //! Built with MLF_PROFILE=1 it times each operator call instead (see [`profile`]).
 #![no_std]
 #![no_main]
@@ -10,7 +10,7 @@
 use core::cell::UnsafeCell;
 use core::fmt::Write as _;
 
-use mlf_rt::{Model, Stepper};
+use mlf_rt::Model;
 use semihosting::io::{self, Write as _};
 
 /// Bytes aligned for any tensor element type.
@@ -55,8 +55,6 @@ struct OutputArea(UnsafeCell<Aligned<OUTPUT_AREA_BYTES>>);
 unsafe impl Sync for OutputArea {}
 
 static OUTPUT_AREA: OutputArea = OutputArea(UnsafeCell::new(Aligned([0; OUTPUT_AREA_BYTES])));
-/// The stepped run's outputs, laid out as the run's.
-static STEPPED_AREA: OutputArea = OutputArea(UnsafeCell::new(Aligned([0; OUTPUT_AREA_BYTES])));
 
 /// `core::fmt` text to semihosting's stdout.
 struct Console(io::Stdout);
@@ -83,10 +81,12 @@ fn main() -> ! {
                     let _ = writeln!(out, "error: the run wrote past output{output}: byte {offset} after it changed");
                     1
                 }
+                #[cfg(mlf_stepped)]
                 Err(Failure::Stepped(error)) => {
                     let _ = writeln!(out, "error: the stepped run: {error}");
                     1
                 }
+                #[cfg(mlf_stepped)]
                 Err(Failure::SteppedDiffers { output }) => {
                     let _ = writeln!(out, "error: the stepped run's output{output} differs from the run's");
                     1
@@ -112,8 +112,10 @@ enum Failure {
     /// The canary after output `output` changed at `offset` bytes past its end.
     Overrun { output: usize, offset: usize },
     /// The stepped run's own error.
+    #[cfg(mlf_stepped)]
     Stepped(mlf_rt::Error),
     /// The stepped run gave output `output` other bytes than the run.
+    #[cfg(mlf_stepped)]
     SteppedDiffers { output: usize },
 }
 
@@ -134,16 +136,12 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
             None => ZEROS.0.get(..M::INPUTS[index].bytes).ok_or(mlf_rt::Error::InputSize { index, len: ZEROS.0.len() })?,
         };
     }
-    // SAFETY: see `OutputArea`; this is the one use of each.
-    let (area, stepped_area) = unsafe { (&mut *OUTPUT_AREA.0.get(), &mut *STEPPED_AREA.0.get()) };
+    // SAFETY: see `OutputArea`; this is its one use.
+    let area = unsafe { &mut *OUTPUT_AREA.0.get() };
     let mut output_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     let outputs = output_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
     let mut canary_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     place_outputs::<M>(&mut area.0, outputs, &mut canary_slots)?;
-    let mut stepped_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
-    let stepped = stepped_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
-    let mut stepped_canaries: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
-    place_outputs::<M>(&mut stepped_area.0, stepped, &mut stepped_canaries)?;
     // Outside the painted stretch, so it holds the timed run and no more.
     #[cfg(mlf_profile)]
     profile::load(inputs)?;
@@ -154,8 +152,8 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
     #[cfg(mlf_profile)]
     let (result, times) = profile::run();
     // Within the painted stretch: the stack figure covers a stepped run too.
-    #[cfg(not(mlf_profile))]
-    let steps = run_stepped::<M>(inputs, stepped);
+    #[cfg(all(mlf_stepped, not(mlf_profile)))]
+    let steps = stepped::run::<M>(inputs, outputs);
     let used = stack::used(top);
     #[cfg(mlf_profile)]
     {
@@ -163,30 +161,21 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
         times.print(out);
     }
     // After the painted stretch, which holds the timed run and no more.
-    #[cfg(mlf_profile)]
-    let steps = run_stepped::<M>(inputs, stepped);
+    #[cfg(all(mlf_stepped, mlf_profile))]
+    let steps = stepped::run::<M>(inputs, outputs);
     let _ = match STACK_BOUND {
         Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
         Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
     };
-    for canaries in [&canary_slots, &stepped_canaries] {
-        if let Some((output, offset)) =
-            canaries.iter().enumerate().find_map(|(output, guard)| Some((output, guard.iter().position(|&byte| byte != CANARY)?)))
-        {
-            return Err(Failure::Overrun { output, offset });
-        }
-    }
+    overrun(&canary_slots)?;
     result?;
     for (index, output) in outputs.iter().enumerate() {
         let _ = write!(out, "output{index}: ");
         write_hex(out, output);
         let _ = writeln!(out);
     }
-    let steps = steps.map_err(Failure::Stepped)?;
-    if let Some(output) = outputs.iter().zip(stepped.iter()).position(|(run, stepped)| run != stepped) {
-        return Err(Failure::SteppedDiffers { output });
-    }
-    let _ = writeln!(out, "steps: {steps}");
+    #[cfg(mlf_stepped)]
+    let _ = writeln!(out, "steps: {}", steps?);
     Ok(())
 }
 
@@ -209,18 +198,50 @@ fn place_outputs<'a, M: Model>(area: &'a mut [u8], outputs: &mut [&'a mut [u8]],
     Ok(())
 }
 
-/// Runs `M` on `inputs` a step at a time through `mlf_rt`'s generic stepping
-/// ([`Model::start_raw`], then [`Stepper::step`] until the run has ended);
-/// returns the steps it took. Inlined, so its frame is `run`'s, above the
-/// painted stack, as `run_raw`'s caller's is.
-#[inline(always)]
-fn run_stepped<M: Model>(inputs: &[&[u8]], outputs: &mut [&mut [u8]]) -> Result<usize, mlf_rt::Error> {
-    let mut inference = M::start_raw(inputs, outputs)?;
-    let mut steps = 0;
-    while inference.step()?.is_some() {
-        steps += 1;
+/// An error when a canary no longer holds [`CANARY`].
+fn overrun(canaries: &[&mut [u8]]) -> Result<(), Failure> {
+    match canaries.iter().enumerate().find_map(|(output, guard)| Some((output, guard.iter().position(|&byte| byte != CANARY)?))) {
+        Some((output, offset)) => Err(Failure::Overrun { output, offset }),
+        None => Ok(()),
     }
-    Ok(steps)
+}
+
+/// A second run of the same inputs a step at a time, through `mlf_rt`'s
+/// generic stepping, which must give the run's outputs. Built unless
+/// MLF_STEPPED=0 (examples/footprint's firmware only runs).
+#[cfg(mlf_stepped)]
+mod stepped {
+    use super::{model, overrun, place_outputs, Aligned, Failure, OutputArea, OUTPUT_AREA_BYTES};
+    use core::cell::UnsafeCell;
+    use mlf_rt::{Model, Stepper};
+
+    /// The stepped run's outputs, laid out as the run's.
+    static AREA: OutputArea = OutputArea(UnsafeCell::new(Aligned([0; OUTPUT_AREA_BYTES])));
+
+    /// Runs `M` on `inputs` ([`Model::start_raw`], then [`Stepper::step`]
+    /// until the run has ended) and compares its outputs with `outputs`;
+    /// returns the steps it took. Inlined, so its frame is the caller's,
+    /// above the painted stack, as `run_raw`'s caller's is.
+    #[inline(always)]
+    pub fn run<M: Model>(inputs: &[&[u8]], outputs: &[&mut [u8]]) -> Result<usize, Failure> {
+        // SAFETY: see `OutputArea`; this is its one use.
+        let area = unsafe { &mut *AREA.0.get() };
+        let mut slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+        let stepped = slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
+        let mut canaries: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+        place_outputs::<M>(&mut area.0, stepped, &mut canaries)?;
+        let mut steps = 0;
+        let mut inference = M::start_raw(inputs, stepped).map_err(Failure::Stepped)?;
+        while inference.step().map_err(Failure::Stepped)?.is_some() {
+            steps += 1;
+        }
+        drop(inference);
+        overrun(&canaries)?;
+        match outputs.iter().zip(stepped.iter()).position(|(run, stepped)| run != stepped) {
+            Some(output) => Err(Failure::SteppedDiffers { output }),
+            None => Ok(steps),
+        }
+    }
 }
 
 /// The stack a run takes: the RAM between the end of the statics and the
