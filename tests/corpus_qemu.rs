@@ -3,7 +3,9 @@
 //! wrapped in `timeout`) and compares its outputs with the ones TVM computed;
 //! prints the stack each module's run took beside its `STACK_BYTES` bound.
 //! A few cases are built again with MLF_PROFILE=1 and their per-operator
-//! profile is checked against a TCG plugin's instruction counts.
+//! profile is checked against a TCG plugin's instruction counts. Every
+//! firmware also runs its inputs a step at a time; the same plugin counts
+//! what stepping adds over `run` and its longest step (the book's Stepping).
 
 mod common;
 
@@ -107,9 +109,16 @@ fn corpus_cases_on_emulated_cortex_m_boards() {
                 failed.push(format!("{name}: not in the corpus"));
                 continue;
             };
-            if common::report(name, &build.label(), &qemu_verdict(case, build)) {
+            let mut stepped = Vec::new();
+            if common::report(name, &build.label(), &qemu_verdict(case, build, &mut stepped)) {
                 failed.push(format!("{name} [{}]", build.label()));
                 continue;
+            }
+            for (module, costs) in stepped {
+                if let Err(why) = costs.and_then(|costs| costs.check(&module, build)) {
+                    let _ = writeln!(std::io::stdout().lock(), "steps: {module} [{}] FAIL ({why})", build.label());
+                    failed.push(format!("steps {module} [{}]", build.label()));
+                }
             }
             if PROFILED.iter().any(|(profiled, builds)| profiled == name && builds.iter().any(|b| b.label() == build.label())) {
                 if let Err(why) = profile_check(case, build) {
@@ -127,12 +136,16 @@ fn corpus_cases_on_emulated_cortex_m_boards() {
     assert!(failed.is_empty(), "corpus cases failed under QEMU: {failed:?}");
 }
 
-fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
+/// The verdict of `case` on `build`; `stepped` gets, for each module, what
+/// stepping cost in its last run (see [`SteppingCosts`]).
+fn qemu_verdict(case: &Case, build: &Build, stepped: &mut Vec<(String, Result<SteppingCosts, String>)>) -> Verdict {
     if let Err(verdict) = case.library_env() {
         return verdict;
     }
     let mut runs = 0;
     for module in &case.modules {
+        // The firmware run last, which the plugin runs again.
+        let mut last = String::new();
         // The deepest of the module's runs.
         let mut stack: Option<common::Stack> = None;
         let mut keep = |measured: common::Stack| {
@@ -143,7 +156,10 @@ fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
         if module.vectors.is_empty() {
             // No reference data: the firmware must still build and run on zeros.
             match run_firmware(case, module.module.as_deref(), &[], build) {
-                Ok(run) => keep(run.stack),
+                Ok(run) => {
+                    keep(run.stack);
+                    last = run.stdout;
+                }
                 Err(why) => return Verdict::Fail(why),
             }
             runs += 1;
@@ -157,17 +173,19 @@ fn qemu_verdict(case: &Case, build: &Build) -> Verdict {
                 return Verdict::Fail(why);
             }
             keep(run.stack);
+            last = run.stdout;
             runs += 1;
         }
+        let name = match &module.module {
+            Some(module) => format!("{}/{module}", case.name),
+            None => case.name.clone(),
+        };
         if let Some(stack) = stack {
-            let name = match &module.module {
-                Some(module) => format!("{}/{module}", case.name),
-                None => case.name.clone(),
-            };
             if let Err(why) = stack_line(&name, build, &stack) {
                 return Verdict::Fail(why);
             }
         }
+        stepped.push((name, SteppingCosts::measure(&last, build)));
     }
     let checked = if case.modules.iter().all(|m| m.vectors.is_empty()) { "ran on zeros" } else { "outputs match" };
     if case.name.contains("graph") {
@@ -222,6 +240,81 @@ fn readme_stack_row(name: &str, label: &str) -> Option<(u64, Option<u64>, Option
             _ => None,
         }
     })
+}
+
+/// What a stepped run costs over `run`, as the call-windows plugin counts the
+/// glue's C calls in a firmware that ran both (examples/cortex-m-runner): `run`
+/// is `mlf_<m>_invoke`'s instructions, a stepped run `mlf_<m>_start`'s and
+/// those of every `mlf_<m>_step`, callees included.
+struct SteppingCosts {
+    steps: usize,
+    /// Instructions the stepped run adds over `run`, per step (rounded; negative when it takes fewer).
+    added_per_step: i64,
+    /// The most instructions of one `mlf_<m>_step`: the longest time between two yields.
+    longest: u64,
+    /// `longest` in percent of `run` (rounded).
+    longest_percent: u64,
+}
+
+impl SteppingCosts {
+    /// Runs the firmware just built, whose output was `stdout`, once more under the plugin.
+    fn measure(stdout: &str, build: &Build) -> Result<SteppingCosts, String> {
+        let module = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("model `")?.split('`').next())
+            .ok_or("the firmware printed no `model` line")?;
+        let printed = |stdout: &str| stdout.lines().find_map(|line| line.strip_prefix("steps: ")?.parse::<usize>().ok());
+        let steps = printed(stdout).ok_or("the firmware printed no `steps: <n>` line")?;
+        let elf = common::repo_root().join("target").join(TARGET_DIR).join(build.triple).join("release/cortex-m-runner");
+        let symbols = function_symbols(&elf, build.triple)?;
+        let entry = |what: &str| {
+            let name = format!("mlf_{module}_{what}");
+            symbols
+                .iter()
+                .find(|(symbol, _)| *symbol == name)
+                .map(|&(_, entry)| entry)
+                .ok_or(format!("the firmware has no function `{name}`"))
+        };
+        let entries = [entry("invoke")?, entry("start")?, entry("step")?];
+        let counted = run_with_plugin(&elf, build, &call_windows_plugin()?, &entries)?;
+        if printed(&counted.stdout) != Some(steps) {
+            return Err("the run under the plugin printed another `steps:` line".to_string());
+        }
+        let calls = |entry: u64| -> Vec<u64> {
+            counted.windows.iter().filter(|window| window.entry == entry).map(|window| window.closed - window.opened).collect()
+        };
+        let (run, start, step_calls) = match (calls(entries[0]).as_slice(), calls(entries[1]).as_slice(), calls(entries[2])) {
+            ([run], [start], step_calls) => (*run, *start, step_calls),
+            (runs, starts, _) => {
+                return Err(format!("the plugin saw {} run(s) and {} start(s), not one of each", runs.len(), starts.len()))
+            }
+        };
+        if step_calls.len() != steps {
+            return Err(format!("the plugin saw {} calls of `mlf_{module}_step`; the firmware took {steps} steps", step_calls.len()));
+        }
+        let stepped = start + step_calls.iter().sum::<u64>();
+        let added = (stepped as f64 - run as f64) / steps.max(1) as f64;
+        let longest = step_calls.iter().copied().max().unwrap_or_default();
+        Ok(SteppingCosts { steps, added_per_step: added.round() as i64, longest, longest_percent: (longest * 100 + run / 2) / run.max(1) })
+    }
+
+    /// Prints `steps: <module> [<label>] PASS (...)`; an error when the book's
+    /// Stepping table does not state these figures for `module` on `build`.
+    fn check(&self, module: &str, build: &Build) -> Result<(), String> {
+        let SteppingCosts { steps, added_per_step, longest, longest_percent } = *self;
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "steps: {module} [{}] PASS ({steps} steps, {added_per_step:+} instructions per step over run, longest step {longest} instructions = {longest_percent}% of the run)",
+            build.label()
+        );
+        let section = common::doc_section("stepping.md", "## What stepping costs");
+        let table = common::table_after(&section, "| case |");
+        let mut figures = common::DocFigures::default();
+        let command = format!("corpus_qemu's stepped run of {module} on {}", build.label());
+        let measured = [steps as i64, added_per_step, longest as i64, longest_percent as i64];
+        figures.row_of(&table, &[&format!("`{module}`"), &build.label()], &measured, &command);
+        figures.result()
+    }
 }
 
 /// A heap's functions, as newlib names them.
@@ -298,11 +391,9 @@ fn profile_check(case: &Case, build: &Build) -> Result<(), String> {
         return Err("two runs of the profiled firmware under -icount printed different profiles".to_string());
     }
     let (run_from, run_to) = run_between(&counted.windows, entries[0], entries[1])?;
-    let added_windows: Vec<&Window> = counted
-        .windows
-        .iter()
-        .filter(|window| added_entries.contains(&window.entry) && window.opened >= run_from && window.closed <= run_to)
-        .collect();
+    let in_run = |window: &&Window| window.opened >= run_from && window.closed <= run_to;
+    let added_windows: Vec<&Window> =
+        counted.windows.iter().filter(in_run).filter(|window| added_entries.contains(&window.entry)).collect();
     // Outermost only: the hooks call `read_clock`.
     let added: u64 = added_windows
         .iter()
@@ -311,7 +402,8 @@ fn profile_check(case: &Case, build: &Build) -> Result<(), String> {
         .sum();
     // Each call the plugin saw, in order; an operator the compiler inlined into
     // its caller has no call to see (the firmware times it through its hooks).
-    let mut windows = counted.windows.iter().filter(|window| operator_entries.contains(&window.entry)).peekable();
+    // In the timed run: the firmware's stepped run, after it, calls them again.
+    let mut windows = counted.windows.iter().filter(in_run).filter(|window| operator_entries.contains(&window.entry)).peekable();
     // The clock reads every `1e9 / CLOCK_HZ` instructions (40 on the mps2 boards) and
     // the hooks around a call take a few dozen: an operator under 1% of the run is
     // held to 0.05% of the run instead of 5% of itself.

@@ -279,7 +279,8 @@ fn first_hour_shows_what_the_commands_print() {
         .env_remove("MLF_BOARD")
         .env_remove("MLF_MEMORY_X")
         .env_remove("MLF_LINK_SECTIONS")
-        .env_remove("MLF_MODULE"));
+        .env_remove("MLF_MODULE")
+        .env_remove("MLF_STEPPED"));
     for line in firmware.lines() {
         figures.quoted(&section, line, "this line of the firmware demo's output");
     }

@@ -6,7 +6,8 @@
 //! the same board in QEMU), or the one MLF_MEMORY_X names, which the model
 //! must fit; MLF_LINK_SECTIONS (`workspace=.sram2`) places its memory.
 //! MLF_PROFILE=1 builds it with `Builder::profile(true)`: the firmware then
-//! times each operator call (run it with MLF_QEMU_ICOUNT=1).
+//! times each operator call (run it with MLF_QEMU_ICOUNT=1). MLF_STEPPED=0
+//! leaves out the second, stepped run of the inputs.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -100,6 +101,11 @@ fn main() {
     println!("cargo:rustc-link-search={}", out_dir.display());
 
     println!("cargo::rustc-check-cfg=cfg(mlf_profile)");
+    println!("cargo::rustc-check-cfg=cfg(mlf_stepped)");
+    // MLF_STEPPED=0 leaves out the stepped run (examples/footprint measures a firmware that only runs).
+    if var("MLF_STEPPED").is_none_or(|value| value != "0") {
+        println!("cargo:rustc-cfg=mlf_stepped");
+    }
     let profile = var("MLF_PROFILE").is_some_and(|value| value == "1");
     if profile {
         println!("cargo:rustc-cfg=mlf_profile");

@@ -387,6 +387,7 @@ impl Firmware<'_> {
             .env("MLF_MEMORY_X", "")
             .env("MLF_LINK_SECTIONS", "")
             .env("MLF_PROFILE", "")
+            .env("MLF_STEPPED", "")
             .env("MLF_QEMU_ICOUNT", "")
             .envs(case.library_env().unwrap_or_default())
             .envs(self.env.iter().copied());

@@ -1,7 +1,8 @@
 //! Cortex-M or RISC-V firmware that runs one model of a Model Library Format
 //! archive on embedded inputs and prints each output as `output<i>: <hex bytes>`
 //! through semihosting; exits 0 on success, 1 on any error or panic (QEMU
-//! passes it on). Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
+//! passes it on). It then runs the same inputs a step at a time, which must
+//! give the same outputs, and prints `steps: <n>` (see [`stepped`]). Only the startup differs: cortex-m-rt on Arm, riscv-rt on RISC-V.
 //! Built with MLF_PROFILE=1 it times each operator call instead (see [`profile`]).
 #![no_std]
 #![no_main]
@@ -80,6 +81,16 @@ fn main() -> ! {
                     let _ = writeln!(out, "error: the run wrote past output{output}: byte {offset} after it changed");
                     1
                 }
+                #[cfg(mlf_stepped)]
+                Err(Failure::Stepped(error)) => {
+                    let _ = writeln!(out, "error: the stepped run: {error}");
+                    1
+                }
+                #[cfg(mlf_stepped)]
+                Err(Failure::SteppedDiffers { output }) => {
+                    let _ = writeln!(out, "error: the stepped run's output{output} differs from the run's");
+                    1
+                }
             }
         }
         Err(_) => 1,
@@ -100,6 +111,12 @@ enum Failure {
     Model(mlf_rt::Error),
     /// The canary after output `output` changed at `offset` bytes past its end.
     Overrun { output: usize, offset: usize },
+    /// The stepped run's own error.
+    #[cfg(mlf_stepped)]
+    Stepped(mlf_rt::Error),
+    /// The stepped run gave output `output` other bytes than the run.
+    #[cfg(mlf_stepped)]
+    SteppedDiffers { output: usize },
 }
 
 impl From<mlf_rt::Error> for Failure {
@@ -123,9 +140,50 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
     let area = unsafe { &mut *OUTPUT_AREA.0.get() };
     let mut output_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
     let outputs = output_slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
-    let mut rest: &mut [u8] = &mut area.0;
     let mut canary_slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
-    for (index, ((output, canary), info)) in outputs.iter_mut().zip(canary_slots.iter_mut()).zip(M::OUTPUTS).enumerate() {
+    place_outputs::<M>(&mut area.0, outputs, &mut canary_slots)?;
+    // Outside the painted stretch, so it holds the timed run and no more.
+    #[cfg(mlf_profile)]
+    profile::load(inputs)?;
+    let top = stack::pointer();
+    stack::paint(top);
+    #[cfg(not(mlf_profile))]
+    let result = M::run_raw(inputs, outputs);
+    #[cfg(mlf_profile)]
+    let (result, times) = profile::run();
+    // Within the painted stretch: the stack figure covers a stepped run too.
+    #[cfg(all(mlf_stepped, not(mlf_profile)))]
+    let steps = stepped::run::<M>(inputs, outputs);
+    let used = stack::used(top);
+    #[cfg(mlf_profile)]
+    {
+        profile::store(outputs)?;
+        times.print(out);
+    }
+    // After the painted stretch, which holds the timed run and no more.
+    #[cfg(all(mlf_stepped, mlf_profile))]
+    let steps = stepped::run::<M>(inputs, outputs);
+    let _ = match STACK_BOUND {
+        Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
+        Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
+    };
+    overrun(&canary_slots)?;
+    result?;
+    for (index, output) in outputs.iter().enumerate() {
+        let _ = write!(out, "output{index}: ");
+        write_hex(out, output);
+        let _ = writeln!(out);
+    }
+    #[cfg(mlf_stepped)]
+    let _ = writeln!(out, "steps: {}", steps?);
+    Ok(())
+}
+
+/// Splits `area` into `M`'s outputs, each at an offset aligned to 16 bytes
+/// and followed by its canary (filled here).
+fn place_outputs<'a, M: Model>(area: &'a mut [u8], outputs: &mut [&'a mut [u8]], canaries: &mut [&'a mut [u8]]) -> Result<(), Failure> {
+    let mut rest = area;
+    for (index, ((output, canary), info)) in outputs.iter_mut().zip(canaries.iter_mut()).zip(M::OUTPUTS).enumerate() {
         let padded = info.bytes.next_multiple_of(16);
         if padded + CANARY_BYTES > rest.len() {
             return Err(mlf_rt::Error::OutputSize { index, len: rest.len() }.into());
@@ -137,37 +195,53 @@ fn run<M: Model>(out: &mut Console) -> Result<(), Failure> {
         *canary = guard;
         rest = tail;
     }
-    // Outside the painted stretch, so it holds the timed run and no more.
-    #[cfg(mlf_profile)]
-    profile::load(inputs)?;
-    let top = stack::pointer();
-    stack::paint(top);
-    #[cfg(not(mlf_profile))]
-    let result = M::run_raw(inputs, outputs);
-    #[cfg(mlf_profile)]
-    let (result, times) = profile::run();
-    let used = stack::used(top);
-    #[cfg(mlf_profile)]
-    {
-        profile::store(outputs)?;
-        times.print(out);
-    }
-    let _ = match STACK_BOUND {
-        Ok(bound) => writeln!(out, "stack: {used} bound {bound}"),
-        Err(why) => writeln!(out, "stack: {used} bound unknown ({why})"),
-    };
-    if let Some((output, offset)) =
-        canary_slots.iter().enumerate().find_map(|(output, guard)| Some((output, guard.iter().position(|&byte| byte != CANARY)?)))
-    {
-        return Err(Failure::Overrun { output, offset });
-    }
-    result?;
-    for (index, output) in outputs.iter().enumerate() {
-        let _ = write!(out, "output{index}: ");
-        write_hex(out, output);
-        let _ = writeln!(out);
-    }
     Ok(())
+}
+
+/// An error when a canary no longer holds [`CANARY`].
+fn overrun(canaries: &[&mut [u8]]) -> Result<(), Failure> {
+    match canaries.iter().enumerate().find_map(|(output, guard)| Some((output, guard.iter().position(|&byte| byte != CANARY)?))) {
+        Some((output, offset)) => Err(Failure::Overrun { output, offset }),
+        None => Ok(()),
+    }
+}
+
+/// A second run of the same inputs a step at a time, through `mlf_rt`'s
+/// generic stepping, which must give the run's outputs. Built unless
+/// MLF_STEPPED=0 (examples/footprint's firmware only runs).
+#[cfg(mlf_stepped)]
+mod stepped {
+    use super::{model, overrun, place_outputs, Aligned, Failure, OutputArea, OUTPUT_AREA_BYTES};
+    use core::cell::UnsafeCell;
+    use mlf_rt::{Model, Stepper};
+
+    /// The stepped run's outputs, laid out as the run's.
+    static AREA: OutputArea = OutputArea(UnsafeCell::new(Aligned([0; OUTPUT_AREA_BYTES])));
+
+    /// Runs `M` on `inputs` ([`Model::start_raw`], then [`Stepper::step`]
+    /// until the run has ended) and compares its outputs with `outputs`;
+    /// returns the steps it took. Inlined, so its frame is the caller's,
+    /// above the painted stack, as `run_raw`'s caller's is.
+    #[inline(always)]
+    pub fn run<M: Model>(inputs: &[&[u8]], outputs: &[&mut [u8]]) -> Result<usize, Failure> {
+        // SAFETY: see `OutputArea`; this is its one use.
+        let area = unsafe { &mut *AREA.0.get() };
+        let mut slots: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+        let stepped = slots.get_mut(..M::OUTPUTS.len()).ok_or(mlf_rt::Error::OutputCount(M::OUTPUTS.len()))?;
+        let mut canaries: [&mut [u8]; model::OUTPUTS.len()] = core::array::from_fn(|_| &mut [][..]);
+        place_outputs::<M>(&mut area.0, stepped, &mut canaries)?;
+        let mut steps = 0;
+        let mut inference = M::start_raw(inputs, stepped).map_err(Failure::Stepped)?;
+        while inference.step().map_err(Failure::Stepped)?.is_some() {
+            steps += 1;
+        }
+        drop(inference);
+        overrun(&canaries)?;
+        match outputs.iter().zip(stepped.iter()).position(|(run, stepped)| run != stepped) {
+            Some(output) => Err(Failure::SteppedDiffers { output }),
+            None => Ok(steps),
+        }
+    }
 }
 
 /// The stack a run takes: the RAM between the end of the statics and the

@@ -73,6 +73,8 @@ fn build_firmware(args: &Args) -> Result<Firmware, String> {
         .arg(&args.target)
         .env("CARGO_TARGET_DIR", target_dir(&root))
         .env("MLF_INPUTS", "")
+        // The runner's stepped run is the suite's check, not part of a firmware that runs a model.
+        .env("MLF_STEPPED", "0")
         .env("MLF_MODULE", args.module.as_deref().unwrap_or_default())
         .env("MLF_ARCHIVE", args.archive.as_deref().map(Path::as_os_str).unwrap_or_default());
     let output = command.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("cargo: {e}"))?;
