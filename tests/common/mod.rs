@@ -436,7 +436,8 @@ pub struct Stack {
     pub bound: Result<u64, String>,
 }
 
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+/// The bytes of a firmware's hex line (two digits a byte), or `None` for anything else.
+pub fn decode_hex(hex: &str) -> Option<Vec<u8>> {
     let digits = hex.trim().as_bytes();
     if digits.len() % 2 != 0 {
         return None;
