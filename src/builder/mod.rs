@@ -748,11 +748,12 @@ fn bound_stacks(prepared: &mut Prepared, support: &Library, toolchain: &Toolchai
     // Cargo's opt-level and architecture for the crate, which compiles the Rust; outside a build script they are not known.
     let optimised = env::cargo_provided("OPT_LEVEL").is_some_and(|level| level != "0");
     let abi = env::cargo_provided("CARGO_CFG_TARGET_ARCH").filter(|_| optimised).and_then(|arch| stack::RustAbi::of(&arch));
-    for ((module, compiled), bound) in prepared.plan.modules.iter().zip(&mut prepared.compiled).zip(bounds.chunks(3)) {
+    let mut bounds = bounds.into_iter();
+    for (module, compiled) in prepared.plan.modules.iter().zip(&mut prepared.compiled) {
+        let (Some(run), Some(start), Some(step)) = (bounds.next(), bounds.next(), bounds.next()) else { break };
         let tensors = module.inputs.len() + module.outputs.len();
-        let run = stack::with_rust_wrapper(bound[0].clone(), tensors, abi);
-        let stepped = [&bound[1], &bound[2]].map(|root| stepping_wrapper(root.clone(), tensors, abi));
-        compiled.stack = deepest([run, stepped[0].clone(), stepped[1].clone()]);
+        let [start, step] = [start, step].map(|root| stepping_wrapper(root, tensors, abi));
+        compiled.stack = deepest([stack::with_rust_wrapper(run, tensors, abi), start, step]);
     }
     Ok(())
 }
