@@ -611,7 +611,10 @@ impl<'t> Reader<'t, '_> {
             return None;
         }
         let known = |w: &&str| INTEGER_TYPES.contains(w) || CAST_TYPES.contains(w) || *w == "const" || *w == "struct";
-        (pointer || words.iter().all(known)).then_some((words, pointer, offset + 1))
+        // `(name) 1`, `(name) x`: an expression in parentheses is never followed by an operand, so
+        // `name` is a type (a typedef such as `DLDeviceType`), however the parser does not know it.
+        let operand_follows = matches!(self.kind_at(offset + 1), Some(TokKind::Number | TokKind::Ident | TokKind::Literal));
+        (pointer || words.iter().all(known) || (words.len() == 1 && operand_follows)).then_some((words, pointer, offset + 1))
     }
 
     fn postfix(&mut self) -> Option<Expr<'t>> {
@@ -726,6 +729,21 @@ mod tests {
         });
     }
 
+    /// A cast to a typedef the parser does not know is read from what follows it; `(a) - b` stays a subtraction.
+    #[test]
+    fn cast_to_an_unknown_typedef() {
+        let text = "int32_t f(DLTensor* t, int32_t a, int32_t b) {\n  t->device.device_type = (DLDeviceType)1;\n  a = (a) - b;\n  a = (Tag)b;\n  return 0;\n}\n";
+        statements(text, |body, _| {
+            let [kind, minus, named, _] = body.statements.as_slice() else { panic!("{:?}", body.statements) };
+            let cast = |statement: &Stmt<'_>| match &statement.kind {
+                StmtKind::Expr(Expr::Assign("=", _, value)) => matches!(**value, Expr::Cast { .. }),
+                other => panic!("{other:?}"),
+            };
+            assert!(cast(kind) && cast(named));
+            assert!(matches!(&minus.kind, StmtKind::Expr(Expr::Assign("=", _, value)) if matches!(**value, Expr::Binary("-", ..))));
+        });
+    }
+
     /// Without USMP: workspace allocations, checks and frees.
     #[test]
     fn alloc_workspace_entry() {
@@ -776,8 +794,11 @@ mod tests {
                 matches!(kinds[4], StmtKind::Expr(Expr::Assign("=", _, value)) if matches!(**value, Expr::Cast { pointer: false, .. }))
             );
             assert!(matches!(kinds[6], StmtKind::Expr(Expr::Assign("=", _, value)) if matches!(**value, Expr::Cast { pointer: true, .. })));
-            // `(DLDeviceType)1` is no cast the reader knows: that statement alone is unread.
-            assert_eq!(*kinds[7], StmtKind::Unparsed);
+            // `(DLDeviceType)1`: a typedef the parser does not know, a cast by what follows it.
+            let StmtKind::Expr(Expr::Assign("=", _, value)) = kinds[7] else { panic!("{kinds:?}") };
+            assert!(
+                matches!(value.as_ref(), Expr::Cast { ty, pointer: false, value } if ty == &["DLDeviceType"] && **value == Expr::Int(1))
+            );
             assert_eq!(text_of(body.statements[7].span), "(((DLTensor*)stack_array)[0].device.device_type) = (DLDeviceType)1;");
             let StmtKind::If { condition: Expr::Binary("!=", call, _), .. } = kinds[8] else { panic!("{kinds:?}") };
             let Expr::Call { callee: "tvmgen_default_op", args, span } = call.as_ref() else { panic!("{call:?}") };
