@@ -9,6 +9,7 @@ use crate::codegen::stepper;
 use crate::error::{Error, Result};
 use crate::ident;
 use crate::input::archive::{Limits, Tree};
+use crate::input::code::ModuleCode;
 use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
 use crate::objects::sections::{self, SectionNames, Storage};
@@ -96,9 +97,11 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     let files = c::CFiles::parse(&texts)?;
     let sources = sources::Sources::new(&tree, &files);
     sources::headerless_entry(&sources, &codegen, MODULE);
-    sources::code_needs(&sources, &codegen);
+    let code = ModuleCode::new(&tree, &files, &codegen);
+    sources::code_needs(&sources, &codegen, &code);
     sources::linked_params(&sources, &codegen);
-    sources::main_parameter_types(&sources, &codegen, MODULE);
+    code.main_parameter_types(MODULE);
+    crate::plan::checks::check_own_symbols(&code, &[MODULE]).ok();
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
         let name: String = text[at..].chars().take_while(|c| ident::is_identifier_char(*c)).collect();

@@ -7,6 +7,8 @@
 use std::cell::OnceCell;
 use std::collections::{BTreeSet, HashSet};
 
+use crate::dtype::DType;
+
 /// Byte range of a source's text, with the line of `start` (from 1). `u32`:
 /// [`crate::input::c::limits::MAX_SOURCE_BYTES`] fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,11 +74,15 @@ impl<'t> CSource<'t> {
         self.name_set.contains(name)
     }
 
+    // Read by the tests and the `c_parser` fuzz target until the needs
+    // questions move onto the parser (plan33 step 9).
+    #[cfg_attr(not(test), allow(dead_code))]
     /// Distinct identifiers, in the order they first appear.
     pub fn names(&self) -> &[&'t str] {
         &self.names
     }
 
+    #[cfg_attr(not(test), allow(dead_code))]
     /// Whether `name` appears directly before a `(`.
     pub fn calls(&self, name: &str) -> bool {
         self.called.contains(name)
@@ -133,6 +139,9 @@ pub(crate) struct Param<'t> {
     /// Its last identifier (`(void)` gives `void`).
     pub name: &'t str,
     pub pointer: bool,
+    /// The scalar type its words name before any `*` (`const` first left
+    /// out): `float* x` gives float32; `void*`, `x[]` or a struct give `None`.
+    pub dtype: Option<DType>,
 }
 
 #[derive(Debug)]
@@ -141,6 +150,9 @@ pub(crate) struct Function<'t> {
     /// `static` among its specifiers.
     pub is_static: bool,
     /// The specifiers and declarator before the name.
+    // With `span`: read by the tests and the `c_parser` fuzz target until
+    // the later questions move onto the parser (plan33 steps 9 to 13).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub returns: Span,
     pub params: Vec<Param<'t>>,
     /// Inside the parentheses.
@@ -148,6 +160,7 @@ pub(crate) struct Function<'t> {
     /// Inside the braces (to the text's end when unclosed).
     pub body_span: Span,
     /// First specifier (attributes included) to the closing `}`.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub span: Span,
     pub(super) body: OnceCell<Body<'t>>,
 }
@@ -293,4 +306,22 @@ pub(crate) enum Expr<'t> {
         arrow: bool,
     },
     Paren(Box<Expr<'t>>),
+}
+
+/// The element type a C scalar type name spells (`int8_t`, `float`, `unsigned char`).
+pub(crate) fn scalar_dtype(ty: &str) -> Option<DType> {
+    let name = match ty {
+        "int8_t" | "signed char" => "int8",
+        "uint8_t" | "unsigned char" => "uint8",
+        "int16_t" => "int16",
+        "uint16_t" => "uint16",
+        "int32_t" => "int32",
+        "uint32_t" => "uint32",
+        "int64_t" => "int64",
+        "uint64_t" => "uint64",
+        "float" => "float32",
+        "double" => "float64",
+        _ => return None,
+    };
+    DType::parse(name).ok()
 }
