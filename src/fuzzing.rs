@@ -84,10 +84,13 @@ pub fn params(bytes: &[u8]) -> Result<()> {
 /// and as the module's only source, by every function that inspects either.
 pub fn sources(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
-    if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
-        for value in header.macros.values() {
-            c::integer(value);
-            sources::parse_byte_list(value);
+    let header_path = InterfaceHeader::path_for(MODULE);
+    if let Ok(header) = c::parser::parse::parse(&header_path, &text) {
+        if let Ok(header) = InterfaceHeader::from(MODULE, &header) {
+            for value in header.macros.values() {
+                c::integer(value);
+                sources::parse_byte_list(value);
+            }
         }
     }
     sources::included_headers(&text).for_each(drop);

@@ -161,7 +161,7 @@ fn module_facts(
     out.line(format!("codegen_for: {codegen:?}"));
     out.line(format!("check_own_symbols: {}", answer(crate::plan::checks::check_own_symbols(&code, modules))));
     let header_path = InterfaceHeader::path_for(module);
-    let header = tree.get(&header_path).map(|text| InterfaceHeader::parse(module, &header_path, &String::from_utf8_lossy(text)));
+    let header = files.get(&header_path).map(|header| InterfaceHeader::from(module, header));
     match &header {
         None => out.line("InterfaceHeader::parse: no header"),
         Some(Err(error)) => out.line(format!("InterfaceHeader::parse: Err({:?})", error.to_string())),

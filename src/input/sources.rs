@@ -273,29 +273,33 @@ impl InterfaceHeader {
         format!("{INCLUDE_DIR}/tvmgen_{module}.h")
     }
 
-    pub fn parse(module: &str, path: &str, text: &str) -> Result<InterfaceHeader> {
-        let code = strip_comments(text);
+    /// The interface of `module` its parsed header `header` declares: its
+    /// structs' members, its object-like macros, whether it names
+    /// `tvmgen_<m>_map_inputs`, and that it names `tvmgen_<m>_run`.
+    pub fn from(module: &str, header: &CSource<'_>) -> Result<InterfaceHeader> {
+        let path = header.path;
         // Members become C designators in the glue: each must pass the identifier rule.
         let struct_members = |suffix: &str| -> Result<Vec<CIdent>> {
-            let members = struct_fields(&code, &format!("tvmgen_{module}_{suffix}")).unwrap_or_default();
+            let name = format!("tvmgen_{module}_{suffix}");
+            let members = header.structs.iter().find(|found| found.name == name).map_or(&[][..], |found| &found.members[..]);
             members.iter().map(|member| CIdent::new(&format!("module `{module}`: struct member in {path}"), member)).collect()
         };
-        let header = InterfaceHeader {
+        let interface = InterfaceHeader {
             path: path.to_string(),
             inputs: struct_members("inputs")?,
             outputs: struct_members("outputs")?,
             pools: struct_members("workspace_pools")?,
             devices: struct_members("devices")?,
-            macros: macros(&code),
-            maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
+            macros: macros(header),
+            maps_inputs: header.mentions(&format!("tvmgen_{module}_map_inputs")),
             direct_entry: None,
         };
-        if !code.contains(&format!("tvmgen_{module}_run")) {
+        if !header.mentions(&format!("tvmgen_{module}_run")) {
             return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
                 .in_file(path)
                 .help(format!("mlf-build runs the model through `tvmgen_{module}_run`, which the header TVM writes declares: pass that header (the archive as TVM wrote it)")));
         }
-        Ok(header)
+        Ok(interface)
     }
 
     /// A `#define` value parsed as an unsigned integer.
@@ -318,11 +322,12 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
         if !crate::ident::is_c_identifier(name) {
             continue;
         }
-        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
-        if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
+        let Some(header) = files.get(path) else { continue };
+        let inputs = format!("tvmgen_{name}_inputs");
+        if !header.structs.iter().any(|found| found.name == inputs) {
             continue;
         }
-        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
+        let workspace = macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
         stated.push(workspace.is_some());
         modules.push(ModuleMeta {
@@ -368,31 +373,10 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
     (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
-/// Field names of `struct <name> { void* a; void* b; };`.
-fn struct_fields(code: &str, name: &str) -> Option<Vec<String>> {
-    let start = code.find(&format!("struct {name} {{")).or_else(|| code.find(&format!("struct {name}{{")))?;
-    let body_start = start + code[start..].find('{')? + 1;
-    let body = &code[body_start..body_start + code[body_start..].find('}')?];
-    Some(
-        body.split(';')
-            .filter_map(|decl| {
-                let ident = decl.trim().rsplit(|c: char| c == '*' || c.is_whitespace()).next()?;
-                (!ident.is_empty()).then(|| ident.to_string())
-            })
-            .collect(),
-    )
-}
-
-fn macros(code: &str) -> BTreeMap<String, String> {
-    let joined = code.replace("\\\r\n", " ").replace("\\\n", " ");
-    joined
-        .lines()
-        .filter_map(|line| {
-            let rest = line.trim_start().strip_prefix("#define")?.trim_start();
-            let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            (!name.contains('(')).then(|| (name.to_string(), value.trim().to_string()))
-        })
-        .collect()
+/// The object-like macros `header` defines, with their values (the last
+/// definition of a name wins, as the preprocessor takes it).
+fn macros(header: &CSource<'_>) -> BTreeMap<String, String> {
+    header.defines.iter().filter(|define| define.params.is_none()).map(|define| (define.name.to_string(), define.value(header))).collect()
 }
 
 /// Parses a `NAME_DATA` macro body (`0x12, 0x34, ...`) into bytes.
@@ -1215,6 +1199,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::input::c::parser::parse::parse;
 
     #[test]
     fn parses_interface_header_with_pools_and_byte_data() {
@@ -1222,7 +1207,7 @@ mod tests {
             struct tvmgen_default_outputs {\n  void* output;\n};\nstruct tvmgen_default_workspace_pools {\n  void* flash;\n  void* sram;\n};\n\
             int32_t tvmgen_default_run(\n  struct tvmgen_default_inputs* inputs\n);\n\
             #define TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA \\\n    0xee, 0x19, \\\n    0x00\\\n\n#define TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 17778\n";
-        let header = InterfaceHeader::parse("default", "h", text).unwrap();
+        let header = InterfaceHeader::from("default", &parse("h", text).unwrap()).unwrap();
         assert_eq!(header.inputs, ["input_1"]);
         assert_eq!(header.outputs, ["output"]);
         assert_eq!(header.pools, ["flash", "sram"]);
@@ -1234,8 +1219,12 @@ mod tests {
 
     #[test]
     fn header_without_run_function_is_an_error() {
-        let err = InterfaceHeader::parse("default", "codegen/host/include/tvmgen_default.h", "struct x {};").unwrap_err();
+        let path = "codegen/host/include/tvmgen_default.h";
+        // Named only inside a comment or a longer name is not named.
+        let text = "struct x {};\n/* tvmgen_default_run */ int32_t tvmgen_default_run_model(void);\n";
+        let err = InterfaceHeader::from("default", &parse(path, text).unwrap()).unwrap_err();
         assert!(err.to_string().contains("tvmgen_default_run"), "{err}");
+        assert_eq!(err.file(), Some(path));
     }
 
     #[test]
@@ -1382,8 +1371,10 @@ mod pool_reach_tests {
                 let codegen = codegen_for(&tree, module, &modules);
                 let sources = sources_of(&tree);
                 let path = InterfaceHeader::path_for(module);
-                let Some(text) = tree.get(&path) else { continue };
-                let header = InterfaceHeader::parse(module, &path, &String::from_utf8_lossy(text)).unwrap();
+                let texts = c::CTexts::of(&tree);
+                let files = CFiles::parse(&texts).unwrap();
+                let Some(header) = files.get(&path) else { continue };
+                let header = InterfaceHeader::from(module, header).unwrap();
                 for pool in &header.pools {
                     let prefix = format!("TVMGEN_{}_{}", module.to_uppercase(), pool.to_uppercase());
                     let stated =

@@ -6,6 +6,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
+use crate::input::c::parser::syntax::CSource;
 use crate::input::c::CFiles;
 use crate::input::code::ModuleCode;
 use crate::input::graph;
@@ -63,8 +64,8 @@ fn plan_module(
         return plan_operator(sources, code, meta, codegen, warnings);
     }
     let header_path = InterfaceHeader::path_for(&name);
-    if let Some(header_text) = tree.get(&header_path) {
-        return plan_c_interface(sources, code, meta, codegen, &header_path, header_text, warnings);
+    if let Some(header) = files.get(&header_path) {
+        return plan_c_interface(sources, code, meta, codegen, header, warnings);
     }
     if meta.executors.contains(&Executor::Aot) {
         if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
@@ -82,13 +83,13 @@ fn plan_c_interface(
     code: &ModuleCode<'_, '_>,
     meta: &ModuleMeta,
     codegen: Codegen,
-    header_path: &str,
-    header_text: &[u8],
+    header: &CSource<'_>,
     warnings: &mut Warnings,
 ) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
-    let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
+    let header_path = header.path;
+    let mut interface = InterfaceHeader::from(&name, header)?;
     interface.direct_entry = undefined_run_replacement(code, &interface, &name, warnings)?;
     if interface.maps_inputs {
         return Err(Error::new(

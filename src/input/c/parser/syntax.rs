@@ -8,6 +8,7 @@ use std::cell::OnceCell;
 use std::collections::{BTreeSet, HashSet};
 
 use crate::dtype::DType;
+use crate::input::c::text::strip_comments;
 
 /// Byte range of a source's text, with the line of `start` (from 1). `u32`:
 /// [`crate::input::c::limits::MAX_SOURCE_BYTES`] fits.
@@ -113,6 +114,14 @@ pub(crate) struct Define<'t> {
     /// What it expands to: after the name (or parameters) to the line's end.
     pub body: Span,
     pub span: Span,
+}
+
+impl Define<'_> {
+    /// What the macro expands to, on one line: its comments and the insides
+    /// of its literals blanked, continuation lines joined, trimmed.
+    pub fn value(&self, source: &CSource<'_>) -> String {
+        strip_comments(source.text_of(self.body)).replace("\\\r\n", " ").replace("\\\n", " ").trim().to_string()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
