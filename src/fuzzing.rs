@@ -9,6 +9,7 @@ use crate::codegen::stepper;
 use crate::error::{Error, Result};
 use crate::ident;
 use crate::input::archive::{Limits, Tree};
+use crate::input::code::ModuleCode;
 use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
 use crate::objects::sections::{self, SectionNames, Storage};
@@ -83,10 +84,13 @@ pub fn params(bytes: &[u8]) -> Result<()> {
 /// and as the module's only source, by every function that inspects either.
 pub fn sources(bytes: &[u8]) -> Result<()> {
     let text = String::from_utf8_lossy(bytes);
-    if let Ok(header) = InterfaceHeader::parse(MODULE, &InterfaceHeader::path_for(MODULE), &text) {
-        for value in header.macros.values() {
-            c::integer(value);
-            sources::parse_byte_list(value);
+    let header_path = InterfaceHeader::path_for(MODULE);
+    if let Ok(header) = c::parser::parse::parse(&header_path, &text) {
+        if let Ok(header) = InterfaceHeader::from(MODULE, &header) {
+            for value in header.macros.values() {
+                c::integer(value);
+                sources::parse_byte_list(value);
+            }
         }
     }
     sources::included_headers(&text).for_each(drop);
@@ -96,9 +100,11 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
     let files = c::CFiles::parse(&texts)?;
     let sources = sources::Sources::new(&tree, &files);
     sources::headerless_entry(&sources, &codegen, MODULE);
-    sources::code_needs(&sources, &codegen);
+    let code = ModuleCode::new(&tree, &files, &codegen);
+    sources::code_needs(&sources, &codegen, &code);
     sources::linked_params(&sources, &codegen);
-    sources::main_parameter_types(&sources, &codegen, MODULE);
+    code.main_parameter_types(MODULE);
+    crate::plan::checks::check_own_symbols(&code, &[MODULE]).ok();
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
         let name: String = text[at..].chars().take_while(|c| ident::is_identifier_char(*c)).collect();

@@ -4,7 +4,7 @@
 //! the names the generated glue defines, which the archive's C must not. The
 //! files are returned as data; the Builder writes them.
 
-use crate::input::c;
+use crate::input::c::parser::parse::parse;
 
 macro_rules! embed {
     ($path:literal) => {
@@ -46,11 +46,10 @@ fn defines(name: &str) -> bool {
     DEFINED
         .get_or_init(|| {
             let mut names = Vec::new();
-            for (_, bytes) in FILES.iter().filter(|(path, _)| path.starts_with("src/") && path.ends_with(".c")) {
-                let code = c::strip_comments(&String::from_utf8_lossy(bytes));
-                names.extend(
-                    c::function_definitions(&code).filter(|(name, _)| !c::is_static(&code, name)).map(|(name, _)| name.to_string()),
-                );
+            for (path, bytes) in FILES.iter().filter(|(path, _)| path.starts_with("src/") && path.ends_with(".c")) {
+                let text = String::from_utf8_lossy(bytes);
+                let source = parse(path, &text).unwrap_or_else(|error| panic!("mlf-build's own {path}: {error}"));
+                names.extend(source.functions.iter().filter(|function| !function.is_static).map(|function| function.name.to_string()));
             }
             names
         })

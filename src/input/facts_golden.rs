@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use crate::codegen::kernel_probe::{self, KernelPath};
 use crate::input::archive::Tree;
 use crate::input::c::{self, called_functions, function_definitions, is_static};
+use crate::input::code::ModuleCode;
 use crate::input::graph;
 use crate::input::kernel_library::{self, KernelLibrary, ScratchCall};
 use crate::input::loops::{self, Reach, Use};
 use crate::input::metadata::{self, ModuleMeta};
-use crate::input::sources::{self, Definitions, InterfaceHeader, Sources};
+use crate::input::sources::{self, InterfaceHeader, Sources};
 
 /// The first 16 hex digits of the SHA-256 of `bytes`, with their length.
 fn digest(bytes: &[u8]) -> String {
@@ -137,7 +138,7 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
         out.line("");
         out.line(format!("## module {module}"));
         let meta = metas.iter().find(|meta| meta.name == *module);
-        module_facts(out, tree, &sources, (module, &modules, meta), cmsis_nn);
+        module_facts(out, tree, (&sources, &files), (module, &modules, meta), cmsis_nn);
     }
 }
 
@@ -146,23 +147,28 @@ fn is_source(path: &str) -> bool {
 }
 
 /// `which`: the module, every module of the archive, and its metadata.
-fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, which: (&str, &[&str], Option<&ModuleMeta>), cmsis_nn: Option<&Path>) {
+fn module_facts(
+    out: &mut Facts,
+    tree: &Tree,
+    parsed: (&Sources<'_>, &c::CFiles<'_>),
+    which: (&str, &[&str], Option<&ModuleMeta>),
+    cmsis_nn: Option<&Path>,
+) {
     let (module, modules, meta) = which;
+    let (sources, files) = parsed;
     let codegen = sources::codegen_for(tree, module, modules);
+    let code = ModuleCode::new(tree, files, &codegen);
     out.line(format!("codegen_for: {codegen:?}"));
-    out.line(format!(
-        "check_own_symbols: {}",
-        answer(sources::check_own_symbols(sources, &codegen, |name| crate::own_code::is_own_symbol(name, modules)))
-    ));
+    out.line(format!("check_own_symbols: {}", answer(crate::plan::checks::check_own_symbols(&code, modules))));
     let header_path = InterfaceHeader::path_for(module);
-    let header = tree.get(&header_path).map(|text| InterfaceHeader::parse(module, &header_path, &String::from_utf8_lossy(text)));
+    let header = files.get(&header_path).map(|header| InterfaceHeader::from(module, header));
     match &header {
         None => out.line("InterfaceHeader::parse: no header"),
         Some(Err(error)) => out.line(format!("InterfaceHeader::parse: Err({:?})", error.to_string())),
         Some(Ok(header)) => header_facts(out, header),
     }
     out.line(format!("headerless_entry: {:?}", sources::headerless_entry(sources, &codegen, module)));
-    out.line(format!("main_parameter_types: {:?}", sources::main_parameter_types(sources, &codegen, module)));
+    out.line(format!("main_parameter_types: {:?}", code.main_parameter_types(module)));
     let first = sources::entry_argument_types(sources, &codegen, module, 0);
     for inputs in 0..=first.len() {
         out.line(format!("entry_argument_types(inputs {inputs}): {:?}", sources::entry_argument_types(sources, &codegen, module, inputs)));
@@ -198,19 +204,18 @@ fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, which: (&st
                 .collect()
         })
         .unwrap_or_default();
-    let definitions = Definitions::of(sources, &codegen);
     let mut asked: BTreeSet<&str> = functions.iter().copied().chain(called.iter().copied()).collect();
     asked.extend(entries.iter().map(String::as_str));
     asked.extend(graph_functions.iter().map(String::as_str));
-    let (defined, undefined): (Vec<&str>, Vec<&str>) = asked.into_iter().partition(|name| definitions.defines(name));
+    let (defined, undefined): (Vec<&str>, Vec<&str>) = asked.into_iter().partition(|name| code.defines(name));
     let defined: Vec<&str> = defined.into_iter().filter(|name| !functions.contains(name)).collect();
     out.line(format!("Definitions::defines true (besides the functions above): {defined:?}"));
     out.line(format!("Definitions::defines false: {undefined:?}"));
     for entry in &entries {
-        out.line(format!("parameter_count({entry}): {:?}", sources::parameter_count(sources, &codegen, entry)));
+        out.line(format!("parameter_count({entry}): {:?}", code.parameter_count(entry)));
     }
     for function in &functions {
-        let workspace = |alignment| sources::workspace_bytes(sources, &codegen, &definitions, function, alignment);
+        let workspace = |alignment| sources::workspace_bytes(sources, &codegen, &code, function, alignment);
         out.line(format!("fn {function}: workspace_bytes (align 16) {:?}, (align 1) {:?}", workspace(16), workspace(1)));
         // Both name the file defining the function: printed only where it is another.
         let file = sources.defining(&codegen.c_sources, function).map(|(path, ..)| path.clone());
@@ -240,7 +245,7 @@ fn module_facts(out: &mut Facts, tree: &Tree, sources: &Sources<'_>, which: (&st
             out.line(format!("pool_reach({pool}): {:?}", sources::pool_reach(sources, &codegen, module, &pool)));
         }
     }
-    needs_facts(out, &sources::code_needs(sources, &codegen), cmsis_nn);
+    needs_facts(out, &sources::code_needs(sources, &codegen, &code), cmsis_nn);
     if let Some(path) = meta.and_then(|meta| meta.relay_path.as_deref()) {
         let signature = tree.get(path).map(|text| sources::relay_signature(&String::from_utf8_lossy(text)));
         out.line(format!("relay_signature({path}): {signature:?}"));

@@ -14,6 +14,7 @@ use std::rc::Rc;
 use crate::dtype::DType;
 use crate::input::c;
 use crate::input::c::lexer::{self, Kind};
+use crate::input::c::parser::syntax::scalar_dtype;
 
 /// How much of a buffer the code reaches: indices `0..elements` of `dtype`.
 /// `exact`: some run of the code reaches the last element; otherwise
@@ -100,23 +101,6 @@ pub(crate) fn use_of(params: &str, body: &str, name: &str, callee: &dyn Fn(&str,
 pub(crate) fn pointer_dtype(declaration: &str) -> Option<DType> {
     let ty = declaration.trim().split('*').next()?.trim().trim_start_matches("const ").trim();
     scalar_dtype(ty)
-}
-
-fn scalar_dtype(ty: &str) -> Option<DType> {
-    let name = match ty {
-        "int8_t" | "signed char" => "int8",
-        "uint8_t" | "unsigned char" => "uint8",
-        "int16_t" => "int16",
-        "uint16_t" => "uint16",
-        "int32_t" => "int32",
-        "uint32_t" => "uint32",
-        "int64_t" => "int64",
-        "uint64_t" => "uint64",
-        "float" => "float32",
-        "double" => "float64",
-        _ => return None,
-    };
-    DType::parse(name).ok()
 }
 
 fn last_identifier(text: &str) -> Option<&str> {

@@ -8,6 +8,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod c;
+pub(crate) mod code;
 #[cfg(test)]
 mod facts_golden;
 pub(crate) mod graph;

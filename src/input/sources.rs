@@ -9,7 +9,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
 use crate::input::c::parser::syntax::{CSource, Init, Initializer, Span};
-use crate::input::c::{self, called_functions, closing, function_definitions, split_top_level, strip_comments, CFiles, FunctionIndex};
+use crate::input::c::{self, called_functions, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
+use crate::input::code::ModuleCode;
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -147,25 +148,6 @@ impl<'t> Sources<'t> {
     }
 }
 
-/// Refuses a module's source that defines (with external linkage) a function
-/// `is_own` names (one mlf-build's support code or generated glue defines):
-/// the link would fail, or take the archive's instead.
-pub(crate) fn check_own_symbols(sources: &Sources<'_>, codegen: &Codegen, is_own: impl Fn(&str) -> bool) -> Result<()> {
-    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-        let code = sources.text(path);
-        let own = function_definitions(code).find(|(name, _)| is_own(name) && !c::is_static(code, name));
-        if let Some((name, _)) = own {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("defines `{name}`, a function mlf-build's own support code or generated glue defines: the two would clash when linked"),
-            )
-            .in_file(path)
-            .help("TVM's generated code calls these functions and never defines them: remove the definition (mlf-build supplies it), or pass the archive as TVM wrote it"));
-        }
-    }
-    Ok(())
-}
-
 /// Whether `path` names a C or C++ source.
 fn is_source(path: &str) -> bool {
     path.rsplit_once('.').is_some_and(|(_, ext)| matches!(ext, "c" | "cc" | "cpp" | "cxx"))
@@ -291,29 +273,33 @@ impl InterfaceHeader {
         format!("{INCLUDE_DIR}/tvmgen_{module}.h")
     }
 
-    pub fn parse(module: &str, path: &str, text: &str) -> Result<InterfaceHeader> {
-        let code = strip_comments(text);
+    /// The interface of `module` its parsed header `header` declares: its
+    /// structs' members, its object-like macros, whether it names
+    /// `tvmgen_<m>_map_inputs`, and that it names `tvmgen_<m>_run`.
+    pub fn from(module: &str, header: &CSource<'_>) -> Result<InterfaceHeader> {
+        let path = header.path;
         // Members become C designators in the glue: each must pass the identifier rule.
         let struct_members = |suffix: &str| -> Result<Vec<CIdent>> {
-            let members = struct_fields(&code, &format!("tvmgen_{module}_{suffix}")).unwrap_or_default();
+            let name = format!("tvmgen_{module}_{suffix}");
+            let members = header.structs.iter().find(|found| found.name == name).map_or(&[][..], |found| &found.members[..]);
             members.iter().map(|member| CIdent::new(&format!("module `{module}`: struct member in {path}"), member)).collect()
         };
-        let header = InterfaceHeader {
+        let interface = InterfaceHeader {
             path: path.to_string(),
             inputs: struct_members("inputs")?,
             outputs: struct_members("outputs")?,
             pools: struct_members("workspace_pools")?,
             devices: struct_members("devices")?,
-            macros: macros(&code),
-            maps_inputs: code.contains(&format!("tvmgen_{module}_map_inputs")),
+            macros: macros(header),
+            maps_inputs: header.mentions(&format!("tvmgen_{module}_map_inputs")),
             direct_entry: None,
         };
-        if !code.contains(&format!("tvmgen_{module}_run")) {
+        if !header.mentions(&format!("tvmgen_{module}_run")) {
             return Err(Error::new(ErrorKind::Metadata, format!("declares no `tvmgen_{module}_run` entry point"))
                 .in_file(path)
                 .help(format!("mlf-build runs the model through `tvmgen_{module}_run`, which the header TVM writes declares: pass that header (the archive as TVM wrote it)")));
         }
-        Ok(header)
+        Ok(interface)
     }
 
     /// A `#define` value parsed as an unsigned integer.
@@ -336,11 +322,12 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
         if !crate::ident::is_c_identifier(name) {
             continue;
         }
-        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
-        if !code.contains(&format!("struct tvmgen_{name}_inputs")) {
+        let Some(header) = files.get(path) else { continue };
+        let inputs = format!("tvmgen_{name}_inputs");
+        if !header.structs.iter().any(|found| found.name == inputs) {
             continue;
         }
-        let workspace = macros(&code).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
+        let workspace = macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
         stated.push(workspace.is_some());
         modules.push(ModuleMeta {
@@ -378,7 +365,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
         }
         let codegen = codegen_for(tree, &module.name, &names);
         let entry = format!("tvmgen_{}___tvm_main__", module.name);
-        let allocated = || workspace_bytes(&sources, &codegen, &Definitions::of(&sources, &codegen), &entry, 16);
+        let allocated = || workspace_bytes(&sources, &codegen, &ModuleCode::new(tree, files, &codegen), &entry, 16);
         if let (Some(main), Some(bytes)) = (module.main.first_mut(), static_workspace(&sources, &codegen).or_else(allocated)) {
             main.workspace_size_bytes = bytes;
         }
@@ -386,31 +373,10 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
     (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
-/// Field names of `struct <name> { void* a; void* b; };`.
-fn struct_fields(code: &str, name: &str) -> Option<Vec<String>> {
-    let start = code.find(&format!("struct {name} {{")).or_else(|| code.find(&format!("struct {name}{{")))?;
-    let body_start = start + code[start..].find('{')? + 1;
-    let body = &code[body_start..body_start + code[body_start..].find('}')?];
-    Some(
-        body.split(';')
-            .filter_map(|decl| {
-                let ident = decl.trim().rsplit(|c: char| c == '*' || c.is_whitespace()).next()?;
-                (!ident.is_empty()).then(|| ident.to_string())
-            })
-            .collect(),
-    )
-}
-
-fn macros(code: &str) -> BTreeMap<String, String> {
-    let joined = code.replace("\\\r\n", " ").replace("\\\n", " ");
-    joined
-        .lines()
-        .filter_map(|line| {
-            let rest = line.trim_start().strip_prefix("#define")?.trim_start();
-            let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            (!name.contains('(')).then(|| (name.to_string(), value.trim().to_string()))
-        })
-        .collect()
+/// The object-like macros `header` defines, with their values (the last
+/// definition of a name wins, as the preprocessor takes it).
+fn macros(header: &CSource<'_>) -> BTreeMap<String, String> {
+    header.defines.iter().filter(|define| define.params.is_none()).map(|define| (define.name.to_string(), define.value(header))).collect()
 }
 
 /// Parses a `NAME_DATA` macro body (`0x12, 0x34, ...`) into bytes.
@@ -420,11 +386,6 @@ pub(crate) fn parse_byte_list(text: &str) -> Option<Vec<u8>> {
         .filter(|item| !item.is_empty())
         .map(|item| c::integer(item).and_then(|value| u8::try_from(value).ok()))
         .collect()
-}
-
-/// How many parameters the definition of `name` among the module's sources takes.
-pub(crate) fn parameter_count(sources: &Sources<'_>, codegen: &Codegen, name: &str) -> Option<usize> {
-    sources.defining(&codegen.c_sources, name).map(|(_, params, _)| param_names(params).len())
 }
 
 /// The highest `args)[i]` index used in `body`, plus one: how many packed arguments it reads.
@@ -483,35 +444,6 @@ pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module:
     packed
 }
 
-/// The C functions the module's sources define (`name(...) {`) and the
-/// symbols its objects' string tables hold: what the linker will find.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Definitions {
-    functions: std::collections::BTreeSet<String>,
-    objects: Vec<Vec<u8>>,
-}
-
-impl Definitions {
-    pub fn of(sources: &Sources<'_>, codegen: &Codegen) -> Definitions {
-        let mut functions = std::collections::BTreeSet::new();
-        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            if let Some((_, index)) = sources.texts.get(path) {
-                functions.extend(index.names().map(str::to_string));
-            }
-        }
-        let objects = codegen.objects.iter().map(|path| sources.tree.get(path).unwrap_or_default().to_vec()).collect();
-        Definitions { functions, objects }
-    }
-
-    pub fn defines(&self, name: &str) -> bool {
-        if self.functions.contains(name) {
-            return true;
-        }
-        let symbol = [b"\0", name.as_bytes(), b"\0"].concat();
-        self.objects.iter().any(|bytes| bytes.windows(symbol.len()).any(|window| window == symbol.as_slice()))
-    }
-}
-
 /// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
 /// request rounded up to `alignment` as the allocator does, with those of the
 /// module's functions it calls: an upper bound, as all may be live at once.
@@ -519,7 +451,7 @@ impl Definitions {
 pub(crate) fn workspace_bytes(
     sources: &Sources<'_>,
     codegen: &Codegen,
-    definitions: &Definitions,
+    code: &ModuleCode<'_, '_>,
     function: &str,
     alignment: u64,
 ) -> Option<u64> {
@@ -536,7 +468,7 @@ pub(crate) fn workspace_bytes(
             let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
             total = total.checked_add(c::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
         }
-        Some((total, called_functions(body).filter(|callee| definitions.functions.contains(*callee)).collect()))
+        Some((total, called_functions(body).filter(|callee| code.defines_function(callee)).collect()))
     };
     // Depth-first with an explicit stack of (function, total so far, callees, next callee); each function summed once.
     let mut totals: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
@@ -762,7 +694,7 @@ pub(crate) fn allocates_workspace(sources: &Sources<'_>, codegen: &Codegen) -> b
     codegen.c_sources.iter().chain(&codegen.cxx_sources).any(|path| sources.text(path).contains("TVMBackendAllocWorkspace"))
 }
 
-pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds {
+pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen, module_code: &ModuleCode<'_, '_>) -> CodeNeeds {
     let mut needs = CodeNeeds { workspace_allocator: allocates_workspace(sources, codegen), ..CodeNeeds::default() };
     for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
         let text = sources.text(path);
@@ -793,11 +725,10 @@ pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen) -> CodeNeeds 
         }
     }
     if let Some(kernels) = &mut needs.cmsis_nn {
-        let definitions = Definitions::of(sources, codegen);
         for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
             // The whole file, not `text`: the scratch sizes follow from the structures' numbers.
             let code = strip_comments(&String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default()));
-            for name in called_functions(&code).filter(|name| !definitions.defines(name)) {
+            for name in called_functions(&code).filter(|name| !module_code.defines(name)) {
                 kernels.undefined.entry(name.to_string()).or_insert_with(|| path.clone());
             }
             kernels.scratch.extend(scratch_calls(path, &code));
@@ -947,14 +878,6 @@ fn final_expression_out_dtype(body: &str) -> Option<DType> {
     let last = body[..end].trim_end().rsplit('\n').next().unwrap_or("");
     let value = &last[last.rfind("out_dtype=\"")? + "out_dtype=\"".len()..];
     DType::parse(&value[..value.find('"')?]).ok()
-}
-
-/// Element types of `tvmgen_<m>___tvm_main__`'s parameters, from its definition
-/// (`float* x_buffer_var, ...`); `None` for untyped (`void*`) parameters. A
-/// prototype is not the definition: `lib0.c` declares it with `void*`.
-pub(crate) fn main_parameter_types(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Vec<Option<DType>> {
-    let name = format!("tvmgen_{module}___tvm_main__");
-    sources.defining(&codegen.c_sources, &name).map(|(_, params, _)| params.split(',').map(pointer_dtype).collect()).unwrap_or_default()
 }
 
 /// How far the code reaches into each of the first `tensors` parameters of the
@@ -1222,8 +1145,10 @@ mod tests {
         let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.as_bytes().to_vec())]).unwrap();
         let codegen = codegen_for(&tree, "default", &["default"]);
         let sources = sources_of(&tree);
-        let definitions = Definitions::of(&sources, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &definitions, function, 16);
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen);
+        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
         // 100 -> 112 and 16 in the callee, 8 -> 16 in the operator; the comment is not code.
         assert_eq!(bytes("op_compute_"), Some(128));
         assert_eq!(bytes("op"), Some(144));
@@ -1245,8 +1170,10 @@ mod tests {
         let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.into_bytes())]).unwrap();
         let codegen = codegen_for(&tree, "default", &["default"]);
         let sources = sources_of(&tree);
-        let definitions = Definitions::of(&sources, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &definitions, function, 16);
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen);
+        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
         assert_eq!(bytes("c0"), None);
         assert_eq!(bytes("d0"), None);
         assert_eq!(bytes("c1995"), Some(5 * 16));
@@ -1272,6 +1199,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::input::c::parser::parse::parse;
 
     #[test]
     fn parses_interface_header_with_pools_and_byte_data() {
@@ -1279,7 +1207,7 @@ mod tests {
             struct tvmgen_default_outputs {\n  void* output;\n};\nstruct tvmgen_default_workspace_pools {\n  void* flash;\n  void* sram;\n};\n\
             int32_t tvmgen_default_run(\n  struct tvmgen_default_inputs* inputs\n);\n\
             #define TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA \\\n    0xee, 0x19, \\\n    0x00\\\n\n#define TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE 17778\n";
-        let header = InterfaceHeader::parse("default", "h", text).unwrap();
+        let header = InterfaceHeader::from("default", &parse("h", text).unwrap()).unwrap();
         assert_eq!(header.inputs, ["input_1"]);
         assert_eq!(header.outputs, ["output"]);
         assert_eq!(header.pools, ["flash", "sram"]);
@@ -1291,8 +1219,12 @@ mod tests {
 
     #[test]
     fn header_without_run_function_is_an_error() {
-        let err = InterfaceHeader::parse("default", "codegen/host/include/tvmgen_default.h", "struct x {};").unwrap_err();
+        let path = "codegen/host/include/tvmgen_default.h";
+        // Named only inside a comment or a longer name is not named.
+        let text = "struct x {};\n/* tvmgen_default_run */ int32_t tvmgen_default_run_model(void);\n";
+        let err = InterfaceHeader::from("default", &parse(path, text).unwrap()).unwrap_err();
         assert!(err.to_string().contains("tvmgen_default_run"), "{err}");
+        assert_eq!(err.file(), Some(path));
     }
 
     #[test]
@@ -1338,10 +1270,12 @@ mod tests {
         let types: Vec<String> =
             entry_argument_types(&sources_of(&tree), &codegen, "default", 1).iter().map(|t| format!("{t:?}")).collect();
         assert_eq!(types, [format!("{:?}", DType::parse("int8").ok()), format!("{:?}", DType::parse("int8").ok())]);
-        let definitions = Definitions::of(&sources_of(&tree), &codegen);
-        assert!(definitions.defines("f_in") && definitions.defines("tvmgen_default_run_model"));
-        assert!(!definitions.defines("for") && !definitions.defines("TVMBackendAllocWorkspace"));
-        assert_eq!(parameter_count(&sources_of(&tree), &codegen, "tvmgen_default_run_model"), Some(2));
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen);
+        assert!(code.defines("f_in") && code.defines("tvmgen_default_run_model"));
+        assert!(!code.defines("for") && !code.defines("TVMBackendAllocWorkspace"));
+        assert_eq!(code.parameter_count("tvmgen_default_run_model"), Some(2));
     }
 
     #[test]
@@ -1437,8 +1371,10 @@ mod pool_reach_tests {
                 let codegen = codegen_for(&tree, module, &modules);
                 let sources = sources_of(&tree);
                 let path = InterfaceHeader::path_for(module);
-                let Some(text) = tree.get(&path) else { continue };
-                let header = InterfaceHeader::parse(module, &path, &String::from_utf8_lossy(text)).unwrap();
+                let texts = c::CTexts::of(&tree);
+                let files = CFiles::parse(&texts).unwrap();
+                let Some(header) = files.get(&path) else { continue };
+                let header = InterfaceHeader::from(module, header).unwrap();
                 for pool in &header.pools {
                     let prefix = format!("TVMGEN_{}_{}", module.to_uppercase(), pool.to_uppercase());
                     let stated =

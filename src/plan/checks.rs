@@ -3,12 +3,31 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::archive::Tree;
+use crate::input::code::ModuleCode;
 use crate::input::metadata::Metadata;
 use crate::input::sources;
 use crate::objects::elf;
 use crate::objects::Machine;
 use crate::plan::model::Plan;
 use crate::toolchain::target::{self, Target};
+
+/// Refuses a module's source that defines (with external linkage) a function
+/// mlf-build's support code or generated glue for `modules` defines: the link
+/// would fail, or take the archive's instead.
+pub(crate) fn check_own_symbols(code: &ModuleCode<'_, '_>, modules: &[&str]) -> Result<()> {
+    for source in code.sources() {
+        let own = source.functions.iter().find(|function| !function.is_static && crate::own_code::is_own_symbol(function.name, modules));
+        if let Some(function) = own {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("defines `{}`, a function mlf-build's own support code or generated glue defines: the two would clash when linked", function.name),
+            )
+            .in_file(source.path)
+            .help("TVM's generated code calls these functions and never defines them: remove the definition (mlf-build supplies it), or pass the archive as TVM wrote it"));
+        }
+    }
+    Ok(())
+}
 
 /// Refuses code that cannot compile for the target, before the compiler says so less clearly.
 pub(crate) fn check_target(plan: &Plan, target: &Target, metadata: &Metadata) -> Result<()> {
@@ -156,6 +175,26 @@ mod tests {
         let target = Target::new(triple.to_string(), "x86_64-unknown-linux-gnu".to_string(), None, &env);
         let tree = Tree::from_files([("codegen/host/lib/lib0.o".to_string(), object)]).unwrap();
         check_objects(&tree, &target)
+    }
+
+    /// A source defining a support or glue function with external linkage is
+    /// refused, naming it and its file; a `static` one, or one under a
+    /// comment, clashes with nothing.
+    #[test]
+    fn own_symbols_defined_by_the_archive_are_refused() {
+        let refused = |code: &str| {
+            let tree = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), code.as_bytes().to_vec())]).unwrap();
+            let codegen = sources::codegen_for(&tree, "default", &["default"]);
+            let texts = crate::input::c::CTexts::of(&tree);
+            let files = crate::input::c::CFiles::parse(&texts).unwrap();
+            check_own_symbols(&ModuleCode::new(&tree, &files, &codegen), &["default"]).err()
+        };
+        let error = refused("int x;\nvoid* TVMBackendAllocWorkspace(int a) { return 0; }\n").expect("refused");
+        assert!(error.to_string().contains("defines `TVMBackendAllocWorkspace`"), "{error}");
+        assert_eq!(error.file(), Some("codegen/host/src/default_lib0.c"));
+        assert!(refused("int32_t mlf_default_invoke(void) { return 0; }\n").is_some());
+        assert!(refused("static void* TVMBackendAllocWorkspace(int a) { return 0; }\n").is_none());
+        assert!(refused("/* void* TVMBackendAllocWorkspace(int a) { return 0; } */\nint32_t mlf_other_x(void) { return 0; }\n").is_none());
     }
 
     #[test]

@@ -6,14 +6,16 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
+use crate::input::c::parser::syntax::CSource;
 use crate::input::c::CFiles;
+use crate::input::code::ModuleCode;
 use crate::input::graph;
 use crate::input::loops::Reach;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
 use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Tensor};
-use crate::plan::{schedule, steps, Warnings};
+use crate::plan::{checks, schedule, steps, Warnings};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
 const DEFAULT_ALIGNMENT: u64 = 16;
@@ -23,7 +25,7 @@ pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warning
     let mut modules = metadata
         .modules
         .iter()
-        .map(|module| plan_module(sources, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), warnings))
+        .map(|module| plan_module(sources, files, module, &metadata.modules.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), warnings))
         .collect::<Result<Vec<_>>>()?;
     for module in &mut modules {
         module.entry_split = steps::for_module(sources, files, module);
@@ -41,46 +43,54 @@ pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warning
 /// A source of TVM's C runtime: its presence means the archive ships `runtime/`.
 pub(crate) const BACKEND_API_SOURCE: &str = "runtime/src/runtime/crt/common/crt_backend_api.c";
 
-fn plan_module(sources: &Sources<'_>, meta: &ModuleMeta, modules: &[&str], warnings: &mut Warnings) -> Result<ModulePlan> {
+fn plan_module(
+    sources: &Sources<'_>,
+    files: &CFiles<'_>,
+    meta: &ModuleMeta,
+    modules: &[&str],
+    warnings: &mut Warnings,
+) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let codegen = sources::codegen_for(tree, &name, modules);
-    sources::check_own_symbols(sources, &codegen, |name| crate::own_code::is_own_symbol(name, modules))?;
+    let code = &ModuleCode::new(tree, files, &codegen);
+    checks::check_own_symbols(code, modules)?;
     if codegen.c_sources.is_empty() && codegen.cxx_sources.is_empty() && codegen.objects.is_empty() {
         return Err(Error::new(ErrorKind::NotMlf, format!("module `{name}` has no generated code under codegen/host"))
             .in_file(sources::SRC_DIR)
             .help("there is nothing to compile: pass the complete archive, with the C sources TVM wrote under codegen/host/src (or its objects under codegen/host/lib)"));
     }
     if meta.is_operator() {
-        return plan_operator(sources, meta, codegen, warnings);
+        return plan_operator(sources, code, meta, codegen, warnings);
     }
     let header_path = InterfaceHeader::path_for(&name);
-    if let Some(header_text) = tree.get(&header_path) {
-        return plan_c_interface(sources, meta, codegen, &header_path, header_text, warnings);
+    if let Some(header) = files.get(&header_path) {
+        return plan_c_interface(sources, code, meta, codegen, header, warnings);
     }
     if meta.executors.contains(&Executor::Aot) {
         if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
-            return plan_headerless(sources, meta, codegen, entry, warnings);
+            return plan_headerless(sources, code, meta, codegen, entry, warnings);
         }
     }
     match meta.graph_json_path.as_deref() {
-        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(sources, meta, codegen, graph_path, warnings),
+        Some(graph_path) if meta.executors.contains(&Executor::Graph) => plan_graph(sources, code, meta, codegen, graph_path, warnings),
         _ => Err(unsupported_kind(meta, &header_path)),
     }
 }
 
 fn plan_c_interface(
     sources: &Sources<'_>,
+    code: &ModuleCode<'_, '_>,
     meta: &ModuleMeta,
     codegen: Codegen,
-    header_path: &str,
-    header_text: &[u8],
+    header: &CSource<'_>,
     warnings: &mut Warnings,
 ) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
-    let mut interface = InterfaceHeader::parse(&name, header_path, &String::from_utf8_lossy(header_text))?;
-    interface.direct_entry = undefined_run_replacement(sources, &codegen, &interface, &name, warnings)?;
+    let header_path = header.path;
+    let mut interface = InterfaceHeader::from(&name, header)?;
+    interface.direct_entry = undefined_run_replacement(code, &interface, &name, warnings)?;
     if interface.maps_inputs {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -90,7 +100,7 @@ fn plan_c_interface(
         .help(format!("mlf-build gives inputs and outputs buffers of their own and cannot place them where `tvmgen_{name}_map_inputs` says; no Builder option changes that, so this archive cannot be built")));
     }
     let relay = relay_of(tree, meta);
-    let main_types = sources::main_parameter_types(sources, &codegen, &name);
+    let main_types = code.main_parameter_types(&name);
     let code_types =
         if main_types.is_empty() { sources::entry_argument_types(sources, &codegen, &name, interface.inputs.len()) } else { Vec::new() };
     let (input_names, output_names) = (member_names(&interface.inputs), member_names(&interface.outputs));
@@ -130,7 +140,7 @@ fn plan_c_interface(
     for (pool, stated_by) in pools.iter_mut().zip(&stated_by) {
         at_least_code_reach(sources, &codegen, &name, (header_path, stated_by), pool, warnings)?;
     }
-    finish_plan(sources, meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
+    finish_plan((sources, code), meta, codegen, Entry::CInterface(interface), inputs, outputs, pools)
 }
 
 fn member_names(members: &[CIdent]) -> Vec<String> {
@@ -142,21 +152,19 @@ fn member_names(members: &[CIdent]) -> Vec<String> {
 /// (`tvmgen_<m>_run_model` or `tvmgen_<m>___tvm_main__` with one parameter per
 /// tensor), or a refusal naming the undefined function.
 fn undefined_run_replacement(
-    sources: &Sources<'_>,
-    codegen: &Codegen,
+    code: &ModuleCode<'_, '_>,
     interface: &InterfaceHeader,
     name: &str,
     warnings: &mut Warnings,
 ) -> Result<Option<CIdent>> {
     let run = format!("tvmgen_{name}_run");
-    let definitions = sources::Definitions::of(sources, codegen);
-    if definitions.defines(&run) {
+    if code.defines(&run) {
         return Ok(None);
     }
     let tensors = interface.inputs.len() + interface.outputs.len();
     let direct = [format!("tvmgen_{name}_run_model"), format!("tvmgen_{name}___tvm_main__")]
         .into_iter()
-        .find(|function| definitions.defines(function) && sources::parameter_count(sources, codegen, function) == Some(tensors));
+        .find(|function| code.defines(function) && code.parameter_count(function) == Some(tensors));
     match direct {
         Some(function) if interface.pools.is_empty() && interface.devices.is_empty() => {
             warnings.push(format!(
@@ -186,7 +194,14 @@ fn target_alignment(meta: &ModuleMeta) -> u64 {
 }
 
 /// A graph-executor module: the graph JSON and `.params` become a fixed call sequence.
-fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_path: &str, warnings: &mut Warnings) -> Result<ModulePlan> {
+fn plan_graph(
+    sources: &Sources<'_>,
+    code: &ModuleCode<'_, '_>,
+    meta: &ModuleMeta,
+    codegen: Codegen,
+    graph_path: &str,
+    warnings: &mut Warnings,
+) -> Result<ModulePlan> {
     let tree = sources.tree;
     let name = meta.name.clone();
     let graph_bytes = tree.get(graph_path).ok_or_else(|| {
@@ -212,14 +227,13 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     // whole workspace): some archives' per-operator figures fall short of what
     // their code allocates.
     let allocates = sources::allocates_workspace(sources, &codegen);
-    let definitions = sources::Definitions::of(sources, &codegen);
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
     let mut workspaces = std::collections::BTreeMap::new();
     if allocates {
         for node in &graph.nodes {
             let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
-            if let Some(bytes) = sources::workspace_bytes(sources, &codegen, &definitions, func_name, alignment) {
+            if let Some(bytes) = sources::workspace_bytes(sources, &codegen, code, func_name, alignment) {
                 workspaces.insert(func_name.clone(), bytes);
             }
         }
@@ -255,7 +269,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
     };
     check_bound_weights(&graph, &with, &relay_of(tree, meta), meta)?;
     let (schedule, inputs, outputs) = schedule::schedule(&graph, &with, warnings)?;
-    if let Some(call) = schedule.calls.iter().find(|call| !definitions.defines(&call.func_name)) {
+    if let Some(call) = schedule.calls.iter().find(|call| !code.defines(&call.func_name)) {
         let node = graph.nodes.get(call.node).map_or("", |n| n.name.as_str());
         return Err(Error::new(
             ErrorKind::Metadata,
@@ -267,7 +281,7 @@ fn plan_graph(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, graph_
         .in_file(graph_path)
         .help("the archive lacks the operator's code, so it cannot be built as it is: pass the complete archive, with every source TVM wrote under codegen/host/src"));
     }
-    finish_plan(sources, meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new())
+    finish_plan((sources, code), meta, codegen, Entry::Graph(schedule), inputs, outputs, Vec::new())
 }
 
 /// Argument nodes that are not parameters of the Relay `@main` are weights
@@ -336,6 +350,7 @@ fn main_memory(meta: &ModuleMeta) -> Option<&metadata::MainMemory> {
 /// packed wrapper's argument count and the Relay text.
 fn plan_headerless(
     sources: &Sources<'_>,
+    code: &ModuleCode<'_, '_>,
     meta: &ModuleMeta,
     codegen: Codegen,
     found: sources::HeaderlessEntry,
@@ -384,7 +399,7 @@ fn plan_headerless(
             (inputs, outputs)
         }
     };
-    let main_types = sources::main_parameter_types(sources, &codegen, &name);
+    let main_types = code.main_parameter_types(&name);
     let code_types = sources::entry_argument_types(sources, &codegen, &name, input_names.len());
     let resolver = TensorResolver {
         meta,
@@ -401,12 +416,18 @@ fn plan_headerless(
         reach: std::cell::OnceCell::new(),
     };
     let (inputs, outputs) = resolver.resolve(warnings)?;
-    finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
+    finish_plan((sources, code), meta, codegen, entry, inputs, outputs, Vec::new())
 }
 
 /// A `tvm.build` operator: tensors from the metadata's memory map; which are
 /// written (outputs) from the generated code.
-fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, warnings: &mut Warnings) -> Result<ModulePlan> {
+fn plan_operator(
+    sources: &Sources<'_>,
+    code: &ModuleCode<'_, '_>,
+    meta: &ModuleMeta,
+    codegen: Codegen,
+    warnings: &mut Warnings,
+) -> Result<ModulePlan> {
     let function = match meta.operator_functions.as_slice() {
         [function] => function,
         [] => {
@@ -496,11 +517,11 @@ fn plan_operator(sources: &Sources<'_>, meta: &ModuleMeta, codegen: Codegen, war
     }
     let function = CIdent::new(&format!("module `{}`: function", meta.name), &function.name)?;
     let entry = Entry::Operator { function, file, args: slots };
-    finish_plan(sources, meta, codegen, entry, inputs, outputs, Vec::new())
+    finish_plan((sources, code), meta, codegen, entry, inputs, outputs, Vec::new())
 }
 
 fn finish_plan(
-    sources: &Sources<'_>,
+    (sources, code): (&Sources<'_>, &ModuleCode<'_, '_>),
     meta: &ModuleMeta,
     codegen: Codegen,
     entry: Entry,
@@ -508,7 +529,7 @@ fn finish_plan(
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
 ) -> Result<ModulePlan> {
-    let needs = sources::code_needs(sources, &codegen);
+    let needs = sources::code_needs(sources, &codegen, code);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),

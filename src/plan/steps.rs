@@ -12,7 +12,8 @@ use crate::input::c::files::CFiles;
 use crate::input::c::lexer::Kind;
 use crate::input::c::parser::numeric::lex_at;
 use crate::input::c::parser::syntax::{CSource, Declarator, Expr, Function, Initializer, Span, Stmt, StmtKind};
-use crate::input::sources::{Definitions, Sources};
+use crate::input::code::ModuleCode;
+use crate::input::sources::Sources;
 use crate::plan::model::{Entry, ModulePlan};
 
 /// The static state the step code reads parameters and locals from: a
@@ -123,8 +124,8 @@ pub(crate) fn for_module(sources: &Sources<'_>, files: &CFiles<'_>, module: &Mod
         Some((function, Some(file))) => Some((function.clone(), file.clone())),
         None => None,
     };
-    let definitions = Definitions::of(sources, codegen);
-    let defined = |name: &str| definitions.defines(name);
+    let code = ModuleCode::new(sources.tree, files, codegen);
+    let defined = |name: &str| code.defines(name);
     let parsed = |file: &str| files.get(file).ok_or_else(|| whole(format!("{file} is not among the archive's parsed C files")));
     let model = match parsed(&model_file) {
         Ok(source) => source,

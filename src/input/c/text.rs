@@ -136,6 +136,8 @@ impl FunctionIndex {
         Some((code.get(params.clone())?, code.get(body.clone())?))
     }
 
+    /// The corpus test of the parser compares its functions with these.
+    #[cfg(test)]
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.spans.keys().map(String::as_str)
     }

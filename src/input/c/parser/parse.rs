@@ -10,13 +10,14 @@
 use std::cell::OnceCell;
 use std::collections::HashSet;
 
+use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::input::c::lexer::{lex, Kind, Lexer, Token};
 use crate::input::c::limits::{check_length, MAX_NESTING};
 use crate::input::c::parser::body::{parse_initializer, Tok, TokKind};
 use crate::input::c::parser::numeric::NumericList;
 use crate::input::c::parser::syntax::{
-    CSource, Define, Directive, Function, Include, Init, Param, Prototype, Span, Struct, Variable, MAX_KEPT_INIT_TOKENS,
+    scalar_dtype, CSource, Define, Directive, Function, Include, Init, Param, Prototype, Span, Struct, Variable, MAX_KEPT_INIT_TOKENS,
 };
 use crate::input::c::text::integer;
 
@@ -751,9 +752,19 @@ impl<'t> Parser<'t> {
             self.count_item()?;
             let name = piece.iter().rev().find(|tok| tok.kind == TokKind::Ident).map_or("", |tok| tok.text(self.text));
             let pointer = piece.iter().any(|tok| tok.kind == TokKind::Punct("*"));
-            params.push(Param { text: self.text_of(first.span.to(last.span)), name, pointer });
+            let dtype = self.param_dtype(piece);
+            params.push(Param { text: self.text_of(first.span.to(last.span)), name, pointer, dtype });
         }
         Ok(params)
+    }
+
+    /// The scalar type a parameter's words before its first `*` spell, a
+    /// leading `const` left out; comments and spacing between them do not count.
+    fn param_dtype(&self, piece: &[Tok]) -> Option<DType> {
+        let words = piece.iter().take_while(|tok| tok.kind != TokKind::Punct("*")).map(|tok| tok.text(self.text));
+        let words: Vec<&str> = words.collect();
+        let words = words.strip_prefix(&["const"]).unwrap_or(&words);
+        scalar_dtype(&words.join(" "))
     }
 
     /// A file-scope initializer after its `=`, to its `,` or `;` (or a `}`
@@ -885,7 +896,7 @@ mod tests {
         assert!(source.calls("h") && !source.calls("g"));
         let h = source.function("h").unwrap();
         assert_eq!(source.text_of(h.span), "int h(int x) { return x; /* } */ }");
-        assert_eq!(h.params, [Param { text: "int x", name: "x", pointer: false }]);
+        assert_eq!(h.params, [Param { text: "int x", name: "x", pointer: false, dtype: None }]);
         assert_eq!((source.text_of(h.returns).trim(), h.is_static), ("int", false));
         assert_eq!(source.names()[..5], ["const", "char", "s", "q", "int"]);
         assert!(matches!(h.body(&source).statements.as_slice(), [Stmt { kind: StmtKind::Return(Some(_)), .. }]));

@@ -7,6 +7,9 @@
 use std::cell::OnceCell;
 use std::collections::{BTreeSet, HashSet};
 
+use crate::dtype::DType;
+use crate::input::c::text::strip_comments;
+
 /// Byte range of a source's text, with the line of `start` (from 1). `u32`:
 /// [`crate::input::c::limits::MAX_SOURCE_BYTES`] fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,11 +75,15 @@ impl<'t> CSource<'t> {
         self.name_set.contains(name)
     }
 
+    // Read by the tests and the `c_parser` fuzz target until the needs
+    // questions move onto the parser (plan33 step 9).
+    #[cfg_attr(not(test), allow(dead_code))]
     /// Distinct identifiers, in the order they first appear.
     pub fn names(&self) -> &[&'t str] {
         &self.names
     }
 
+    #[cfg_attr(not(test), allow(dead_code))]
     /// Whether `name` appears directly before a `(`.
     pub fn calls(&self, name: &str) -> bool {
         self.called.contains(name)
@@ -109,6 +116,14 @@ pub(crate) struct Define<'t> {
     pub span: Span,
 }
 
+impl Define<'_> {
+    /// What the macro expands to, on one line: its comments and the insides
+    /// of its literals blanked, continuation lines joined, trimmed.
+    pub fn value(&self, source: &CSource<'_>) -> String {
+        strip_comments(source.text_of(self.body)).replace("\\\r\n", " ").replace("\\\n", " ").trim().to_string()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Prototype<'t> {
     pub name: &'t str,
@@ -133,6 +148,9 @@ pub(crate) struct Param<'t> {
     /// Its last identifier (`(void)` gives `void`).
     pub name: &'t str,
     pub pointer: bool,
+    /// The scalar type its words name before any `*` (`const` first left
+    /// out): `float* x` gives float32; `void*`, `x[]` or a struct give `None`.
+    pub dtype: Option<DType>,
 }
 
 #[derive(Debug)]
@@ -141,6 +159,9 @@ pub(crate) struct Function<'t> {
     /// `static` among its specifiers.
     pub is_static: bool,
     /// The specifiers and declarator before the name.
+    // With `span`: read by the tests and the `c_parser` fuzz target until
+    // the later questions move onto the parser (plan33 steps 9 to 13).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub returns: Span,
     pub params: Vec<Param<'t>>,
     /// Inside the parentheses.
@@ -148,6 +169,7 @@ pub(crate) struct Function<'t> {
     /// Inside the braces (to the text's end when unclosed).
     pub body_span: Span,
     /// First specifier (attributes included) to the closing `}`.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub span: Span,
     pub(super) body: OnceCell<Body<'t>>,
 }
@@ -293,4 +315,22 @@ pub(crate) enum Expr<'t> {
         arrow: bool,
     },
     Paren(Box<Expr<'t>>),
+}
+
+/// The element type a C scalar type name spells (`int8_t`, `float`, `unsigned char`).
+pub(crate) fn scalar_dtype(ty: &str) -> Option<DType> {
+    let name = match ty {
+        "int8_t" | "signed char" => "int8",
+        "uint8_t" | "unsigned char" => "uint8",
+        "int16_t" => "int16",
+        "uint16_t" => "uint16",
+        "int32_t" => "int32",
+        "uint32_t" => "uint32",
+        "int64_t" => "int64",
+        "uint64_t" => "uint64",
+        "float" => "float32",
+        "double" => "float64",
+        _ => return None,
+    };
+    DType::parse(name).ok()
 }
