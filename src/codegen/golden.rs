@@ -52,7 +52,7 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBo
     files.extend(rust_files(plan, &compiled, &no_bindings, &provenance, mlf_rt).expect("rust files"));
     if plan.modules.len() > 1 {
         let modules = plan.modules.iter().map(|module| (module.name.to_string(), mlf_rt)).collect();
-        files.push(module_index(&modules));
+        files.push(module_index(&modules, &Default::default()));
     }
     files
 }
