@@ -2,9 +2,10 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use mlf_build::{Builder, ErrorKind, Storage};
 use object::{Object, ObjectSymbol};
 
 /// Members of one group, each in an `ar` library of its own as mlf-build
@@ -25,7 +26,12 @@ struct Linker {
 const LINKERS: [Linker; 5] = [
     Linker { name: "host cc", compiler: "cc", flags: &[], rust_lld: false },
     Linker { name: "arm-none-eabi ld", compiler: "arm-none-eabi-gcc", flags: &["-mcpu=cortex-m4", "-mthumb"], rust_lld: false },
-    Linker { name: "riscv64-unknown-elf ld", compiler: "riscv64-unknown-elf-gcc", flags: &["-march=rv32imac", "-mabi=ilp32"], rust_lld: false },
+    Linker {
+        name: "riscv64-unknown-elf ld",
+        compiler: "riscv64-unknown-elf-gcc",
+        flags: &["-march=rv32imac", "-mabi=ilp32"],
+        rust_lld: false,
+    },
     Linker { name: "rust-lld (thumb)", compiler: "arm-none-eabi-gcc", flags: &["-mcpu=cortex-m4", "-mthumb"], rust_lld: true },
     Linker { name: "rust-lld (riscv32)", compiler: "riscv64-unknown-elf-gcc", flags: &["-march=rv32imac", "-mabi=ilp32"], rust_lld: true },
 ];
@@ -119,4 +125,66 @@ fn rust_lld() -> Option<PathBuf> {
 fn run(command: &mut Command) {
     let output = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
     assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// tests/fixtures/arena-group: `kws_int8-aot_c_nousmp` (its arena behind
+/// `TVMBackendAllocWorkspace`) and `cnn_f32-graph` (its storage) in group
+/// `turns`: three rounds of turns equal `expected/`, each member started from
+/// the other's step callback gets `Busy` and both are right afterwards (the
+/// fixture asserts these), `ARENA_BYTES` is the larger member's scratch, and
+/// the linked program holds one arena of that size.
+#[test]
+fn members_take_turns_in_one_arena_on_the_host() {
+    let Some(corpus) = common::corpus_dir() else { return };
+    let manifest = common::repo_root().join("tests/fixtures/arena-group/Cargo.toml");
+    // Shares multi-archive's target directory (tests/consumer.rs): the same dependencies, built once.
+    let output = common::cargo("multi-archive")
+        .args(["run", "--release", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .env("MLF_TEST_CORPUS", &corpus)
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "arena-group failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    for line in ["arena: turns 3 rounds PASS", "arena: turns Busy from a step callback PASS"] {
+        assert!(stdout.lines().any(|l| l.starts_with(line)), "no line `{line}`:\n{stdout}");
+    }
+    let figures = stdout.lines().find_map(|l| l.strip_prefix("arena: turns ARENA_BYTES ")).expect("the fixture prints ARENA_BYTES");
+    let numbers: Vec<u64> = figures.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+    let [arena, kws, cnn] = numbers[..] else { panic!("ARENA_BYTES line: {figures}") };
+    assert!(kws > 0 && cnn > 0 && arena == kws.max(cnn), "{figures}");
+    let program = common::repo_root().join("target/multi-archive/release/arena-group");
+    let bytes = std::fs::read(&program).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let arenas: Vec<u64> = file.symbols().filter(|s| s.name().is_ok_and(|n| n.ends_with("mlf_arena_turns"))).map(|s| s.size()).collect();
+    assert_eq!(arenas, [arena], "one arena of ARENA_BYTES in {}", program.display());
+    println!("arena: turns [{}] PASS (2 members, shared {arena} B, separate {} B)", common::host_triple(), kws + cnn);
+}
+
+fn build_in(out_dir: &Path, builder: Builder) -> mlf_build::Result<mlf_build::Output> {
+    builder.out_dir(out_dir).target(common::host_triple()).host(common::host_triple()).cargo_metadata(false).build()
+}
+
+/// USMP's `global_workspace` is a static array of the archive's C: until it is
+/// redirected, a module with one is refused by name, with the reason.
+#[test]
+fn a_module_whose_workspace_the_archive_defines_is_refused_by_name() {
+    let Some(case) = common::corpus_case("kws_int8-aot_c_usmp") else { return };
+    let error = build_in(&common::scratch("usmp"), Builder::new(case.join("model.tar")).arena_group("turns")).unwrap_err();
+    let text = error.to_string();
+    assert_eq!(error.kind(), ErrorKind::Config, "{text}");
+    assert!(text.contains("module `default` cannot join arena group `turns` yet") && text.contains("global_workspace"), "{text}");
+    assert!(error.help_text().is_some_and(|help| help.contains("next step")), "{text}");
+}
+
+#[test]
+fn a_group_name_that_is_no_identifier_and_a_workspace_section_are_refused() {
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
+    let archive = case.join("model.tar");
+    let error = build_in(&common::scratch("name"), Builder::new(&archive).arena_group("two words")).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    assert!(error.to_string().contains("two words"), "{error}");
+    let placed = Builder::new(&archive).arena_group("turns").link_section(Storage::Workspace, ".sram2");
+    let error = build_in(&common::scratch("section"), placed).unwrap_err();
+    assert!(error.to_string().contains("link_section(Storage::Workspace, ..)"), "{error}");
 }
