@@ -192,3 +192,16 @@ fn a_group_name_that_is_no_identifier_and_a_workspace_section_are_refused() {
     let error = build_in(&common::scratch("section"), placed).unwrap_err();
     assert!(error.to_string().contains("link_section(Storage::Workspace, ..)"), "{error}");
 }
+
+/// `mod.rs` holds `pub mod arena_groups` beside the modules: a module of that
+/// Rust name, in a build script with a group, is refused naming both.
+#[test]
+fn a_module_named_like_the_groups_module_is_refused() {
+    let (Some(kws), Some(cnn)) = (common::corpus_case("kws_int8-aot_c_nousmp"), common::corpus_case("cnn_f32-graph")) else { return };
+    let out = common::scratch("clash");
+    build_in(&out, Builder::new(kws.join("model.tar")).rename_module("default", "Arena_Groups")).unwrap();
+    let grouped = Builder::new(cnn.join("model.tar")).rename_module("default", "cnn").arena_group("turns");
+    let error = build_in(&out, grouped).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    assert!(error.to_string().contains("module `Arena_Groups` would have the name `mod.rs` gives its arena groups"), "{error}");
+}

@@ -11,7 +11,7 @@ use crate::cargo::write::write_if_changed;
 use crate::codegen;
 use crate::codegen::ArenaGroups;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ident;
+use crate::ident::{self, RustIdent};
 use crate::plan::model::{Compiled, Entry, Plan};
 
 /// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
@@ -41,8 +41,36 @@ pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> R
         modules.insert(module.name.to_string(), mlf_rt);
     }
     let groups = ARENA_GROUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let index = codegen::module_index(modules, groups.get(out_dir).unwrap_or(&ArenaGroups::new()));
+    let groups = groups.get(out_dir).map_or_else(ArenaGroups::new, Clone::clone);
+    check_group_names(modules, &groups)?;
+    let index = codegen::module_index(modules, &groups);
     write_if_changed(&out_dir.join(&index.path), &index.bytes).map(drop)
+}
+
+/// `mod.rs` declares `pub mod arena_groups` beside the modules, and a module
+/// per group inside it, by their Rust names: those must not clash.
+fn check_group_names(modules: &BTreeMap<String, bool>, groups: &ArenaGroups) -> Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    if let Some(module) = modules.keys().find(|name| RustIdent::snake(name).bare() == codegen::ARENA_GROUPS_MODULE) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("module `{module}` would have the name `mod.rs` gives its arena groups, `{}`", codegen::ARENA_GROUPS_MODULE),
+        )
+        .help(format!("give the module another name: Builder::rename_module(\"{module}\", \"another_name\")")));
+    }
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for group in groups.keys() {
+        if let Some(other) = seen.insert(RustIdent::snake(group).bare().to_string(), group) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("arena groups `{other}` and `{group}` would have the same Rust name in `mod.rs`"),
+            )
+            .help("give the groups names that differ in more than case and `_`"));
+        }
+    }
+    Ok(())
 }
 
 /// Which archive claimed each module name and unprefixed C symbol, per OUT_DIR:

@@ -87,6 +87,9 @@ fn rust_path(module: &ModulePlan) -> PathBuf {
 
 /// `mlf/mod.rs` (relative to `OUT_DIR`): a `pub mod` for each module built
 /// into this `OUT_DIR` so far, by name, with whether it implements `mlf_rt::Model`.
+/// The module of `mod.rs` that holds one module per arena group.
+pub(crate) const ARENA_GROUPS_MODULE: &str = "arena_groups";
+
 /// Arena groups of a build script: group -> member module -> the bytes of the group's arena it uses.
 pub(crate) type ArenaGroups = BTreeMap<String, BTreeMap<String, u64>>;
 

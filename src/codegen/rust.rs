@@ -147,10 +147,11 @@ pub(crate) fn module_index(modules: &BTreeMap<String, bool>, groups: &ArenaGroup
             }
         }
     });
+    let groups_module = RustIdent::snake(super::ARENA_GROUPS_MODULE);
     let groups = (!groups.is_empty()).then(|| {
         quote! {
             /// The arena groups of this build script (`Builder::arena_group`).
-            pub mod arena_groups {
+            pub mod #groups_module {
                 #(#group_modules)*
             }
         }
