@@ -130,7 +130,7 @@ pub(crate) fn module_index(modules: &BTreeMap<String, bool>, groups: &ArenaGroup
         }
     });
     let group_modules = groups.iter().map(|(group, members)| {
-        let docs = doc(&format!("Arena group `{group}`: {} modules take turns in one arena.", members.len()));
+        let docs = doc(&format!("Arena group `{group}`: its members (`MEMBERS`) take turns in one arena."));
         let ident = RustIdent::snake(group);
         let bytes = int(members.values().copied().max().unwrap_or(0));
         let names: Vec<&str> = members.keys().map(String::as_str).collect();
