@@ -205,3 +205,12 @@ fn a_module_named_like_the_groups_module_is_refused() {
     assert_eq!(error.kind(), ErrorKind::Config, "{error}");
     assert!(error.to_string().contains("module `Arena_Groups` would have the name `mod.rs` gives its arena groups"), "{error}");
 }
+
+/// MSVC's C compiler cannot define the common arena: refused before compiling.
+#[test]
+fn an_msvc_target_is_refused() {
+    let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
+    let builder = Builder::new(case.join("model.tar")).arena_group("turns").out_dir(common::scratch("msvc"));
+    let error = builder.target("x86_64-pc-windows-msvc").host(common::host_triple()).cargo_metadata(false).build().unwrap_err();
+    assert!(error.to_string().contains("MSVC targets cannot share an arena yet"), "{error}");
+}

@@ -516,7 +516,8 @@ impl Builder {
             None => None,
         };
         let privacy = Privacy::of_crate(&target, self.share_support_runtime);
-        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy })
+        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target, &placing)).transpose()?;
+        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy, arena_group })
     }
 
     /// The archive and the files and directories of the options, taken from
@@ -578,8 +579,8 @@ impl Builder {
     fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
         let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target), profile: self.profile };
         let Planned { mut tree, metadata, mut plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
-        if let Some(group) = &self.arena_group {
-            join_arena_group(&mut plan, group, &settings.placing)?;
+        if let Some(group) = &settings.arena_group {
+            join_arena_group(&mut plan, group)?;
         }
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
@@ -842,14 +843,19 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
 /// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
 /// compiler really builds for: too small a buffer is refused, calls given none
 /// that need one get mlf-build's; its warnings, already printed.
-/// Lays out each module's scratch in arena group `group`, or refuses, naming
-/// the module and why, a module whose scratch mlf-build cannot place there yet.
-fn join_arena_group(plan: &mut Plan, group: &str, placing: &Placing) -> Result<()> {
+/// The name given to `Builder::arena_group`, checked with what the other
+/// options allow, before anything is read or compiled.
+fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
     if !crate::ident::is_c_identifier(group) {
         return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
             .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
     }
     let name = CIdent::new("arena group", group)?;
+    // MSVC's C compiler has no common definitions, which the group's arena is.
+    if target.triple.ends_with("-msvc") {
+        return Err(Error::new(ErrorKind::Unsupported, format!("arena group `{name}`: MSVC targets cannot share an arena yet"))
+            .help("its arena is a common symbol, which MSVC's C compiler cannot define: build the modules without Builder::arena_group"));
+    }
     if placing.sections.workspace.is_some() {
         return Err(Error::new(
             ErrorKind::Config,
@@ -857,6 +863,12 @@ fn join_arena_group(plan: &mut Plan, group: &str, placing: &Placing) -> Result<(
         )
         .help("the group's arena is a common symbol, which has no section to rename: drop one of the two options"));
     }
+    Ok(name)
+}
+
+/// Lays out each module's scratch in arena group `name`, or refuses, naming
+/// the module and why, a module whose scratch mlf-build cannot place there yet.
+fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
     for module in &mut plan.modules {
         let code_workspace = module.memory_needs(&Compiled::not_compiled()).code_workspace;
         if code_workspace > 0 {
@@ -937,6 +949,8 @@ struct Settings {
     memory: Option<(PathBuf, MemoryLayout)>,
     /// How the crate's symbols are made its own.
     privacy: Option<Privacy>,
+    /// `Builder::arena_group`, checked.
+    arena_group: Option<CIdent>,
 }
 
 /// The paths of [`Builder::new`], [`Builder::include_dir`], [`Builder::source`]
