@@ -98,6 +98,8 @@ mod book {
     struct Profiling;
     #[doc = include_str!("../docs/src/stepping.md")]
     struct Stepping;
+    #[doc = include_str!("../docs/src/arena-groups.md")]
+    struct ArenaGroups;
     #[doc = include_str!("../docs/src/cmsis-nn.md")]
     struct CmsisNn;
     #[doc = include_str!("../docs/src/crates.md")]

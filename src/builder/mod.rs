@@ -17,6 +17,7 @@ use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
 use crate::codegen::{self, glue, rust as emit, stepper};
 use crate::error::{Error, ErrorKind, Result};
+use crate::ident::CIdent;
 use crate::input::archive::{digest_hex, Limits, Tree};
 use crate::input::memory_x::MemoryLayout;
 use crate::input::metadata::Metadata;
@@ -26,7 +27,7 @@ use crate::objects::sections::Storage;
 use crate::objects::stack::{self, StackBound};
 use crate::plan::checks::check_core;
 use crate::plan::fit::{self, MemoryFit, Placing};
-use crate::plan::model::{Compiled, MemoryNeeds, ModulePlan, Plan};
+use crate::plan::model::{ArenaGroup, Compiled, MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::steps::STATE;
 use crate::plan::{PlanOptions, Planned};
@@ -61,6 +62,7 @@ pub struct Builder {
     app_places_io_buffers: bool,
     profile: bool,
     share_support_runtime: bool,
+    arena_group: Option<String>,
 }
 
 /// What [`Builder::build`] produced.
@@ -136,6 +138,7 @@ impl Builder {
             app_places_io_buffers: false,
             profile: false,
             share_support_runtime: false,
+            arena_group: None,
         }
     }
 
@@ -392,6 +395,27 @@ impl Builder {
         self
     }
 
+    /// Puts every module of this archive in the arena group `name`: all
+    /// modules of the build script's Builders given the same name share one
+    /// static arena for their scratch (the workspace arena, workspace pools,
+    /// a graph's storage, CMSIS-NN scratch), of the largest member's size.
+    /// Members take turns: a run while another member's run, or stepped run,
+    /// is in progress returns `Busy`. `name` is a C identifier. The book's
+    /// "Arena groups" chapter says what is shared, what is not and which
+    /// modules cannot join yet (USMP's workspace defined in the archive's C).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mlf_build::Error> {
+    /// mlf_build::Builder::new("kws.tar").arena_group("turns").build()?;
+    /// mlf_build::Builder::new("vww.tar").arena_group("turns").build()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn arena_group(mut self, name: impl Into<String>) -> Builder {
+        self.arena_group = Some(name.into());
+        self
+    }
+
     /// Unpacks, compiles and generates bindings and Rust for every module.
     ///
     /// Writes only below `$OUT_DIR/mlf/` (or [`Builder::out_dir`]); an
@@ -441,6 +465,7 @@ impl Builder {
         toolchain.link(&settings.env.directives)?;
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
+        registry::record_arena_group(&settings.out_dir, &prepared.plan, &prepared.compiled);
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
         Ok(Output { modules, warnings, memory_fit, symbol_prefix })
@@ -491,7 +516,8 @@ impl Builder {
             None => None,
         };
         let privacy = Privacy::of_crate(&target, self.share_support_runtime);
-        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy })
+        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target, &placing)).transpose()?;
+        Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy, arena_group })
     }
 
     /// The archive and the files and directories of the options, taken from
@@ -552,7 +578,10 @@ impl Builder {
     /// mlf-build's own C and the generated glue.
     fn prepare(&self, settings: &Settings, small: bool) -> Result<Prepared> {
         let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target), profile: self.profile };
-        let Planned { mut tree, metadata, plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
+        let Planned { mut tree, metadata, mut plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
+        if let Some(group) = &settings.arena_group {
+            join_arena_group(&mut plan, group)?;
+        }
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
             settings.env.directives.warning(warning);
@@ -815,6 +844,55 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
 /// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
 /// compiler really builds for: too small a buffer is refused, calls given none
 /// that need one get mlf-build's; its warnings, already printed.
+/// The name given to `Builder::arena_group`, checked with what the other
+/// options allow, before anything is read or compiled.
+fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
+    if !crate::ident::is_c_identifier(group) {
+        return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
+            .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
+    }
+    let name = CIdent::new("arena group", group)?;
+    // MSVC's C compiler has no common definitions, which the group's arena is.
+    if target.triple.ends_with("-msvc") {
+        return Err(Error::new(ErrorKind::Unsupported, format!("arena group `{name}`: MSVC targets cannot share an arena yet"))
+            .help("its arena is a common symbol, which MSVC's C compiler cannot define: build the modules without Builder::arena_group"));
+    }
+    if placing.sections.workspace.is_some() {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("arena group `{name}` cannot be placed with link_section(Storage::Workspace, ..) yet"),
+        )
+        .help("the group's arena is a common symbol, which has no section to rename: drop one of the two options"));
+    }
+    Ok(name)
+}
+
+/// Lays out each module's scratch in arena group `name`, or refuses, naming
+/// the module and why, a module whose scratch mlf-build cannot place there yet.
+fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
+    for module in &mut plan.modules {
+        let code_workspace = module.memory_needs(&Compiled::not_compiled()).code_workspace;
+        if code_workspace > 0 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "module `{}` cannot join arena group `{name}` yet: its workspace ({code_workspace} bytes) is a static array the archive's C defines itself (USMP's `global_workspace`)",
+                    module.name
+                ),
+            )
+            .help("build it outside the group for now; redirecting that array into the group's arena, through an edited copy of its source, is the next step (book: \"Arena groups\")"));
+        }
+        let layout = ArenaGroup::lay_out(name.clone(), module).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unsupported,
+                format!("module `{}`: its scratch overflows a 64-bit size in arena group `{name}`", module.name),
+            )
+        })?;
+        module.arena_group = Some(layout);
+    }
+    Ok(())
+}
+
 fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &mut Prepared) -> Result<Vec<String>> {
     let Some(kernels) = &prepared.kernels else { return Ok(Vec::new()) };
     let probe_dir = prepared.work.join("kernel-probe");
@@ -872,6 +950,8 @@ struct Settings {
     memory: Option<(PathBuf, MemoryLayout)>,
     /// How the crate's symbols are made its own.
     privacy: Option<Privacy>,
+    /// `Builder::arena_group`, checked.
+    arena_group: Option<CIdent>,
 }
 
 /// The paths of [`Builder::new`], [`Builder::include_dir`], [`Builder::source`]

@@ -9,23 +9,68 @@ use std::sync::Mutex;
 use crate::cargo::cache;
 use crate::cargo::write::write_if_changed;
 use crate::codegen;
+use crate::codegen::ArenaGroups;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ident;
-use crate::plan::model::{Entry, Plan};
+use crate::ident::{self, RustIdent};
+use crate::plan::model::{Compiled, Entry, Plan};
 
 /// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
 static MODULE_INDEX: Mutex<BTreeMap<PathBuf, BTreeMap<String, bool>>> = Mutex::new(BTreeMap::new());
 
+/// Every arena group of each OUT_DIR: group -> member module -> the bytes of
+/// the group's arena it uses (`ArenaGroup::bytes`, and CMSIS-NN scratch after it).
+static ARENA_GROUPS: Mutex<BTreeMap<PathBuf, ArenaGroups>> = Mutex::new(BTreeMap::new());
+
+/// Records the members `plan` adds to arena groups, with their bytes.
+pub(super) fn record_arena_group(out_dir: &Path, plan: &Plan, compiled: &[Compiled]) {
+    let mut groups = ARENA_GROUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let groups = groups.entry(out_dir.to_path_buf()).or_default();
+    for (module, compiled) in plan.modules.iter().zip(compiled) {
+        let Some(group) = &module.arena_group else { continue };
+        let bytes = group.member_bytes(module.alignment, compiled.kernel_scratch_bytes);
+        groups.entry(group.name.to_string()).or_default().insert(module.name.to_string(), bytes);
+    }
+}
+
 /// `$OUT_DIR/mlf/mod.rs`: one `pub mod` per module this build script has built,
-/// so several archives are included with one line.
+/// so several archives are included with one line, and one per arena group.
 pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> Result<()> {
     let mut index = MODULE_INDEX.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let modules = index.entry(out_dir.to_path_buf()).or_default();
     for module in &plan.modules {
         modules.insert(module.name.to_string(), mlf_rt);
     }
-    let index = codegen::module_index(modules);
+    let groups = ARENA_GROUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let groups = groups.get(out_dir).map_or_else(ArenaGroups::new, Clone::clone);
+    check_group_names(modules, &groups)?;
+    let index = codegen::module_index(modules, &groups);
     write_if_changed(&out_dir.join(&index.path), &index.bytes).map(drop)
+}
+
+/// `mod.rs` declares `pub mod arena_groups` beside the modules, and a module
+/// per group inside it, by their Rust names: those must not clash.
+fn check_group_names(modules: &BTreeMap<String, bool>, groups: &ArenaGroups) -> Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    if let Some(module) = modules.keys().find(|name| RustIdent::snake(name).bare() == codegen::ARENA_GROUPS_MODULE) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("module `{module}` would have the name `mod.rs` gives its arena groups, `{}`", codegen::ARENA_GROUPS_MODULE),
+        )
+        .help(format!("give the module another name: Builder::rename_module(\"{module}\", \"another_name\")")));
+    }
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for group in groups.keys() {
+        if let Some(other) = seen.insert(RustIdent::snake(group).bare().to_string(), group) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("arena groups `{other}` and `{group}` would have the same Rust name in `mod.rs`"),
+            )
+            .help("give the groups names that differ in more than case and `_`"));
+        }
+    }
+    Ok(())
 }
 
 /// Which archive claimed each module name and unprefixed C symbol, per OUT_DIR:

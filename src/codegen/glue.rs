@@ -13,7 +13,7 @@ use super::stepper;
 use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
 use crate::own_code::{GLUE_PREFIX, PROFILE_HOOKS};
-use crate::plan::model::{Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
+use crate::plan::model::{ArenaGroup, Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
 use crate::plan::model::{Place, Schedule};
 use crate::plan::steps::Steps;
 
@@ -175,7 +175,9 @@ pub(crate) fn generate(module: &ModulePlan, package: &str) -> Glue {
     let _ = writeln!(source, "}}\n");
     padded_entry(&mut source, module);
     let run = entry_function(module);
-    let (arena, arena_len) = if module.arena_bytes > 0 { ("arena", "sizeof arena") } else { ("NULL", "0") };
+    // In an arena group `arena` is a pointer into the group's arena, whose `sizeof` is not the part's.
+    let arena_len = if module.arena_group.is_some() { format!("(size_t){}", module.arena_bytes) } else { "sizeof arena".to_string() };
+    let (arena, arena_len) = if module.arena_bytes > 0 { ("arena", arena_len.as_str()) } else { ("NULL", "0") };
     let _ = writeln!(source, "{signature} {{");
     let _ = writeln!(source, "  struct call call;\n  call.inputs = inputs;\n  call.outputs = outputs;");
     if module.profile.is_some() {
@@ -196,11 +198,20 @@ pub(crate) fn params_file_name(module: &ModulePlan) -> Option<String> {
     module.schedule().filter(|s| !s.params.is_empty()).map(|_| format!("mlf_{}_params.c", module.name))
 }
 
-/// The arena behind `TVMBackendAllocWorkspace` and the pools, as static arrays.
+/// The symbol of arena group `group`'s one arena.
+pub(crate) fn group_arena_symbol(group: &CIdent) -> String {
+    format!("{GLUE_PREFIX}arena_{group}")
+}
+
+/// The arena behind `TVMBackendAllocWorkspace` and the pools, as static
+/// arrays, or as parts of the group's arena for a member of an arena group.
 fn storage(source: &mut String, module: &ModulePlan) {
     let align = module.alignment;
+    if let Some(group) = &module.arena_group {
+        group_storage(source, module, group);
+    }
     if let Some(schedule) = module.schedule() {
-        if schedule.storage_bytes > 0 {
+        if schedule.storage_bytes > 0 && module.arena_group.is_none() {
             let _ = writeln!(
                 source,
                 "/* The graph's storage: intermediate tensors and operator workspaces, sharing bytes when not live together. */"
@@ -212,12 +223,13 @@ fn storage(source: &mut String, module: &ModulePlan) {
             let _ = writeln!(source, "extern const uint8_t {}[{}];\n", params_symbol(&module.name), schedule.params.len());
         }
     }
-    if module.arena_bytes > 0 {
+    if module.arena_bytes > 0 && module.arena_group.is_none() {
         let _ = writeln!(source, "/* The arena behind TVMBackendAllocWorkspace: the workspace from metadata.json, aligned. */");
         let _ = writeln!(source, "static _Alignas({align}) uint8_t arena[{}];\n", module.arena_bytes);
     }
     for pool in &module.pools {
         match &pool.constant_data {
+            None if module.arena_group.is_some() => {}
             None => {
                 let _ = writeln!(source, "/* Workspace pool `{}`. */", pool.name);
                 let _ = writeln!(source, "static _Alignas({align}) uint8_t pool_{}[{}];\n", pool.name, pool.size_bytes);
@@ -232,6 +244,28 @@ fn storage(source: &mut String, module: &ModulePlan) {
             }
         }
     }
+}
+
+/// A member's scratch as parts of its group's arena: a common definition of
+/// the arena at this member's size, which the linker merges with the other
+/// members' into one of the largest size and strictest alignment
+/// (docs/src/arena-groups.md), and the names the glue uses for its static
+/// arrays elsewhere, as addresses in it.
+fn group_storage(source: &mut String, module: &ModulePlan, group: &ArenaGroup) {
+    let symbol = group_arena_symbol(&group.name);
+    let _ = writeln!(
+        source,
+        "/* Arena group `{}`: this module's scratch, {} bytes, shares one arena with the modules that take turns with it. */",
+        group.name, group.bytes
+    );
+    let _ = writeln!(source, "__attribute__((common, aligned({}))) uint8_t {symbol}[{}];", module.alignment, group.bytes);
+    let parts = group.storage.map(|offset| ("storage".to_string(), offset)).into_iter();
+    let parts = parts.chain(group.arena.map(|offset| ("arena".to_string(), offset)));
+    let parts = parts.chain(group.pools.iter().map(|(pool, offset)| (format!("pool_{pool}"), *offset)));
+    for (name, offset) in parts {
+        let _ = writeln!(source, "#define {name} ({symbol} + {offset})");
+    }
+    source.push('\n');
 }
 
 /// The function a run calls: `entry`, or `padded_entry` when some tensor is padded.

@@ -15,31 +15,44 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{c_files, module_index, rust::Provenance, rust_files, GeneratedFile};
+use super::{c_files, module_index, rust::Provenance, rust_files, ArenaGroups, GeneratedFile};
+use crate::ident::CIdent;
 use crate::objects::stack::{self, StackBound, StackFrame};
-use crate::plan::model::Compiled;
+use crate::plan::model::{ArenaGroup, Compiled};
 use crate::plan::{read_and_plan, PlanOptions};
 
-/// `(golden directory, corpus case, implements mlf_rt::Model, profiled)`: one
-/// case per entry kind, and the two ways a profiled run is timed.
-const CASES: &[(&str, &str, bool, bool)] = &[
-    ("aot_c_usmp", "tvm-0.18/kws_int8-aot_c_usmp", false, false),
-    ("aot_c_pools", "tvm-0.18/kws_int8-aot_c_pools", false, false),
-    ("aot_packed", "tvm-0.18/mlp_f32-aot_packed", false, false),
-    ("tvm_model_t", "real-world/arduino-microspeech-aot-tvm_model_t-v5", false, false),
-    ("graph", "tvm-0.18/mlp_f32-graph", false, false),
-    ("multi_module", "tvm-0.18/multi-kws_mlp-aot_c", true, false),
-    ("operator", "tvm-0.18/operator-add_f32", false, false),
-    ("aot_c_usmp_profiled", "tvm-0.18/kws_int8-aot_c_usmp", false, true),
-    ("graph_profiled", "tvm-0.18/mlp_f32-graph", false, true),
+/// `(golden directory, corpus case, implements mlf_rt::Model, profiled, arena
+/// group)`: one case per entry kind, the two ways a profiled run is timed, and
+/// members of an arena group (workspace pools; a graph's storage).
+const CASES: &[(&str, &str, bool, bool, Option<&str>)] = &[
+    ("aot_c_usmp", "tvm-0.18/kws_int8-aot_c_usmp", false, false, None),
+    ("aot_c_pools", "tvm-0.18/kws_int8-aot_c_pools", false, false, None),
+    ("aot_packed", "tvm-0.18/mlp_f32-aot_packed", false, false, None),
+    ("tvm_model_t", "real-world/arduino-microspeech-aot-tvm_model_t-v5", false, false, None),
+    ("graph", "tvm-0.18/mlp_f32-graph", false, false, None),
+    ("multi_module", "tvm-0.18/multi-kws_mlp-aot_c", true, false, None),
+    ("operator", "tvm-0.18/operator-add_f32", false, false, None),
+    ("aot_c_usmp_profiled", "tvm-0.18/kws_int8-aot_c_usmp", false, true, None),
+    ("graph_profiled", "tvm-0.18/mlp_f32-graph", false, true, None),
+    ("aot_c_pools_grouped", "tvm-0.18/kws_int8-aot_c_pools", false, false, Some("turns")),
+    ("graph_grouped", "tvm-0.18/mlp_f32-graph", false, false, Some("turns")),
 ];
 
 /// The Cargo package name the glue symbols of the golden files name.
 const PACKAGE: &str = "golden";
 
-fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBound>) -> Vec<GeneratedFile> {
+fn generate(archive: &Path, mlf_rt: bool, profiled: bool, group: Option<&str>, stack: Option<&StackBound>) -> Vec<GeneratedFile> {
     let options = PlanOptions { profile: profiled, ..Default::default() };
-    let planned = read_and_plan(archive, &options).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+    let mut planned = read_and_plan(archive, &options).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+    let mut groups = ArenaGroups::new();
+    if let Some(group) = group {
+        let name = CIdent::new("arena group", group).unwrap();
+        for module in &mut planned.plan.modules {
+            let layout = ArenaGroup::lay_out(name.clone(), module).expect("corpus sizes fit");
+            groups.entry(group.to_string()).or_default().insert(module.name.to_string(), layout.bytes);
+            module.arena_group = Some(layout);
+        }
+    }
     let plan = &planned.plan;
     let mut compiled = vec![Compiled::not_compiled(); plan.modules.len()];
     if let Some(stack) = stack {
@@ -50,9 +63,9 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, stack: Option<&StackBo
     let no_bindings = vec![String::new(); plan.modules.len()];
     let mut files = c_files(plan, PACKAGE);
     files.extend(rust_files(plan, &compiled, &no_bindings, &provenance, mlf_rt).expect("rust files"));
-    if plan.modules.len() > 1 {
+    if plan.modules.len() > 1 || !groups.is_empty() {
         let modules = plan.modules.iter().map(|module| (module.name.to_string(), mlf_rt)).collect();
-        files.push(module_index(&modules));
+        files.push(module_index(&modules, &groups));
     }
     files
 }
@@ -78,7 +91,7 @@ fn generated_code_matches_golden_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let bless = std::env::var_os("MLF_BUILD_BLESS").is_some_and(|value| value != "0");
     let mut failures = Vec::new();
-    for &(name, case, mlf_rt, profiled) in CASES {
+    for &(name, case, mlf_rt, profiled, group) in CASES {
         let golden = root.join("tests/golden").join(name);
         // One case as a build bounds it (its thumbv7em-none-eabihf figures), the others as planning leaves them.
         let stack = (name == "aot_c_usmp").then(|| {
@@ -97,7 +110,7 @@ fn generated_code_matches_golden_files() {
             let c_bound = StackBound { bytes: Some(c_path.iter().map(|frame| frame.bytes).sum()), unknown: None, path: c_path };
             stack::with_rust_wrapper(c_bound, 2, stack::RustAbi::of("arm"))
         });
-        let files = generate(&corpus.join(case).join("model.tar"), mlf_rt, profiled, stack.as_ref());
+        let files = generate(&corpus.join(case).join("model.tar"), mlf_rt, profiled, group, stack.as_ref());
         let golden_path = |file: &GeneratedFile| golden.join(file.path.file_name().expect("a file name"));
         if bless {
             // Rewritten whole, so a file no longer generated does not linger.

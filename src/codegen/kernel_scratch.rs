@@ -22,6 +22,9 @@ pub(crate) struct ScratchFiles<'a> {
     pub alignment: u64,
     /// Calling file (relative to the tree) → kernels to route.
     pub calls: BTreeMap<String, BTreeSet<CIdent>>,
+    /// In an arena group: the group's arena symbol and the buffer's offset in
+    /// it (after the glue's parts); `None`: a static buffer of its own.
+    pub group: Option<(String, u64)>,
 }
 
 /// The generated C for one module.
@@ -46,10 +49,21 @@ pub(crate) fn files(scratch: &ScratchFiles<'_>) -> Result<ScratchCode> {
             .help("the kernel's structures in the archive's code are not plausible for a microcontroller")
     })?;
     let alignment = scratch.alignment;
+    let buffer = match &scratch.group {
+        None => format!("static _Alignas({alignment}) int8_t {function}_buffer[{size}];\n"),
+        // The group's arena at this member's size: the linker merges it with the glue's and the other members'.
+        Some((arena, offset)) => {
+            let end = offset.saturating_add(scratch.bytes);
+            format!(
+                "__attribute__((common, aligned({alignment}))) uint8_t {arena}[{end}];\n\
+                 #define {function}_buffer ((int8_t*)({arena} + {offset}))\n"
+            )
+        }
+    };
     let text = format!(
         "/* Written by mlf-build: scratch for module `{m}`'s CMSIS-NN calls that reserve none, {size} bytes, the most one needs on the core built for. */\n\
          #include <stddef.h>\n#include <stdint.h>\n#include \"arm_nn_types.h\"\n\n\
-         static _Alignas({alignment}) int8_t {function}_buffer[{size}];\n\
+         {buffer}\
          static const cmsis_nn_context {function}_context = {{{function}_buffer, {size}}};\n\n\
          const cmsis_nn_context *{function}(const cmsis_nn_context *ctx) {{\n    return ctx->buf == NULL ? &{function}_context : ctx;\n}}\n"
     );
@@ -81,7 +95,7 @@ mod tests {
 
     fn scratch<'a>(module: &'a CIdent, bytes: u64, file: &str) -> ScratchFiles<'a> {
         let kernels = ["arm_avgpool_s8", "arm_softmax_s8"].iter().map(|k| CIdent::new("kernel", k).unwrap()).collect();
-        ScratchFiles { module, bytes, alignment: 4, calls: [(file.to_string(), kernels)].into() }
+        ScratchFiles { module, bytes, alignment: 4, calls: [(file.to_string(), kernels)].into(), group: None }
     }
 
     #[test]
@@ -105,6 +119,17 @@ mod tests {
         );
         // From gen/kernel-scratch/codegen/host/src/ to tree/codegen/host/src/lib2.c.
         assert!(at("#define arm_softmax_s8(ctx, ...)") < at("#include \"../../../../../tree/codegen/host/src/lib2.c\""));
+    }
+
+    #[test]
+    fn in_an_arena_group_the_buffer_is_a_part_of_the_group_s_arena_after_the_glue_s() {
+        let module = CIdent::new("module", "vww").unwrap();
+        let grouped = ScratchFiles { group: Some(("mlf_arena_turns".to_string(), 4096)), ..scratch(&module, 1024, "lib2.c") };
+        let buffer = String::from_utf8(files(&grouped).unwrap().buffer.bytes).unwrap();
+        // The member's own size of the arena (offset + buffer), which the linker merges with the others'.
+        assert!(buffer.contains("__attribute__((common, aligned(4))) uint8_t mlf_arena_turns[5120];"), "{buffer}");
+        assert!(buffer.contains("#define mlf_vww_kernel_scratch_buffer ((int8_t*)(mlf_arena_turns + 4096))"), "{buffer}");
+        assert!(!buffer.contains("static _Alignas"), "{buffer}");
     }
 
     #[test]

@@ -87,8 +87,14 @@ fn rust_path(module: &ModulePlan) -> PathBuf {
 
 /// `mlf/mod.rs` (relative to `OUT_DIR`): a `pub mod` for each module built
 /// into this `OUT_DIR` so far, by name, with whether it implements `mlf_rt::Model`.
-pub(crate) fn module_index(modules: &BTreeMap<String, bool>) -> GeneratedFile {
-    GeneratedFile { path: ["mlf", "mod.rs"].iter().collect(), bytes: rust::module_index(modules).into_bytes() }
+/// The module of `mod.rs` that holds one module per arena group.
+pub(crate) const ARENA_GROUPS_MODULE: &str = "arena_groups";
+
+/// Arena groups of a build script: group -> member module -> the bytes of the group's arena it uses.
+pub(crate) type ArenaGroups = BTreeMap<String, BTreeMap<String, u64>>;
+
+pub(crate) fn module_index(modules: &BTreeMap<String, bool>, groups: &ArenaGroups) -> GeneratedFile {
+    GeneratedFile { path: ["mlf", "mod.rs"].iter().collect(), bytes: rust::module_index(modules, groups).into_bytes() }
 }
 
 /// `mlf/<m>.json` (relative to `OUT_DIR`): the module's report as `mlf-build

@@ -40,6 +40,61 @@ pub(crate) struct ModulePlan {
     /// How an AOT module's run is split into steps (`plan::steps`); `None` for
     /// graph and operator modules, whose steps are their planned calls.
     pub entry_split: Option<Steps>,
+    /// The arena group the module's scratch lives in (`Builder::arena_group`), laid out by `ArenaGroup::lay_out`.
+    pub arena_group: Option<ArenaGroup>,
+}
+
+/// Where a member of an arena group keeps its scratch: consecutive parts of
+/// the group's one arena `mlf_arena_<name>`, each at an offset aligned to the
+/// module's alignment. Every member lays its parts out from offset 0: members
+/// take turns, so their parts may overlap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ArenaGroup {
+    pub name: CIdent,
+    /// Offset of the graph's storage, when the module has some.
+    pub storage: Option<u64>,
+    /// Offset of the arena behind `TVMBackendAllocWorkspace`, when the module has one.
+    pub arena: Option<u64>,
+    /// Offset of each workspace (not constant) pool, by the pool's name.
+    pub pools: Vec<(CIdent, u64)>,
+    /// The bytes of the group's arena this member uses: its parts' end.
+    pub bytes: u64,
+}
+
+impl ArenaGroup {
+    /// The parts of `module`'s scratch laid out one after another; `None`
+    /// when the offsets overflow (the limits refuse such sizes first).
+    pub fn lay_out(name: CIdent, module: &ModulePlan) -> Option<ArenaGroup> {
+        let align = module.alignment.max(1);
+        let mut end = 0u64;
+        let mut place = |bytes: u64| -> Option<Option<u64>> {
+            if bytes == 0 {
+                return Some(None);
+            }
+            let offset = end.checked_next_multiple_of(align)?;
+            end = offset.checked_add(bytes)?;
+            Some(Some(offset))
+        };
+        let storage = place(module.schedule().map_or(0, |s| s.storage_bytes))?;
+        let arena = place(module.arena_bytes)?;
+        let mut pools = Vec::new();
+        for pool in module.pools.iter().filter(|pool| pool.constant_data.is_none()) {
+            if let Some(offset) = place(pool.size_bytes)? {
+                pools.push((pool.name.clone(), offset));
+            }
+        }
+        Some(ArenaGroup { name, storage, arena, pools, bytes: end })
+    }
+
+    /// The bytes of the group's arena the member uses with `kernel_scratch`
+    /// bytes of CMSIS-NN scratch after the glue's parts. Saturates instead of
+    /// overflowing: `limits` refuses any size that large.
+    pub fn member_bytes(&self, alignment: u64, kernel_scratch: u64) -> u64 {
+        match kernel_scratch {
+            0 => self.bytes,
+            bytes => round_up(self.bytes, alignment.max(1)).saturating_add(bytes),
+        }
+    }
 }
 
 /// The operator calls one run makes, for `Builder::profile`.

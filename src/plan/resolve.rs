@@ -558,6 +558,7 @@ fn finish_plan(
         targets: meta.targets.iter().map(|target| target.target.clone()).collect(),
         profile: None,
         entry_split: None,
+        arena_group: None,
     })
 }
 
