@@ -19,7 +19,7 @@ use crate::input::{sources, user_path};
 use crate::objects::rename::{self, Private};
 use crate::objects::sections::SectionNames;
 use crate::own_code;
-use crate::plan::model::{round_up, Compiled, ModulePlan, Plan};
+use crate::plan::model::{Compiled, ModulePlan, Plan};
 use crate::plan::profile;
 use crate::toolchain::bindings;
 use crate::toolchain::compile::{Compilers, Library, STACK_FLAGS};
@@ -322,10 +322,8 @@ pub(super) fn supply_scratch(
         for supply in own {
             calls.entry(supply.file.clone()).or_default().insert(CIdent::new("CMSIS-NN kernel", &supply.kernel)?);
         }
-        let group = module
-            .arena_group
-            .as_ref()
-            .map(|group| (glue::group_arena_symbol(&group.name), round_up(group.bytes, module.alignment.max(1))));
+        let group =
+            module.arena_group.as_ref().map(|group| (glue::group_arena_symbol(&group.name), group.kernel_scratch_offset(module.alignment)));
         let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls, group })?;
         write_if_changed(&gen_dir.join(&code.buffer.path), &code.buffer.bytes)?;
         generated.extend(&code.buffer.bytes);

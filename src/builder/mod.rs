@@ -841,9 +841,6 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
     kernels::check_extensions(kernels, &prepared.plan, isa, &settings.target)
 }
 
-/// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
-/// compiler really builds for: too small a buffer is refused, calls given none
-/// that need one get mlf-build's; its warnings, already printed.
 /// The name given to `Builder::arena_group`, checked with what the other
 /// options allow, before anything is read or compiled.
 fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
@@ -893,6 +890,9 @@ fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
     Ok(())
 }
 
+/// The CMSIS-NN scratch contract (`kernels::check_scratch`) for the core the
+/// compiler really builds for: too small a buffer is refused, calls given none
+/// that need one get mlf-build's; its warnings, already printed.
 fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &mut Prepared) -> Result<Vec<String>> {
     let Some(kernels) = &prepared.kernels else { return Ok(Vec::new()) };
     let probe_dir = prepared.work.join("kernel-probe");

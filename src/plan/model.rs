@@ -86,13 +86,19 @@ impl ArenaGroup {
         Some(ArenaGroup { name, storage, arena, pools, bytes: end })
     }
 
+    /// Where the member's CMSIS-NN scratch starts in the group's arena: after
+    /// the glue's parts, at the module's `alignment`.
+    pub fn kernel_scratch_offset(&self, alignment: u64) -> u64 {
+        round_up(self.bytes, alignment.max(1))
+    }
+
     /// The bytes of the group's arena the member uses with `kernel_scratch`
     /// bytes of CMSIS-NN scratch after the glue's parts. Saturates instead of
     /// overflowing: `limits` refuses any size that large.
     pub fn member_bytes(&self, alignment: u64, kernel_scratch: u64) -> u64 {
         match kernel_scratch {
             0 => self.bytes,
-            bytes => round_up(self.bytes, alignment.max(1)).saturating_add(bytes),
+            bytes => self.kernel_scratch_offset(alignment).saturating_add(bytes),
         }
     }
 }
