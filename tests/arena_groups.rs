@@ -137,14 +137,8 @@ fn run(command: &mut Command) {
 #[test]
 fn members_take_turns_in_one_arena_on_the_host() {
     let Some(corpus) = common::corpus_dir() else { return };
-    let manifest = common::repo_root().join("tests/fixtures/arena-group/Cargo.toml");
     // Shares multi-archive's target directory (tests/consumer.rs): the same dependencies, built once.
-    let output = common::cargo("multi-archive")
-        .args(["run", "--release", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .env("MLF_TEST_CORPUS", &corpus)
-        .output()
-        .expect("cargo runs");
+    let output = common::run_fixture("multi-archive", "arena-group").env("MLF_TEST_CORPUS", &corpus).output().expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "arena-group failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     for line in ["arena: turns 3 rounds PASS", "arena: turns Busy from another thread PASS", "arena: turns Busy from a step callback PASS"]

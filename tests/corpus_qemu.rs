@@ -298,22 +298,23 @@ impl SteppingCosts {
         Ok(SteppingCosts { steps, added_per_step: added.round() as i64, longest, longest_percent: (longest * 100 + run / 2) / run.max(1) })
     }
 
-    /// Prints `steps: <module> [<label>] PASS (...)`; an error when the book's
-    /// Stepping table does not state these figures for `module` on `build`.
+    /// An error when the book's Stepping table does not state these figures
+    /// for `module` on `build`; else prints `steps: <module> [<label>] PASS (...)`.
     fn check(&self, module: &str, build: &Build) -> Result<(), String> {
         let SteppingCosts { steps, added_per_step, longest, longest_percent } = *self;
-        let _ = writeln!(
-            std::io::stdout().lock(),
-            "steps: {module} [{}] PASS ({steps} steps, {added_per_step:+} instructions per step over run, longest step {longest} instructions = {longest_percent}% of the run)",
-            build.label()
-        );
         let section = common::doc_section("stepping.md", "## What stepping costs");
         let table = common::table_after(&section, "| case |");
         let mut figures = common::DocFigures::default();
         let command = format!("corpus_qemu's stepped run of {module} on {}", build.label());
         let measured = [steps as i64, added_per_step, longest as i64, longest_percent as i64];
         figures.row_of(&table, &[&format!("`{module}`"), &build.label()], &measured, &command);
-        figures.result()
+        figures.result()?;
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "steps: {module} [{}] PASS ({steps} steps, {added_per_step:+} instructions per step over run, longest step {longest} instructions = {longest_percent}% of the run)",
+            build.label()
+        );
+        Ok(())
     }
 }
 

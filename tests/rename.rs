@@ -13,14 +13,8 @@ fn fixture_output() -> Option<&'static str> {
     static STDOUT: OnceLock<String> = OnceLock::new();
     let corpus = common::corpus_dir()?;
     let stdout = STDOUT.get_or_init(|| {
-        let manifest = common::repo_root().join("tests/fixtures/renamed-kinds/Cargo.toml");
         // Shares the other consumer fixtures' target directory: the same dependencies, built once.
-        let output = common::cargo("multi-archive")
-            .args(["run", "--release", "--quiet", "--manifest-path"])
-            .arg(&manifest)
-            .env("MLF_TEST_CORPUS", &corpus)
-            .output()
-            .expect("cargo runs");
+        let output = common::run_fixture("multi-archive", "renamed-kinds").env("MLF_TEST_CORPUS", &corpus).output().expect("cargo runs");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         assert!(output.status.success(), "renamed-kinds failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
         stdout

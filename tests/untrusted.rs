@@ -427,11 +427,8 @@ fn two_crates_with_a_default_module_each_run_their_own() {
     let _serial = serial();
     let (Some(kws), Some(mlp)) = (common::corpus_case("kws_int8-aot_c"), common::corpus_case("mlp_f32-aot_c")) else { return };
     let out = common::scratch("two-crates");
-    let manifest = common::repo_root().join("tests/fixtures/two-models/Cargo.toml");
     for rename in ["0", "1"] {
-        let run = common::cargo(TARGET_DIR)
-            .args(["run", "--release", "--quiet", "--manifest-path"])
-            .arg(&manifest)
+        let run = common::run_fixture(TARGET_DIR, "two-models")
             .env("MLF_TEST_ARCHIVE_A", kws.join("model.tar"))
             .env("MLF_TEST_ARCHIVE_B", mlp.join("model.tar"))
             .env("MLF_TEST_RENAME", rename)

@@ -320,6 +320,15 @@ pub fn cargo(target_dir: &str) -> Command {
     command
 }
 
+/// `cargo run --release --quiet` of the fixture crate `tests/fixtures/<fixture>`, in `target/<target_dir>`.
+pub fn run_fixture(target_dir: &str, fixture: &str) -> Command {
+    let mut command = cargo(target_dir);
+    command
+        .args(["run", "--release", "--quiet", "--manifest-path"])
+        .arg(repo_root().join("tests/fixtures").join(fixture).join("Cargo.toml"));
+    command
+}
+
 /// The host's target triple, as rustc reports it.
 pub fn host_triple() -> String {
     let output = Command::new("rustc").arg("-vV").output().expect("rustc runs");
