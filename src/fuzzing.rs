@@ -14,8 +14,9 @@ use crate::input::sources::{self, InterfaceHeader};
 use crate::input::{c, memory_x};
 use crate::objects::sections::{self, SectionNames, Storage};
 use crate::objects::{ar, elf, prologue, rename, sizes, stack, Machine};
+use crate::plan::model::Steps;
 use crate::plan::schedule::{self, Inputs};
-use crate::plan::steps::{self, Steps};
+use crate::plan::steps;
 use crate::{input::graph, input::metadata, input::params, plan};
 
 /// Limits small enough that a fuzzer's inputs cannot exhaust memory.

@@ -14,8 +14,7 @@ use crate::ident::{self, CIdent};
 use crate::input::sources::InterfaceHeader;
 use crate::own_code::{GLUE_PREFIX, PROFILE_HOOKS};
 use crate::plan::model::{ArenaGroup, Entry, ModulePlan, OperatorSlot, Pool, Profile, Tensor};
-use crate::plan::model::{Place, Schedule};
-use crate::plan::steps::Steps;
+use crate::plan::model::{Place, Schedule, Steps};
 
 pub(crate) struct Glue {
     pub header_name: String,

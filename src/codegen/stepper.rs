@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use super::includable;
 use crate::error::Result;
 use crate::ident::{c_comment, CIdent};
-use crate::plan::steps::{Begin, Split, Steps, STATE};
+use crate::plan::model::{Begin, Split, Steps, STATE};
 
 /// `mlf_<m>_steps_begin`: starts a stepped run with the arguments the glue gives `run`'s function today.
 pub(crate) fn begin_symbol(module: &CIdent) -> String {

@@ -6,7 +6,6 @@ use crate::dtype::DType;
 use crate::ident::CIdent;
 use crate::input::sources::{CodeNeeds, Codegen, InterfaceHeader};
 use crate::objects::stack::StackBound;
-use crate::plan::steps::Steps;
 
 /// Everything the later stages need to build one archive.
 #[derive(Debug, Clone)]
@@ -125,6 +124,67 @@ pub(crate) struct Step {
 
 /// The name of the one step of a graph without operator calls, which only copies its outputs.
 pub(crate) const COPY_STEP: &str = "copy outputs";
+
+/// The static state the step code reads parameters and locals from: a
+/// `mlf_` name, which no identifier of a split function may use.
+pub(crate) const STATE: &str = "mlf_steps";
+
+/// How a module's run is stepped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Steps {
+    /// The model function split at its operator calls.
+    Split(Box<Split>),
+    /// Run as one step; `why` is the `cargo:warning` text naming the function, file and construct.
+    Whole { why: String },
+}
+
+/// A model function split at its operator calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Split {
+    /// One per step, in order: the operator each step calls.
+    pub operators: Vec<CIdent>,
+    /// Tree path of the source defining the model function: its copy gets the state and the step code.
+    pub file: String,
+    /// The model function.
+    pub function: CIdent,
+    /// Its parameter list as written (the recorder's).
+    pub params_text: String,
+    /// Its parameters, then its top-level locals: the state's members.
+    pub state: Vec<StateVar>,
+    /// Each step's statements, as written but for names of the state (`mlf_steps.name`) and declarations made assignments.
+    pub steps: Vec<String>,
+    /// What the function the glue calls becomes.
+    pub begin: Begin,
+}
+
+/// One member of the step state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StateVar {
+    pub name: CIdent,
+    /// Its declaration, type to dimensions, without `;`.
+    pub declaration: String,
+    /// A parameter (recorded by `begin`) rather than a local.
+    pub parameter: bool,
+}
+
+/// The function that starts a stepped run, with the parameters of the one the glue calls today.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Begin {
+    /// The glue calls the model function itself (`direct_entry`): begin records its arguments.
+    Direct,
+    /// The glue calls `function` (in `file`), which only passes its arguments on to the
+    /// model function: begin is its copy with that call redirected to the recorder.
+    Wrapper {
+        file: String,
+        function: CIdent,
+        /// Its parameter list as written.
+        params_text: String,
+        /// The arguments of its call to the model function, parentheses included, as written.
+        arguments: String,
+        /// The model function's parameter list as `file` declares it (the recorder's prototype there).
+        model_params_text: String,
+    },
+}
 
 /// How the generated code is called, decided from the files (not the version).
 #[derive(Debug, Clone)]

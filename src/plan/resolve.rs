@@ -14,7 +14,7 @@ use crate::input::loops::Reach;
 use crate::input::metadata::{self, Executor, Metadata, ModuleMeta};
 use crate::input::params;
 use crate::input::sources::{self, Codegen, InterfaceHeader, RelaySignature, Sources};
-use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Tensor};
+use crate::plan::model::{round_up, Entry, MemoryMap, ModulePlan, OperatorSlot, Plan, Pool, Steps, Tensor};
 use crate::plan::{checks, schedule, steps, Warnings};
 
 /// Alignment TVM uses for workspaces and pools unless the target says otherwise.
@@ -29,7 +29,7 @@ pub(crate) fn plan(tree: &Tree, files: &CFiles<'_>, metadata: &Metadata, warning
         .collect::<Result<Vec<_>>>()?;
     for module in &mut modules {
         module.entry_split = steps::for_module(sources, files, module);
-        if let Some(steps::Steps::Whole { why }) = &module.entry_split {
+        if let Some(Steps::Whole { why }) = &module.entry_split {
             warnings.push(format!("module `{}`: {why}", module.name));
         }
     }

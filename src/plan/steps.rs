@@ -2,8 +2,8 @@
 //! (issue 34): the model function's top-level statements, read by the C
 //! parser, are cut after each call to an operator; its parameters and locals
 //! move to a static state so they survive between steps. The result is data
-//! ([`Steps`]); `codegen::stepper` writes the C. Anything the split cannot
-//! prove keeps the same meaning makes the module [`Steps::Whole`], with why.
+//! (`plan::model::Steps`); `codegen::stepper` writes the C. Anything the split cannot
+//! prove keeps the same meaning makes the module `Steps::Whole`, with why.
 
 use std::collections::BTreeSet;
 
@@ -14,68 +14,7 @@ use crate::input::c::parser::numeric::lex_at;
 use crate::input::c::parser::syntax::{CSource, Declarator, Expr, Function, Initializer, Span, Stmt, StmtKind};
 use crate::input::code::ModuleCode;
 use crate::input::sources::Sources;
-use crate::plan::model::{Entry, ModulePlan};
-
-/// The static state the step code reads parameters and locals from: a
-/// `mlf_` name, which no identifier of a split function may use.
-pub(crate) const STATE: &str = "mlf_steps";
-
-/// How a module's run is stepped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Steps {
-    /// The model function split at its operator calls.
-    Split(Box<Split>),
-    /// Run as one step; `why` is the `cargo:warning` text naming the function, file and construct.
-    Whole { why: String },
-}
-
-/// A model function split at its operator calls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Split {
-    /// One per step, in order: the operator each step calls.
-    pub operators: Vec<CIdent>,
-    /// Tree path of the source defining the model function: its copy gets the state and the step code.
-    pub file: String,
-    /// The model function.
-    pub function: CIdent,
-    /// Its parameter list as written (the recorder's).
-    pub params_text: String,
-    /// Its parameters, then its top-level locals: the state's members.
-    pub state: Vec<StateVar>,
-    /// Each step's statements, as written but for names of the state (`mlf_steps.name`) and declarations made assignments.
-    pub steps: Vec<String>,
-    /// What the function the glue calls becomes.
-    pub begin: Begin,
-}
-
-/// One member of the step state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StateVar {
-    pub name: CIdent,
-    /// Its declaration, type to dimensions, without `;`.
-    pub declaration: String,
-    /// A parameter (recorded by `begin`) rather than a local.
-    pub parameter: bool,
-}
-
-/// The function that starts a stepped run, with the parameters of the one the glue calls today.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Begin {
-    /// The glue calls the model function itself (`direct_entry`): begin records its arguments.
-    Direct,
-    /// The glue calls `function` (in `file`), which only passes its arguments on to the
-    /// model function: begin is its copy with that call redirected to the recorder.
-    Wrapper {
-        file: String,
-        function: CIdent,
-        /// Its parameter list as written.
-        params_text: String,
-        /// The arguments of its call to the model function, parentheses included, as written.
-        arguments: String,
-        /// The model function's parameter list as `file` declares it (the recorder's prototype there).
-        model_params_text: String,
-    },
-}
+use crate::plan::model::{Begin, Entry, ModulePlan, Split, StateVar, Steps, STATE};
 
 /// The two model functions' names TVM writes, in the order profiling prefers them.
 pub(crate) fn model_functions(module: &str) -> [String; 2] {
