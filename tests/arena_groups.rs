@@ -208,3 +208,70 @@ fn an_msvc_target_is_refused() {
     let error = builder.target("x86_64-pc-windows-msvc").host(common::host_triple()).cargo_metadata(false).build().unwrap_err();
     assert!(error.to_string().contains("MSVC targets cannot share an arena yet"), "{error}");
 }
+
+/// The members of the host fixture, as (case, module name).
+const GROUP_MEMBERS: [(&str, &str); 3] = [("kws_int8-aot_c_nousmp", "kws"), ("kws_int8-aot_c_pools", "pools"), ("cnn_f32-graph", "cnn")];
+
+/// `15440` as `15,440`, as the fit's errors print sizes.
+fn grouped(value: u64) -> String {
+    let digits = value.to_string();
+    let mut text = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
+/// A `memory.x` whose RAM holds the group (its arena counted once, at the
+/// largest member) but not the members apart: each Builder's fit counts the
+/// earlier Builders' modules too, so built apart the build fails, naming
+/// what the models need and what the region gives; grouped it builds.
+#[test]
+fn memory_x_counts_the_group_s_arena_once_across_builders() {
+    let Some(archives) =
+        GROUP_MEMBERS.iter().map(|(case, _)| common::corpus_case(case).map(|dir| dir.join("model.tar"))).collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let plan = mlf_build::inspect_arena_group("turns", &archives, None::<&Path>).unwrap();
+    let group = plan.arena_group.as_ref().unwrap();
+    let saved = group.separate_static_ram() - group.static_ram();
+    assert!(saved > 4096, "the group saves RAM: {saved}");
+    // Half of what sharing saves is left over for the stepped runs' state, measured once compiled.
+    let ram = group.ram() + saved / 2;
+    let dir = common::scratch("fit-across-builders");
+    let memory_x = dir.join("memory.x");
+    std::fs::write(&memory_x, format!("MEMORY {{\n FLASH : ORIGIN = 0, LENGTH = 64M\n RAM : ORIGIN = 0x20000000, LENGTH = {ram}\n}}\n"))
+        .unwrap();
+    let member =
+        |(archive, (_, module)): (&PathBuf, &(&str, &str))| Builder::new(archive).rename_module("default", *module).memory_x(&memory_x);
+
+    let mut last = None;
+    let mut own_and_io = 0;
+    let mut largest = 0;
+    for builder in archives.iter().zip(&GROUP_MEMBERS).map(member) {
+        let output = build_in(&dir.join("grouped"), builder.arena_group("turns")).unwrap();
+        let memory = &output.modules[0].report.memory;
+        own_and_io += memory.ram();
+        largest = largest.max(memory.group_scratch);
+        last = output.memory_fit;
+    }
+    let fit = last.expect("a fit against the memory.x");
+    let region = fit.regions.iter().find(|r| r.region == "RAM").unwrap();
+    assert_eq!(region.used(), own_and_io + largest, "every member's own RAM and the arena once: {:?}", region.parts);
+    let shared: Vec<_> = region.parts.iter().filter(|part| part.group.as_deref() == Some("turns")).collect();
+    assert_eq!(shared.len(), 1, "{:?}", region.parts);
+    assert_eq!((shared[0].what, shared[0].bytes), ("shared arena", largest));
+    let modules: Vec<&str> = region.parts.iter().filter_map(|part| part.module.as_deref()).collect();
+    assert!(["kws", "pools", "cnn"].iter().all(|m| modules.contains(m)), "the earlier Builders' modules are counted: {modules:?}");
+
+    let apart = archives.iter().zip(&GROUP_MEMBERS).map(member).map(|builder| build_in(&dir.join("apart"), builder)).find_map(Result::err);
+    let error = apart.expect("apart, the members do not fit");
+    let text = error.to_string();
+    assert_eq!(error.kind(), ErrorKind::DoesNotFit, "{text}");
+    assert!(text.contains("the models need ") && text.contains(&format!("gives it {} B", grouped(ram))), "{text}");
+    assert!(text.contains("`kws` arena") && text.contains("`pools` workspace pools"), "each member's scratch is named: {text}");
+}

@@ -26,7 +26,7 @@ use crate::objects::elf;
 use crate::objects::sections::Storage;
 use crate::objects::stack::{self, StackBound};
 use crate::plan::checks::check_core;
-use crate::plan::fit::{self, MemoryFit, Placing};
+use crate::plan::fit::{self, FitModule, MemoryFit, Placing};
 use crate::plan::model::{ArenaGroup, Compiled, MemoryNeeds, ModulePlan, Plan};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::steps::STATE;
@@ -324,7 +324,11 @@ impl Builder {
     /// exceeds the region it goes to, or its constants and code exceed FLASH.
     /// Regions come from [`Builder::link_section`] when `memory.x` places the
     /// section (`> SRAM2`), else `RAM` and `FLASH` (or riscv-rt's `REGION_BSS`
-    /// and `REGION_RODATA` aliases). Only what the model adds is counted.
+    /// and `REGION_RODATA` aliases). Only what the model adds is counted: the
+    /// modules of this Builder and, since one program links them all, the RAM
+    /// and constants of those the build script's earlier Builders built (their
+    /// code is not measured again), an arena group's arena once, at its largest
+    /// member so far; so the last Builder's check is the complete one.
     ///
     /// Default: the package's own `memory.x` (cortex-m-rt's convention) when
     /// building for a bare-metal target (`*-none*`); this call wins.
@@ -466,6 +470,7 @@ impl Builder {
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::record_arena_group(&settings.out_dir, &prepared.plan, &prepared.compiled);
+        registry::record_built(&settings.out_dir, &prepared.plan, &prepared.compiled, &settings.placing);
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
         Ok(Output { modules, warnings, memory_fit, symbol_prefix })
@@ -844,11 +849,7 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
 /// The name given to `Builder::arena_group`, checked with what the other
 /// options allow, before anything is read or compiled.
 fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
-    if !crate::ident::is_c_identifier(group) {
-        return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
-            .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
-    }
-    let name = CIdent::new("arena group", group)?;
+    let name = arena_group_ident(group)?;
     // MSVC's C compiler has no common definitions, which the group's arena is.
     if target.triple.ends_with("-msvc") {
         return Err(Error::new(ErrorKind::Unsupported, format!("arena group `{name}`: MSVC targets cannot share an arena yet"))
@@ -864,9 +865,18 @@ fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<C
     Ok(name)
 }
 
+/// An arena group's name, which must be a C identifier (it names the arena's symbol).
+pub(crate) fn arena_group_ident(group: &str) -> Result<CIdent> {
+    if !crate::ident::is_c_identifier(group) {
+        return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
+            .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
+    }
+    CIdent::new("arena group", group)
+}
+
 /// Lays out each module's scratch in arena group `name`, or refuses, naming
 /// the module and why, a module whose scratch mlf-build cannot place there yet.
-fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
+pub(crate) fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
     for module in &mut plan.modules {
         let code_workspace = module.memory_needs(&Compiled::not_compiled()).code_workspace;
         if code_workspace > 0 {
@@ -906,14 +916,21 @@ fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &m
 }
 
 /// The model laid onto the regions of the build's `memory.x`, if it has one:
-/// planned sizes, plus the compiled code once `libraries` (model and
-/// support) exist. Fails when a region is too small.
+/// planned sizes, with the earlier Builders' modules (`registry::built_before`),
+/// plus the compiled code once `libraries` (model and support) exist. Fails
+/// when a region is too small.
 fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathBuf]>) -> Result<Option<MemoryFit>> {
     let Some((path, layout)) = &settings.memory else { return Ok(None) };
     let plan = &prepared.plan;
     let needs: Vec<MemoryNeeds> =
         plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled)).collect();
-    let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
+    // One program links every module of the build script: the earlier Builders' count too.
+    let earlier = registry::built_before(&settings.out_dir, plan);
+    let mut modules: Vec<FitModule> = earlier.iter().map(registry::BuiltModule::fit_module).collect();
+    for (module, needs) in plan.modules.iter().zip(&needs) {
+        let group = module.arena_group.as_ref().map(|group| group.name.as_str());
+        modules.push(FitModule { name: module.name.as_str(), needs, group, placing: &settings.placing });
+    }
     let code = match libraries {
         Some(libraries) => {
             let sizes = crate::objects::sizes::library_sizes(libraries)?;
@@ -921,7 +938,7 @@ fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathB
         }
         None => None,
     };
-    let fit = fit::fit(path, layout, &modules, &settings.placing, code)?;
+    let fit = fit::fit(path, layout, &modules, code)?;
     fit.check()?;
     Ok(Some(fit))
 }
