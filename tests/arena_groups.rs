@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mlf_build::{Builder, ErrorKind, Storage};
-use object::{Object, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 /// Members of one group, each in an `ar` library of its own as mlf-build
 /// writes them: (name, arena bytes, alignment). The largest is neither first
@@ -47,7 +47,7 @@ fn linkers_merge_common_arenas_to_the_largest() {
     let strictest = MEMBERS.iter().map(|m| m.2).max().unwrap() as u64;
     let mut skipped = Vec::new();
     for linker in &LINKERS {
-        let Some(elf) = link_members(linker, &mut skipped) else { continue };
+        let Some(elf) = link_members(linker, &mut skipped, false) else { continue };
         let bytes = std::fs::read(&elf).unwrap();
         let file = object::File::parse(&*bytes).unwrap();
         let arenas: Vec<_> = file.symbols().filter(|s| s.name() == Ok("mlf_arena_turns")).collect();
@@ -62,16 +62,39 @@ fn linkers_merge_common_arenas_to_the_largest() {
     }
 }
 
+/// With `link_section(Storage::Workspace, ..)`, the group's library adds one
+/// real definition of the arena in the section, at the largest size and
+/// strictest alignment: every rig linker merges the members' common
+/// definitions into it, so the program holds one arena, in the section.
+#[test]
+fn linkers_merge_common_arenas_into_the_placed_definition() {
+    let largest = MEMBERS.iter().map(|m| m.1).max().unwrap() as u64;
+    let mut skipped = Vec::new();
+    for linker in &LINKERS {
+        let Some(elf) = link_members(linker, &mut skipped, true) else { continue };
+        let bytes = std::fs::read(&elf).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let arenas: Vec<_> = file.symbols().filter(|s| s.name() == Ok("mlf_arena_turns")).collect();
+        assert_eq!(arenas.len(), 1, "{}: one arena symbol in {}", linker.name, elf.display());
+        let section = file.section_by_index(arenas[0].section_index().expect("a defined arena")).unwrap();
+        assert_eq!((section.name().unwrap(), arenas[0].size()), (".sram2", largest), "{}: the placed definition", linker.name);
+        println!("arena placed: {} PASS ({} B in .sram2)", linker.name, arenas[0].size());
+    }
+    if !skipped.is_empty() {
+        common::skip(&format!("no toolchain for {}", skipped.join(", ")));
+    }
+}
+
 /// Compiles each member into its own library and a main calling every
 /// member's function, links them, and returns the program; `None` (noted in
 /// `skipped`) when the toolchain is absent.
-fn link_members(linker: &Linker, skipped: &mut Vec<&'static str>) -> Option<PathBuf> {
+fn link_members(linker: &Linker, skipped: &mut Vec<&'static str>, placed: bool) -> Option<PathBuf> {
     let rust_lld = if linker.rust_lld { rust_lld() } else { None };
     if (linker.rust_lld && rust_lld.is_none()) || Command::new(linker.compiler).arg("--version").output().is_err() {
         skipped.push(linker.name);
         return None;
     }
-    let dir = common::scratch("arena-merge");
+    let dir = common::scratch(if placed { "arena-merge-placed" } else { "arena-merge" });
     let compile = |name: &str, source: String| -> PathBuf {
         let c = dir.join(format!("{name}.c"));
         std::fs::write(&c, source).unwrap();
@@ -96,6 +119,21 @@ fn link_members(linker: &Linker, skipped: &mut Vec<&'static str>) -> Option<Path
     let calls: Vec<String> = MEMBERS.iter().map(|(name, ..)| format!("{name}_run()")).collect();
     main += &format!("int main(void) {{ return {}; }}\n", calls.join(" + "));
     let main = compile("main", main);
+    // The group's placed definition, as mlf-build's group library holds it: linked whole, after the members.
+    let mut whole = Vec::new();
+    if placed {
+        let (largest, strictest) = (MEMBERS.iter().map(|m| m.1).max().unwrap(), MEMBERS.iter().map(|m| m.2).max().unwrap());
+        let object = compile(
+            "group",
+            format!("__attribute__((section(\".sram2\"), aligned({strictest}))) unsigned char mlf_arena_turns[{largest}];\n"),
+        );
+        let library = dir.join("libgroup.a");
+        run(Command::new("ar").arg("rcs").arg(&library).arg(&object));
+        whole = match rust_lld {
+            Some(_) => vec!["--whole-archive".into(), library.into_os_string(), "--no-whole-archive".into()],
+            None => vec!["-Wl,--whole-archive".into(), library.into_os_string(), "-Wl,--no-whole-archive".into()],
+        };
+    }
     let elf = dir.join("program.elf");
     let mut link = match (&rust_lld, linker.compiler) {
         (Some(lld), _) => {
@@ -110,7 +148,7 @@ fn link_members(linker: &Linker, skipped: &mut Vec<&'static str>) -> Option<Path
             link
         }
     };
-    run(link.arg(&main).args(&libraries).arg("-o").arg(&elf));
+    run(link.arg(&main).args(&libraries).args(&whole).arg("-o").arg(&elf));
     Some(elf)
 }
 
@@ -137,26 +175,54 @@ fn run(command: &mut Command) {
 #[test]
 fn members_take_turns_in_one_arena_on_the_host() {
     let Some(corpus) = common::corpus_dir() else { return };
-    // Shares multi-archive's target directory (tests/consumer.rs): the same dependencies, built once.
-    let output = common::run_fixture("multi-archive", "arena-group").env("MLF_TEST_CORPUS", &corpus).output().expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "arena-group failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    for line in ["arena: turns 3 rounds PASS", "arena: turns Busy from another thread PASS", "arena: turns Busy from a step callback PASS"]
-    {
-        assert!(stdout.lines().any(|l| l.starts_with(line)), "no line `{line}`:\n{stdout}");
+    // One after the other: both builds write the same program. With a workspace section the arena is
+    // the group library's definition there, which the members' common definitions merge into.
+    for section in [None, Some(".sram2")] {
+        // Shares multi-archive's target directory (tests/consumer.rs): the same dependencies, built once.
+        let mut command = common::run_fixture("multi-archive", "arena-group");
+        command.env("MLF_TEST_CORPUS", &corpus);
+        match section {
+            Some(section) => command.env("MLF_TEST_ARENA_SECTION", section),
+            None => command.env_remove("MLF_TEST_ARENA_SECTION"),
+        };
+        let output = command.output().expect("cargo runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "arena-group ({section:?}) failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        for line in
+            ["arena: turns 3 rounds PASS", "arena: turns Busy from another thread PASS", "arena: turns Busy from a step callback PASS"]
+        {
+            assert!(stdout.lines().any(|l| l.starts_with(line)), "no line `{line}` ({section:?}):\n{stdout}");
+        }
+        let figures = stdout.lines().find_map(|l| l.strip_prefix("arena: turns ARENA_BYTES ")).expect("the fixture prints ARENA_BYTES");
+        let numbers: Vec<u64> = figures.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+        let [arena, ref members @ ..] = numbers[..] else { panic!("ARENA_BYTES line: {figures}") };
+        assert!(members.len() == 3 && members.iter().all(|&bytes| bytes > 0), "{figures}");
+        assert_eq!(Some(&arena), members.iter().max(), "{figures}");
+        let program = common::repo_root().join("target/multi-archive/release/arena-group");
+        let bytes = std::fs::read(&program).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let arenas: Vec<(u64, String)> = file
+            .symbols()
+            .filter(|s| s.name().is_ok_and(|n| n.ends_with("mlf_arena_turns")))
+            .map(|s| {
+                (
+                    s.size(),
+                    s.section_index()
+                        .and_then(|i| file.section_by_index(i).ok())
+                        .map_or_else(String::new, |s| s.name().unwrap_or_default().to_string()),
+                )
+            })
+            .collect();
+        assert_eq!(arenas.len(), 1, "one arena in {}: {arenas:?}", program.display());
+        assert_eq!(arenas[0].0, arena, "the arena is ARENA_BYTES in {}", program.display());
+        if let Some(section) = section {
+            assert_eq!(arenas[0].1, section, "the arena is in the workspace section");
+            println!("arena placed: turns [{}] PASS (shared {arena} B in {section})", common::host_triple());
+            continue;
+        }
+        let separate: u64 = members.iter().sum();
+        println!("arena: turns [{}] PASS ({} members, shared {arena} B, separate {separate} B)", common::host_triple(), members.len());
     }
-    let figures = stdout.lines().find_map(|l| l.strip_prefix("arena: turns ARENA_BYTES ")).expect("the fixture prints ARENA_BYTES");
-    let numbers: Vec<u64> = figures.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
-    let [arena, ref members @ ..] = numbers[..] else { panic!("ARENA_BYTES line: {figures}") };
-    assert!(members.len() == 3 && members.iter().all(|&bytes| bytes > 0), "{figures}");
-    assert_eq!(Some(&arena), members.iter().max(), "{figures}");
-    let program = common::repo_root().join("target/multi-archive/release/arena-group");
-    let bytes = std::fs::read(&program).unwrap();
-    let file = object::File::parse(&*bytes).unwrap();
-    let arenas: Vec<u64> = file.symbols().filter(|s| s.name().is_ok_and(|n| n.ends_with("mlf_arena_turns"))).map(|s| s.size()).collect();
-    assert_eq!(arenas, [arena], "one arena of ARENA_BYTES in {}", program.display());
-    let separate: u64 = members.iter().sum();
-    println!("arena: turns [{}] PASS ({} members, shared {arena} B, separate {separate} B)", common::host_triple(), members.len());
 }
 
 fn build_in(out_dir: &Path, builder: Builder) -> mlf_build::Result<mlf_build::Output> {
@@ -176,15 +242,54 @@ fn a_module_whose_workspace_the_archive_defines_is_refused_by_name() {
 }
 
 #[test]
-fn a_group_name_that_is_no_identifier_and_a_workspace_section_are_refused() {
+fn a_group_name_that_is_no_identifier_is_refused() {
     let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
-    let archive = case.join("model.tar");
-    let error = build_in(&common::scratch("name"), Builder::new(&archive).arena_group("two words")).unwrap_err();
+    let error = build_in(&common::scratch("name"), Builder::new(case.join("model.tar")).arena_group("two words")).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Config, "{error}");
     assert!(error.to_string().contains("two words"), "{error}");
-    let placed = Builder::new(&archive).arena_group("turns").link_section(Storage::Workspace, ".sram2");
-    let error = build_in(&common::scratch("section"), placed).unwrap_err();
-    assert!(error.to_string().contains("link_section(Storage::Workspace, ..)"), "{error}");
+}
+
+/// With `link_section(Storage::Workspace, ..)` the group's arena is one real
+/// definition in the section (a common symbol has none), in the group's own
+/// library, which each member's Builder rewrites at the largest size and
+/// strictest alignment so far; a member placing it elsewhere is refused.
+#[test]
+fn a_placed_group_arena_is_one_definition_in_the_section_at_the_largest_size() {
+    let (Some(kws), Some(cnn)) = (common::corpus_case("kws_int8-aot_c_nousmp"), common::corpus_case("cnn_f32-graph")) else { return };
+    let out = common::scratch("placed");
+    let placed = |case: &Path, module: &str| {
+        Builder::new(case.join("model.tar"))
+            .rename_module("default", module)
+            .arena_group("turns")
+            .link_section(Storage::Workspace, ".sram2")
+    };
+    let mut largest = 0;
+    let mut strictest = 1;
+    for (case, module) in [(&kws, "kws"), (&cnn, "cnn")] {
+        let output = build_in(&out, placed(case, module)).unwrap();
+        largest = largest.max(output.modules[0].report.memory.group_scratch);
+        strictest = strictest.max(output.modules[0].report.alignment);
+    }
+    let library = out.join("mlf/group-turns/libmlf_group_turns.a");
+    let bytes = std::fs::read(&library).unwrap_or_else(|e| panic!("{}: {e}", library.display()));
+    let archive = object::read::archive::ArchiveFile::parse(&*bytes).unwrap();
+    let mut arenas = Vec::new();
+    for member in archive.members() {
+        let data = member.unwrap().data(&*bytes).unwrap();
+        let file = object::File::parse(data).unwrap();
+        for symbol in file.symbols().filter(|s| s.is_definition() && s.name().is_ok_and(|n| n.ends_with("mlf_arena_turns"))) {
+            let section = file.section_by_index(symbol.section_index().unwrap()).unwrap();
+            arenas.push((section.name().unwrap().to_string(), symbol.size(), section.align()));
+        }
+    }
+    assert_eq!(arenas, [(".sram2".to_string(), largest, strictest)], "one arena of the largest member's size in {}", library.display());
+    let elsewhere = Builder::new(kws.join("model.tar"))
+        .rename_module("default", "again")
+        .arena_group("turns")
+        .link_section(Storage::Workspace, ".sram3");
+    let error = build_in(&out, elsewhere).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    assert!(error.to_string().contains("placed in `.sram2` by an earlier member") && error.to_string().contains("not `.sram3`"), "{error}");
 }
 
 /// `mod.rs` holds `pub mod arena_groups` beside the modules: a module of that

@@ -521,7 +521,7 @@ impl Builder {
             None => None,
         };
         let privacy = Privacy::of_crate(&target, self.share_support_runtime);
-        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target, &placing)).transpose()?;
+        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target)).transpose()?;
         Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy, arena_group })
     }
 
@@ -725,6 +725,9 @@ impl Builder {
             // just computed is kept, or every rerun would hash the tree again.
             None => unpack::record_missing_digest(tree, &tree_dir)?,
         }
+        if let (Some(group), Some(section)) = (&settings.arena_group, &settings.placing.sections.workspace) {
+            place_group_arena(settings, prepared, group, section, &config)?;
+        }
         Ok(support)
     }
 
@@ -848,21 +851,31 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
 
 /// The name given to `Builder::arena_group`, checked with what the other
 /// options allow, before anything is read or compiled.
-fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
+fn arena_group_name(group: &str, target: &Target) -> Result<CIdent> {
     let name = arena_group_ident(group)?;
     // MSVC's C compiler has no common definitions, which the group's arena is.
     if target.triple.ends_with("-msvc") {
         return Err(Error::new(ErrorKind::Unsupported, format!("arena group `{name}`: MSVC targets cannot share an arena yet"))
             .help("its arena is a common symbol, which MSVC's C compiler cannot define: build the modules without Builder::arena_group"));
     }
-    if placing.sections.workspace.is_some() {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("arena group `{name}` cannot be placed with link_section(Storage::Workspace, ..) yet"),
-        )
-        .help("the group's arena is a common symbol, which has no section to rename: drop one of the two options"));
-    }
     Ok(name)
+}
+
+/// Arena group `group`'s arena placed in the workspace `section`: its one
+/// definition, grown to this Builder's members, compiled into the group's
+/// library, which the group's first placing Builder links.
+fn place_group_arena(settings: &Settings, prepared: &Prepared, group: &CIdent, section: &str, config: &CompileConfig<'_>) -> Result<()> {
+    let members = prepared.plan.modules.iter().zip(&prepared.compiled);
+    let (bytes, alignment) = members.fold((0, 1), |(bytes, alignment), (module, compiled)| {
+        (bytes.max(module.memory_needs(compiled).group_scratch), alignment.max(module.alignment))
+    });
+    let arena = registry::place_group_arena(&settings.out_dir, group.as_str(), section, bytes, alignment)?;
+    let library =
+        libraries::group_arena_library(&settings.out_dir, group, arena.bytes, arena.alignment, &settings.placing.sections, config)?;
+    if arena.first {
+        settings.env.directives.link_static_whole(&library.out_dir, &library.name)?;
+    }
+    Ok(())
 }
 
 /// An arena group's name, which must be a C identifier (it names the arena's symbol).

@@ -75,6 +75,42 @@ pub(super) fn built_before(out_dir: &Path, plan: &Plan) -> Vec<BuiltModule> {
     built.values().filter(|module| !rebuilt.contains(&module.name.as_str())).cloned().collect()
 }
 
+/// A placed arena group's definition so far, per OUT_DIR and group: its
+/// section, size and alignment (`libraries::group_arena_library`).
+static PLACED_ARENAS: Mutex<BTreeMap<(PathBuf, String), PlacedArena>> = Mutex::new(BTreeMap::new());
+
+/// Where and how large a placed group's one arena definition is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PlacedArena {
+    pub section: String,
+    pub bytes: u64,
+    pub alignment: u64,
+    /// Whether this Builder is the group's first to place it: the one that links its library.
+    pub first: bool,
+}
+
+/// Grows group `group`'s placed arena to hold `bytes` at `alignment`, in
+/// `section`; the group's members must all place it in the same section.
+pub(super) fn place_group_arena(out_dir: &Path, group: &str, section: &str, bytes: u64, alignment: u64) -> Result<PlacedArena> {
+    let mut placed = PLACED_ARENAS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let key = (out_dir.to_path_buf(), group.to_string());
+    let Some(arena) = placed.get_mut(&key) else {
+        let arena = PlacedArena { section: section.to_string(), bytes, alignment, first: true };
+        placed.insert(key, PlacedArena { first: false, ..arena.clone() });
+        return Ok(arena);
+    };
+    if arena.section != section {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("arena group `{group}` has one arena, placed in `{}` by an earlier member's link_section(Storage::Workspace, ..), not `{section}`", arena.section),
+        )
+        .help("give every member of the group the same workspace section, or none"));
+    }
+    arena.bytes = arena.bytes.max(bytes);
+    arena.alignment = arena.alignment.max(alignment);
+    Ok(arena.clone())
+}
+
 /// `$OUT_DIR/mlf/mod.rs`: one `pub mod` per module this build script has built,
 /// so several archives are included with one line, and one per arena group.
 pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> Result<()> {
