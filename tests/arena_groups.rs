@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -379,4 +380,127 @@ fn memory_x_counts_the_group_s_arena_once_across_builders() {
     assert_eq!(error.kind(), ErrorKind::DoesNotFit, "{text}");
     assert!(text.contains("the models need ") && text.contains(&format!("gives it {} B", grouped(ram))), "{text}");
     assert!(text.contains("`kws` arena") && text.contains("`pools` workspace pools"), "each member's scratch is named: {text}");
+}
+
+/// The firmware proof's members: (corpus case, module name, its vector 0's
+/// input file). tests/fixtures/arena-firmware builds what this lists
+/// (MLF_ARENA_MEMBERS) and runs every module it built: a member is one line.
+const FIRMWARE_MEMBERS: [(&str, &str, &str); 3] = [
+    ("kws_int8-aot_c_nousmp", "kws", "inputs/input_1.bin"),
+    ("kws_int8-aot_c_pools", "pools", "inputs/input_1.bin"),
+    ("cnn_f32-graph", "cnn", "inputs/image.bin"),
+];
+
+/// Shared with tests/corpus_qemu.rs and tests/embassy_steps.rs: the target crates built once.
+const QEMU_TARGET_DIR: &str = "corpus-qemu";
+
+#[test]
+fn firmware_shares_one_arena_on_the_cortex_m4f() {
+    firmware_proof("thumbv7em-none-eabihf", "qemu-system-arm");
+}
+
+#[test]
+fn firmware_shares_one_arena_on_risc_v() {
+    firmware_proof("riscv32imac-unknown-none-elf", "qemu-system-riscv32");
+}
+
+/// `cargo run` (or `build`) of tests/fixtures/arena-firmware for `triple`, in
+/// group `turns` or apart, with a RAM of `ram` bytes or the board's.
+fn firmware(verb: &str, triple: &str, grouped: bool, ram: Option<u64>) -> std::process::Output {
+    let mut command = common::cargo(QEMU_TARGET_DIR);
+    command
+        .args([verb, "--release", "--locked", "--quiet", "--manifest-path"])
+        .arg(common::repo_root().join("tests/fixtures/arena-firmware/Cargo.toml"))
+        .args(["--target", triple])
+        .env("MLF_TEST_CORPUS", common::corpus_dir().unwrap())
+        .env("MLF_ARENA_GROUP", if grouped { "turns" } else { "" })
+        .env("MLF_ARENA_MEMBERS", FIRMWARE_MEMBERS.map(|(case, module, input)| format!("{case}:{module}:{input}")).join(";"))
+        .env("MLF_RAM_BYTES", ram.map_or_else(String::new, |bytes| bytes.to_string()))
+        // The runner's board is the target's usual one, the one build.rs writes memory.x for.
+        .env_remove("MLF_BOARD")
+        .env_remove("MLF_QEMU_ICOUNT")
+        .env_remove("MLF_QEMU_PLUGIN");
+    command.output().expect("cargo runs")
+}
+
+/// `.bss` + `.data` (and RISC-V's small-data `.sbss`, `.sdata`) of the linked firmware.
+fn static_ram(triple: &str) -> u64 {
+    let program = common::repo_root().join("target").join(QEMU_TARGET_DIR).join(triple).join("release/arena-firmware");
+    let bytes = std::fs::read(&program).unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let file = object::File::parse(&*bytes).unwrap();
+    file.sections().filter(|s| s.name().is_ok_and(|n| [".bss", ".data", ".sbss", ".sdata"].contains(&n))).map(|s| s.size()).sum()
+}
+
+/// The firmware's outputs equal each member's `expected/` (within the case's tolerance).
+fn check_outputs(stdout: &str, what: &str) {
+    for (case, module, input) in FIRMWARE_MEMBERS {
+        let case = common::case_at(&common::corpus_case(case).unwrap());
+        let vector = &case.modules[0].vectors[0];
+        assert!(vector.inputs[0].ends_with(input), "{}: the firmware runs vector 0's input, {}", case.name, vector.inputs[0].display());
+        let prefix = format!("{module} output");
+        let outputs: Vec<Vec<u8>> = stdout
+            .lines()
+            .filter_map(|line| line.strip_prefix(&prefix))
+            .map(|line| common::decode_hex(line.split_once(": ").expect("`<i>: <hex>`").1).expect("hex"))
+            .collect();
+        if let Err(why) = common::check_vector(&case, 0, vector, &outputs) {
+            panic!("{what}: {module}'s outputs are not {}'s expected/: {why}\n{stdout}", case.name);
+        }
+    }
+}
+
+/// The firmware proof for `triple`: the members built into one
+/// firmware grouped and apart; both give `expected/`; the grouped firmware's
+/// `.bss` + `.data` is the separate one's minus (sum - largest) of the
+/// members' scratch, within 64 bytes; a `memory.x` whose RAM holds the group
+/// but not the members apart builds grouped and fails apart, naming what the
+/// models need and what the region gives.
+fn firmware_proof(triple: &str, qemu: &str) {
+    let installed = |program: &str, args: &[&str]| Command::new(program).args(args).output().is_ok_and(|o| o.status.success());
+    if !installed("rustc", &["--print", "target-libdir", "--target", triple]) {
+        return common::skip(&format!("the Rust target {triple} is not installed"));
+    }
+    if !installed(qemu, &["--version"]) {
+        return common::skip(&format!("{qemu} is not installed"));
+    }
+    let Some(archives) =
+        FIRMWARE_MEMBERS.iter().map(|(case, ..)| common::corpus_case(case).map(|d| d.join("model.tar"))).collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let plan = mlf_build::inspect_arena_group("turns", &archives, None::<&Path>).unwrap();
+    let group = plan.arena_group.unwrap();
+    let (largest, sum) = (group.arena_bytes(), group.separate_scratch_bytes());
+    // Holds the group with room for the firmware's stack, but not the members apart; whole KiB,
+    // since cortex-m-rt starts the stack at the region's end, which must be 8-byte aligned.
+    let ram = (group.ram() + (sum - largest) / 2) / 1024 * 1024;
+
+    let together = firmware("run", triple, true, Some(ram));
+    let stdout = String::from_utf8_lossy(&together.stdout).into_owned();
+    assert!(together.status.success(), "grouped firmware on {triple} failed:\n{}\n{stdout}", common::failure_text(&together));
+    check_outputs(&stdout, &format!("grouped on {triple}"));
+    let shared = static_ram(triple);
+
+    let apart = firmware("run", triple, false, None);
+    let stdout = String::from_utf8_lossy(&apart.stdout).into_owned();
+    assert!(apart.status.success(), "firmware apart on {triple} failed:\n{}\n{stdout}", common::failure_text(&apart));
+    check_outputs(&stdout, &format!("apart on {triple}"));
+    let separate = static_ram(triple);
+    let saved = separate.checked_sub(shared).unwrap_or_else(|| panic!("grouped {shared} B, apart {separate} B"));
+    assert!(
+        saved.abs_diff(sum - largest) <= 64,
+        "{triple}: .bss + .data {separate} B apart, {shared} B grouped: saves {saved} B, not sum - largest = {} B",
+        sum - largest
+    );
+
+    let refused = firmware("build", triple, false, Some(ram));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "apart, the members do not fit {ram} B of RAM, yet the build passed");
+    assert!(stderr.contains("the models need ") && stderr.contains(&format!("gives it {} B", grouped(ram))), "{stderr}");
+
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "arena: turns [{triple}] PASS ({} members, shared {shared} B, separate {separate} B)",
+        FIRMWARE_MEMBERS.len()
+    );
 }
