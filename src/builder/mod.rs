@@ -407,6 +407,9 @@ impl Builder {
     /// is in progress returns `Busy`. `name` is a C identifier. The book's
     /// "Arena groups" chapter says what is shared, what is not and which
     /// modules cannot join yet (USMP's workspace defined in the archive's C).
+    /// A member's `STATIC_RAM_BYTES` and [`Builder::memory_x`]'s check count
+    /// the arena once, for the group; [`Builder::link_section`] with
+    /// `Storage::Workspace` places it.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), mlf_build::Error> {
