@@ -76,7 +76,9 @@ pub use objects::sizes::{Footprint, Sizes};
 pub use objects::stack::{StackBound, StackFrame};
 pub use plan::fit::{memory_fit, FitPart, MemoryFit, RegionFit};
 pub use plan::model::MemoryNeeds;
-pub use plan::report::{inspect, inspect_with_cmsis_nn, Inspection, ModuleReport, Need, TensorData, SCHEMA};
+pub use plan::report::{
+    inspect, inspect_arena_group, inspect_with_cmsis_nn, ArenaGroupReport, GroupMember, Inspection, ModuleReport, Need, TensorData, SCHEMA,
+};
 
 /// README.md and the book's chapters, seen only when doctests are collected:
 /// their Rust snippets compile (or run) with `cargo test`.

@@ -78,6 +78,10 @@ fn json_follows_the_documented_schema() {
         assert_eq!(memory["ram"].as_u64(), Some(static_ram + memory["inputs"].as_u64().unwrap() + memory["outputs"].as_u64().unwrap()));
         key_paths(&document, "", &mut seen);
     }
+    // Two archives as one arena group, laid onto a memory.x: the group's keys.
+    let (Some(kws), Some(cnn)) = (archive("kws_int8-aot_c_nousmp"), archive("cnn_f32-graph")) else { return };
+    let document = group_json(&[&kws, &cnn], &["--memory-x", memory_x.as_str(), "--link-section", "workspace=.sram2"]);
+    key_paths(&document, "", &mut seen);
     seen.sort();
     seen.dedup();
     for key in &seen {
@@ -92,6 +96,104 @@ fn json_follows_the_documented_schema() {
     for key in footprint_keys {
         assert!(documented.iter().any(|k| k == key), "inspect.md's JSON schema does not document `{key}`");
     }
+}
+
+/// `inspect <archives> --arena-group turns --json <extra>`, which must succeed.
+fn group_json(archives: &[&Path], extra: &[&str]) -> serde_json::Value {
+    let mut args: Vec<&std::ffi::OsStr> = archives.iter().map(|a| a.as_os_str()).collect();
+    args.extend(["--arena-group", "turns", "--json"].iter().chain(extra).map(std::ffi::OsStr::new));
+    let output = inspect(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON document")
+}
+
+fn bytes(value: &serde_json::Value, key: &str) -> u64 {
+    value[key].as_u64().unwrap_or_else(|| panic!("`{key}` is a number in {value}"))
+}
+
+/// What a module keeps as scratch, each part as it would alone.
+const SCRATCH: [&str; 5] = ["code_workspace", "arena", "pools", "storage", "kernel_scratch"];
+
+#[test]
+fn arena_group_plan_counts_the_shared_arena_once() {
+    let cases = ["kws_int8-aot_c_nousmp", "kws_int8-aot_c_pools", "cnn_f32-graph"];
+    let Some(archives) = cases.iter().map(|case| archive(case)).collect::<Option<Vec<_>>>() else {
+        println!("SKIP arena_group_plan_counts_the_shared_arena_once: corpus not found");
+        return;
+    };
+    let paths: Vec<&Path> = archives.iter().map(PathBuf::as_path).collect();
+    let document = group_json(&paths, &[]);
+    let group = &document["arena_group"];
+    assert_eq!(group["name"], "turns");
+    let members = group["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3, "one member per module, in the order given");
+    let (mut own, mut apart, mut scratch_sum, mut io, mut largest) = (0, 0, 0, 0, 0);
+    for ((member, module), archive) in members.iter().zip(document["modules"].as_array().unwrap()).zip(&archives) {
+        assert_eq!(member["archive"], archive.display().to_string());
+        assert_eq!(module["arena_group"], "turns");
+        let memory = &module["memory"];
+        // Alone, the same archive's static RAM is its own plus its scratch.
+        let alone = &inspect_json(archive, &[])["modules"][0]["memory"];
+        let scratch: u64 = SCRATCH.iter().map(|key| bytes(memory, key)).sum();
+        assert!(scratch > 0 && alone["group_scratch"] == 0, "{alone}");
+        assert_eq!(bytes(memory, "static_ram"), bytes(memory, "padded_io") + bytes(memory, "stepping"), "a member's own: {memory}");
+        assert_eq!(bytes(alone, "static_ram"), bytes(memory, "static_ram") + scratch);
+        // Its parts, each aligned, laid out in the arena: at least their sum, less than one alignment more per part.
+        let in_arena = bytes(memory, "group_scratch");
+        assert!(in_arena >= scratch && in_arena < scratch + SCRATCH.len() as u64 * bytes(memory, "alignment"), "{memory}");
+        assert_eq!(bytes(member, "scratch"), in_arena);
+        assert_eq!(bytes(member, "own_static_ram"), bytes(memory, "static_ram"));
+        own += bytes(memory, "static_ram");
+        apart += bytes(alone, "static_ram");
+        scratch_sum += scratch;
+        io += bytes(memory, "inputs") + bytes(memory, "outputs");
+        largest = largest.max(in_arena);
+    }
+    assert_eq!(bytes(group, "arena_bytes"), largest);
+    assert_eq!(bytes(group, "static_ram"), own + largest, "the arena counted once");
+    assert_eq!(bytes(group, "ram"), own + largest + io);
+    assert_eq!((bytes(group, "separate_scratch"), bytes(group, "separate_static_ram")), (scratch_sum, apart));
+    assert!(largest < scratch_sum, "sharing saves RAM: {largest} of {scratch_sum}");
+
+    // The text says the same.
+    let mut args: Vec<&std::ffi::OsStr> = paths.iter().map(|p| p.as_os_str()).collect();
+    args.extend(["--arena-group", "turns"].map(std::ffi::OsStr::new));
+    let text = String::from_utf8(inspect(&args).stdout).unwrap();
+    assert!(text.contains("arena group `turns`: 3 members take turns in one arena"), "{text}");
+    assert!(text.contains(&format!("  shared arena: {largest} bytes (the largest member's scratch)")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "  static RAM counted once: {} bytes (built apart: {apart}, scratch {scratch_sum} bytes in all)",
+            own + largest
+        )),
+        "{text}"
+    );
+
+    // A memory.x whose RAM holds the largest member's scratch but not the sum: the group fits, counted once.
+    let dir = common::scratch("inspect-arena-group");
+    let ram = own + largest + io + 512;
+    assert!(ram < apart + io, "the region holds the group but not the members apart");
+    let memory_x = dir.join("memory.x");
+    std::fs::write(&memory_x, format!("MEMORY {{\n FLASH : ORIGIN = 0, LENGTH = 1M\n RAM : ORIGIN = 0x20000000, LENGTH = {ram}\n}}\n"))
+        .unwrap();
+    let document = group_json(&paths, &["--memory-x", &memory_x.display().to_string()]);
+    let ram_region = document["memory_fit"]["regions"].as_array().unwrap().iter().find(|r| r["region"] == "RAM").unwrap().clone();
+    assert_eq!(bytes(&ram_region, "used"), own + largest + io, "{ram_region}");
+    assert_eq!(ram_region["fits"], true);
+    let shared: Vec<&serde_json::Value> = ram_region["parts"].as_array().unwrap().iter().filter(|p| p["what"] == "shared arena").collect();
+    assert_eq!(shared.len(), 1, "{ram_region}");
+    assert_eq!((&shared[0]["group"], bytes(shared[0], "bytes")), (&serde_json::json!("turns"), largest));
+    assert!(ram_region["parts"].as_array().unwrap().iter().all(|p| !SCRATCH.contains(&p["what"].as_str().unwrap())), "{ram_region}");
+
+    // Several archives need the group option; a group name must be a C identifier.
+    let (status, _, stderr) = mlf_build(&["inspect", "a.tar", "b.tar"]);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert!(stderr.contains("add --arena-group <GROUP>"), "{stderr}");
+    let mut bad: Vec<&std::ffi::OsStr> = paths.iter().map(|p| p.as_os_str()).collect();
+    bad.extend(["--arena-group", "two words"].map(std::ffi::OsStr::new));
+    let output = inspect(&bad);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the arena group name \"two words\" is not a C identifier"));
 }
 
 /// The book's "Ask first" (memory.md) `memory.x`: a small RAM and a second bank.

@@ -1,4 +1,4 @@
-//! `mlf-build inspect <archive> [--target <triple>] [--cpu <core>] [--cmsis-nn <dir>]
+//! `mlf-build inspect <archive>... [--arena-group <group>] [--target <triple>] [--cpu <core>] [--cmsis-nn <dir>]
 //! [--memory-x <file>] [--link-section <storage>=<section>] [--json] [--svg <file>]`:
 //! what an archive holds and needs, before any firmware exists (see README.md).
 //! Arguments are parsed by clap; `--help` and `--version` exit 0, a usage
@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use mlf_build::json::{self, ToValue, Value};
 use mlf_build::{Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
 
@@ -27,6 +27,8 @@ enum Command {
     /// Per module: its kind, tensors, memory map and what its code needs from
     /// outside the archive (CMSIS-NN, other headers, an Arm core); with --target
     /// its compiled size and stack bound; with --memory-x whether it fits.
+    /// With several archives and --arena-group, their modules as one arena
+    /// group: each member's scratch, the shared arena, RAM counted once.
     /// Relative paths are taken from the current directory.
     Inspect(Args),
 }
@@ -34,8 +36,12 @@ enum Command {
 /// `mlf-build inspect`'s arguments.
 #[derive(clap::Args)]
 struct Args {
-    /// The archive: a Model Library Format `.tar`, or the directory it was extracted to.
-    archive: PathBuf,
+    /// The archive: a Model Library Format `.tar`, or the directory it was extracted to; several with --arena-group.
+    #[arg(required = true, value_name = "ARCHIVE")]
+    archives: Vec<PathBuf>,
+    /// Plan the archives' modules as members of this arena group, as Builder::arena_group does: the group's plan, its arena counted once.
+    #[arg(long, value_name = "GROUP", conflicts_with_all = ["target", "cpu", "svg"])]
+    arena_group: Option<String>,
     /// Also compile the archive for this Rust target triple and report the objects' sizes (e.g. thumbv7em-none-eabihf).
     #[arg(long, value_name = "TRIPLE")]
     target: Option<String>,
@@ -68,6 +74,10 @@ fn placement(text: &str) -> Result<(Storage, String), Box<dyn std::error::Error 
 fn main() -> ExitCode {
     // Usage errors exit 2, --help and --version 0, as clap does them.
     let Command::Inspect(args) = Cli::parse().command;
+    if args.archives.len() > 1 && args.arena_group.is_none() {
+        let message = "several archives are inspected together only as one arena group: add --arena-group <GROUP>";
+        Cli::command().error(clap::error::ErrorKind::MissingRequiredArgument, message).exit();
+    }
     match inspect(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -78,7 +88,11 @@ fn main() -> ExitCode {
 }
 
 fn inspect(args: &Args) -> Result<(), String> {
-    let mut inspection = mlf_build::inspect_with_cmsis_nn(&args.archive, args.cmsis_nn.as_ref()).map_err(|e| e.to_string())?;
+    let mut inspection = match (&args.arena_group, args.archives.as_slice()) {
+        (Some(group), archives) => mlf_build::inspect_arena_group(group, archives, args.cmsis_nn.as_ref()),
+        (None, archives) => mlf_build::inspect_with_cmsis_nn(&archives[0], args.cmsis_nn.as_ref()),
+    }
+    .map_err(|e| e.to_string())?;
     let footprint = match &args.target {
         Some(triple) => {
             let (footprint, output) = compile_and_measure(args, triple)?;
@@ -137,10 +151,14 @@ fn sizes_json(sizes: &Sizes) -> Value {
 
 fn fit_json(fit: &MemoryFit) -> Value {
     let regions = fit.regions.iter().map(|region| {
-        let parts = region
-            .parts
-            .iter()
-            .map(|part| Value::object([("module", part.module.to_value()), ("what", part.what.into()), ("bytes", part.bytes.into())]));
+        let parts = region.parts.iter().map(|part| {
+            Value::object([
+                ("module", part.module.to_value()),
+                ("group", part.group.to_value()),
+                ("what", part.what.into()),
+                ("bytes", part.bytes.into()),
+            ])
+        });
         Value::object([
             ("region", region.region.to_value()),
             ("origin", region.origin.into()),
@@ -170,8 +188,9 @@ fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>, fit
     });
     let document = Value::object([
         ("schema", mlf_build::SCHEMA.into()),
-        ("archive", args.archive.display().to_string().into()),
+        ("archive", archive_names(args).into()),
         ("modules", Value::Array(inspection.modules.iter().map(|m| m.to_json()).collect())),
+        ("arena_group", inspection.arena_group.as_ref().map(|group| group.to_json()).into()),
         ("footprint", footprint.into()),
         ("memory_fit", fit.map(fit_json).into()),
     ]);
@@ -179,9 +198,12 @@ fn json(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>, fit
 }
 
 fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> String {
-    let mut out = format!("archive {}\n", args.archive.display());
+    let mut out = format!("archive {}\n", archive_names(args));
     for module in &inspection.modules {
         out += &module.to_text();
+    }
+    if let Some(group) = &inspection.arena_group {
+        out += &group.to_text();
     }
     if let (Some(footprint), Some(triple)) = (footprint, &args.target) {
         let names: Vec<&str> = inspection.modules.iter().map(|m| m.name.as_str()).collect();
@@ -204,6 +226,11 @@ fn text(args: &Args, inspection: &Inspection, footprint: Option<&Footprint>) -> 
     out
 }
 
+/// The archives given, as the report names them: `a.tar, b.tar`.
+fn archive_names(args: &Args) -> String {
+    args.archives.iter().map(|archive| archive.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// Builds the archive for `triple` in a fresh directory, as a build script
 /// would but printing nothing for Cargo, and measures the compiled libraries.
 fn compile_and_measure(args: &Args, triple: &str) -> Result<(Footprint, Output), String> {
@@ -211,7 +238,9 @@ fn compile_and_measure(args: &Args, triple: &str) -> Result<(Footprint, Output),
     let _ = std::fs::remove_dir_all(&out_dir);
     // Absolute: the Builder takes a relative path from CARGO_MANIFEST_DIR, which `cargo run` sets to mlf-build's own.
     let current = std::env::current_dir().map_err(|e| format!("mlf-build: the current directory: {e}"))?;
-    let mut builder = Builder::new(current.join(&args.archive)).out_dir(&out_dir).target(triple).cargo_metadata(false);
+    // `--target` conflicts with `--arena-group`, the one way to give several archives.
+    let [archive] = args.archives.as_slice() else { return Err("mlf-build: --target measures one archive".to_string()) };
+    let mut builder = Builder::new(current.join(archive)).out_dir(&out_dir).target(triple).cargo_metadata(false);
     if let Some(cpu) = &args.cpu {
         builder = builder.cpu(cpu);
     }

@@ -26,7 +26,7 @@ use crate::objects::elf;
 use crate::objects::sections::Storage;
 use crate::objects::stack::{self, StackBound};
 use crate::plan::checks::check_core;
-use crate::plan::fit::{self, MemoryFit, Placing};
+use crate::plan::fit::{self, FitModule, MemoryFit, Placing};
 use crate::plan::model::{ArenaGroup, Compiled, MemoryNeeds, ModulePlan, Plan, STATE};
 use crate::plan::report::{ModuleReport, TensorData};
 use crate::plan::{PlanOptions, Planned};
@@ -323,7 +323,11 @@ impl Builder {
     /// exceeds the region it goes to, or its constants and code exceed FLASH.
     /// Regions come from [`Builder::link_section`] when `memory.x` places the
     /// section (`> SRAM2`), else `RAM` and `FLASH` (or riscv-rt's `REGION_BSS`
-    /// and `REGION_RODATA` aliases). Only what the model adds is counted.
+    /// and `REGION_RODATA` aliases). Only what the model adds is counted: the
+    /// modules of this Builder and, since one program links them all, the RAM
+    /// and constants of those the build script's earlier Builders built (their
+    /// code is not measured again), an arena group's arena once, at its largest
+    /// member so far; so the last Builder's check is the complete one.
     ///
     /// Default: the package's own `memory.x` (cortex-m-rt's convention) when
     /// building for a bare-metal target (`*-none*`); this call wins.
@@ -402,6 +406,9 @@ impl Builder {
     /// is in progress returns `Busy`. `name` is a C identifier. The book's
     /// "Arena groups" chapter says what is shared, what is not and which
     /// modules cannot join yet (USMP's workspace defined in the archive's C).
+    /// A member's `STATIC_RAM_BYTES` and [`Builder::memory_x`]'s check count
+    /// the arena once, for the group; [`Builder::link_section`] with
+    /// `Storage::Workspace` places it.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), mlf_build::Error> {
@@ -465,6 +472,7 @@ impl Builder {
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
         registry::record_arena_group(&settings.out_dir, &prepared.plan, &prepared.compiled);
+        registry::record_built(&settings.out_dir, &prepared.plan, &prepared.compiled, &settings.placing);
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());
         Ok(Output { modules, warnings, memory_fit, symbol_prefix })
@@ -515,7 +523,7 @@ impl Builder {
             None => None,
         };
         let privacy = Privacy::of_crate(&target, self.share_support_runtime);
-        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target, &placing)).transpose()?;
+        let arena_group = self.arena_group.as_deref().map(|group| arena_group_name(group, &target)).transpose()?;
         Ok(Settings { paths, out_dir, target, env, show_warnings, package, support_dir, placing, memory, privacy, arena_group })
     }
 
@@ -719,6 +727,9 @@ impl Builder {
             // just computed is kept, or every rerun would hash the tree again.
             None => unpack::record_missing_digest(tree, &tree_dir)?,
         }
+        if let (Some(group), Some(section)) = (&settings.arena_group, &settings.placing.sections.workspace) {
+            place_group_arena(settings, prepared, group, section, &config)?;
+        }
         Ok(support)
     }
 
@@ -842,30 +853,45 @@ fn check_kernel_extensions(settings: &Settings, toolchain: &Toolchain, prepared:
 
 /// The name given to `Builder::arena_group`, checked with what the other
 /// options allow, before anything is read or compiled.
-fn arena_group_name(group: &str, target: &Target, placing: &Placing) -> Result<CIdent> {
-    if !crate::ident::is_c_identifier(group) {
-        return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
-            .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
-    }
-    let name = CIdent::new("arena group", group)?;
+fn arena_group_name(group: &str, target: &Target) -> Result<CIdent> {
+    let name = arena_group_ident(group)?;
     // MSVC's C compiler has no common definitions, which the group's arena is.
     if target.triple.ends_with("-msvc") {
         return Err(Error::new(ErrorKind::Unsupported, format!("arena group `{name}`: MSVC targets cannot share an arena yet"))
             .help("its arena is a common symbol, which MSVC's C compiler cannot define: build the modules without Builder::arena_group"));
     }
-    if placing.sections.workspace.is_some() {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("arena group `{name}` cannot be placed with link_section(Storage::Workspace, ..) yet"),
-        )
-        .help("the group's arena is a common symbol, which has no section to rename: drop one of the two options"));
-    }
     Ok(name)
+}
+
+/// Arena group `group`'s arena placed in the workspace `section`: its one
+/// definition, grown to this Builder's members, compiled into the group's
+/// library, which the group's first placing Builder links.
+fn place_group_arena(settings: &Settings, prepared: &Prepared, group: &CIdent, section: &str, config: &CompileConfig<'_>) -> Result<()> {
+    let members = prepared.plan.modules.iter().zip(&prepared.compiled);
+    let (bytes, alignment) = members.fold((0, 1), |(bytes, alignment), (module, compiled)| {
+        (bytes.max(module.memory_needs(compiled).group_scratch), alignment.max(module.alignment))
+    });
+    let arena = registry::place_group_arena(&settings.out_dir, group.as_str(), section, bytes, alignment)?;
+    let library =
+        libraries::group_arena_library(&settings.out_dir, group, arena.bytes, arena.alignment, &settings.placing.sections, config)?;
+    if arena.first {
+        settings.env.directives.link_static_whole(&library.out_dir, &library.name)?;
+    }
+    Ok(())
+}
+
+/// An arena group's name, which must be a C identifier (it names the arena's symbol).
+pub(crate) fn arena_group_ident(group: &str) -> Result<CIdent> {
+    if !crate::ident::is_c_identifier(group) {
+        return Err(Error::new(ErrorKind::Config, format!("the arena group name {group:?} is not a C identifier"))
+            .help("name the group with letters, digits and `_`, not starting with a digit: Builder::arena_group(\"turns\")"));
+    }
+    CIdent::new("arena group", group)
 }
 
 /// Lays out each module's scratch in arena group `name`, or refuses, naming
 /// the module and why, a module whose scratch mlf-build cannot place there yet.
-fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
+pub(crate) fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
     for module in &mut plan.modules {
         let code_workspace = module.memory_needs(&Compiled::not_compiled()).code_workspace;
         if code_workspace > 0 {
@@ -905,14 +931,21 @@ fn check_kernel_scratch(settings: &Settings, toolchain: &Toolchain, prepared: &m
 }
 
 /// The model laid onto the regions of the build's `memory.x`, if it has one:
-/// planned sizes, plus the compiled code once `libraries` (model and
-/// support) exist. Fails when a region is too small.
+/// planned sizes, with the earlier Builders' modules (`registry::built_before`),
+/// plus the compiled code once `libraries` (model and support) exist. Fails
+/// when a region is too small.
 fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathBuf]>) -> Result<Option<MemoryFit>> {
     let Some((path, layout)) = &settings.memory else { return Ok(None) };
     let plan = &prepared.plan;
     let needs: Vec<MemoryNeeds> =
         plan.modules.iter().zip(&prepared.compiled).map(|(module, compiled)| module.memory_needs(compiled)).collect();
-    let modules: Vec<(&str, &MemoryNeeds)> = plan.modules.iter().map(|m| m.name.as_str()).zip(&needs).collect();
+    // One program links every module of the build script: the earlier Builders' count too.
+    let earlier = registry::built_before(&settings.out_dir, plan);
+    let mut modules: Vec<FitModule> = earlier.iter().map(registry::BuiltModule::fit_module).collect();
+    for (module, needs) in plan.modules.iter().zip(&needs) {
+        let group = module.arena_group.as_ref().map(|group| group.name.as_str());
+        modules.push(FitModule { name: module.name.as_str(), needs, group, placing: &settings.placing });
+    }
     let code = match libraries {
         Some(libraries) => {
             let sizes = crate::objects::sizes::library_sizes(libraries)?;
@@ -920,7 +953,7 @@ fn check_fit(settings: &Settings, prepared: &Prepared, libraries: Option<&[PathB
         }
         None => None,
     };
-    let fit = fit::fit(path, layout, &modules, &settings.placing, code)?;
+    let fit = fit::fit(path, layout, &modules, code)?;
     fit.check()?;
     Ok(Some(fit))
 }

@@ -12,7 +12,8 @@ use crate::codegen;
 use crate::codegen::ArenaGroups;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, RustIdent};
-use crate::plan::model::{Compiled, Entry, Plan};
+use crate::plan::fit::{FitModule, Placing};
+use crate::plan::model::{Compiled, Entry, MemoryNeeds, Plan};
 
 /// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
 static MODULE_INDEX: Mutex<BTreeMap<PathBuf, BTreeMap<String, bool>>> = Mutex::new(BTreeMap::new());
@@ -30,6 +31,84 @@ pub(super) fn record_arena_group(out_dir: &Path, plan: &Plan, compiled: &[Compil
         let bytes = group.member_bytes(module.alignment, compiled.kernel_scratch_bytes);
         groups.entry(group.name.to_string()).or_default().insert(module.name.to_string(), bytes);
     }
+}
+
+/// A module an earlier Builder of the build script built: what the
+/// `memory_x` fit of the later ones counts, since one program links them all.
+#[derive(Debug, Clone)]
+pub(super) struct BuiltModule {
+    name: String,
+    needs: MemoryNeeds,
+    group: Option<String>,
+    placing: Placing,
+}
+
+impl BuiltModule {
+    pub(super) fn fit_module(&self) -> FitModule<'_> {
+        FitModule { name: &self.name, needs: &self.needs, group: self.group.as_deref(), placing: &self.placing }
+    }
+}
+
+/// Every module each OUT_DIR holds so far, by module name, with its needs as built.
+static BUILT_MODULES: Mutex<BTreeMap<PathBuf, BTreeMap<String, BuiltModule>>> = Mutex::new(BTreeMap::new());
+
+/// Records the modules of `plan` as built, with their needs.
+pub(super) fn record_built(out_dir: &Path, plan: &Plan, compiled: &[Compiled], placing: &Placing) {
+    let mut built = BUILT_MODULES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let built = built.entry(out_dir.to_path_buf()).or_default();
+    for (module, compiled) in plan.modules.iter().zip(compiled) {
+        let entry = BuiltModule {
+            name: module.name.to_string(),
+            needs: module.memory_needs(compiled),
+            group: module.arena_group.as_ref().map(|group| group.name.to_string()),
+            placing: placing.clone(),
+        };
+        built.insert(module.name.to_string(), entry);
+    }
+}
+
+/// The modules earlier Builders built into `out_dir`, except those `plan` builds again.
+pub(super) fn built_before(out_dir: &Path, plan: &Plan) -> Vec<BuiltModule> {
+    let built = BUILT_MODULES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Some(built) = built.get(out_dir) else { return Vec::new() };
+    let rebuilt: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
+    built.values().filter(|module| !rebuilt.contains(&module.name.as_str())).cloned().collect()
+}
+
+/// A placed arena group's definition so far, per OUT_DIR and group: its
+/// section, size and alignment (`libraries::group_arena_library`).
+static PLACED_ARENAS: Mutex<BTreeMap<(PathBuf, String), PlacedArena>> = Mutex::new(BTreeMap::new());
+
+/// Where and how large a placed group's one arena definition is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PlacedArena {
+    pub section: String,
+    pub bytes: u64,
+    pub alignment: u64,
+    /// Whether this Builder is the group's first to place it: the one that links its library.
+    pub first: bool,
+}
+
+/// Grows group `group`'s placed arena to hold `bytes` at `alignment`, in
+/// `section`; the group's members must all place it in the same section.
+pub(super) fn place_group_arena(out_dir: &Path, group: &str, section: &str, bytes: u64, alignment: u64) -> Result<PlacedArena> {
+    let mut placed = PLACED_ARENAS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let key = (out_dir.to_path_buf(), group.to_string());
+    let Some(arena) = placed.get_mut(&key) else {
+        let arena = PlacedArena { section: section.to_string(), bytes, alignment, first: true };
+        placed.insert(key, PlacedArena { first: false, ..arena.clone() });
+        return Ok(arena);
+    };
+    if arena.section != section {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("arena group `{group}` has one arena, placed in `{}` by an earlier member's link_section(Storage::Workspace, ..), not `{section}`", arena.section),
+        )
+        .help("give every member of the group the same workspace section, or none"));
+    }
+    arena.bytes = arena.bytes.max(bytes);
+    arena.alignment = arena.alignment.max(alignment);
+    Ok(arena.clone())
 }
 
 /// `$OUT_DIR/mlf/mod.rs`: one `pub mod` per module this build script has built,

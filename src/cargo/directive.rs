@@ -68,6 +68,17 @@ impl Directives {
         self.hold("rustc-link-lib", &format!("static={name}"))
     }
 
+    /// `cargo:rustc-link-search=native=<dir>` then
+    /// `cargo:rustc-link-lib=static:+whole-archive=<name>`: every object of
+    /// the library links, whether or not a symbol pulls it.
+    pub fn link_static_whole(&self, dir: &Path, name: &str) -> Result<()> {
+        self.hold("rustc-link-search", &format!("native={}", path_text("rustc-link-search", dir)?))?;
+        if name.is_empty() || !name.bytes().all(|b| ident::is_identifier_byte(b) || b == b'-' || b == b'.') {
+            return Err(Error::new(ErrorKind::Config, format!("`{}` is not a library name Cargo can link", name.escape_debug())));
+        }
+        self.hold("rustc-link-lib", &format!("static:+whole-archive={name}"))
+    }
+
     /// `cargo:warning=mlf-build: <text>`, control characters written as
     /// escapes; printed at once, as it may explain a failure that follows.
     pub fn warning(&self, text: &str) {

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use proc_macro2::{Literal, TokenStream};
+use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::codegen::{glue, ArenaGroups};
@@ -272,7 +272,7 @@ impl Items<'_> {
             });
         }
         // Only when supplied, so a module without CMSIS-NN keeps its constants.
-        let (mut extra_term, mut extra_doc) = (TokenStream::new(), String::new());
+        let (mut scratch_term, mut scratch_doc) = (TokenStream::new(), String::new());
         if needs.kernel_scratch > 0 {
             let bytes = int(needs.kernel_scratch);
             items.extend(quote! {
@@ -280,9 +280,10 @@ impl Items<'_> {
                 /// the most one of them needs, as the library's `*_get_buffer_size` says for it.
                 pub const KERNEL_SCRATCH_BYTES: usize = #bytes;
             });
-            extra_term.extend(quote! { + KERNEL_SCRATCH_BYTES });
-            extra_doc.push_str(" + [`KERNEL_SCRATCH_BYTES`]");
+            scratch_term.extend(quote! { + KERNEL_SCRATCH_BYTES });
+            scratch_doc.push_str(" + [`KERNEL_SCRATCH_BYTES`]");
         }
+        let (mut extra_term, mut extra_doc) = (TokenStream::new(), String::new());
         // Only when some tensor is padded, so other modules keep their constants.
         if needs.padded_io > 0 {
             let bytes = int(needs.padded_io);
@@ -307,16 +308,43 @@ impl Items<'_> {
             extra_term.extend(quote! { + STEPPING_BYTES });
             extra_doc.push_str(" + [`STEPPING_BYTES`]");
         }
-        items.extend(match m.schedule() {
+        // A member's scratch is the group's arena, counted once in `mod.rs`: its own RAM leaves it out.
+        let static_ram = |scratch: TokenStream, scratch_text: &str| match &m.arena_group {
             None => {
+                let static_doc =
+                    doc(&format!("Static RAM a run uses besides the caller's buffers: {scratch_text}{scratch_doc}{extra_doc}."));
+                quote! {
+                    #static_doc
+                    pub const STATIC_RAM_BYTES: usize = #scratch #scratch_term #extra_term;
+                }
+            }
+            Some(group) => {
+                let own = if extra_doc.is_empty() { "none".to_string() } else { extra_doc.trim_start_matches(" + ").to_string() };
+                let own_terms: Vec<Ident> = [(needs.padded_io, "PADDED_IO_BYTES"), (needs.stepping, "STEPPING_BYTES")]
+                    .into_iter()
+                    .filter(|(bytes, _)| *bytes > 0)
+                    .map(|(_, name)| format_ident!("{name}"))
+                    .collect();
+                let sum = if own_terms.is_empty() {
+                    quote! { 0 }
+                } else {
+                    quote! { #(#own_terms)+* }
+                };
                 let static_doc = doc(&format!(
-                    "Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]{extra_doc}."
+                    "Static RAM a run uses besides the caller's buffers, of this module's own: {own}. Its scratch\n({scratch_text}{scratch_doc}) is [`GROUP_SCRATCH_BYTES`] of arena group `{}`'s one arena,\nwhich `mod.rs` counts once for the group (`arena_groups::<group>::ARENA_BYTES`).",
+                    group.name
                 ));
                 quote! {
                     #static_doc
-                    pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES #extra_term;
+                    pub const STATIC_RAM_BYTES: usize = #sum;
                 }
             }
+        };
+        items.extend(match m.schedule() {
+            None => static_ram(
+                quote! { CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES },
+                "[`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]",
+            ),
             Some(schedule) => {
                 let storage_doc = doc(&format!(
                     "Static storage of the graph's intermediate tensors and operator workspaces, in bytes:\n{} regions sized from the graph's shapes and dtypes and what each operator's code requests,\naligned to [`ALIGNMENT`], sharing bytes when not live during the same call (TVM's own plan:\n{} bytes). Inputs, outputs and weights are used in place and take none.",
@@ -325,8 +353,7 @@ impl Items<'_> {
                 ));
                 let (storage, params) = (int(schedule.storage_bytes), int(schedule.params.len()));
                 let linked = int(schedule.linked_params);
-                let static_doc =
-                    doc(&format!("Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`]{extra_doc}."));
+                let static_ram = static_ram(quote! { STORAGE_BYTES + ARENA_BYTES }, "[`STORAGE_BYTES`] + [`ARENA_BYTES`]");
                 quote! {
                     #storage_doc
                     pub const STORAGE_BYTES: usize = #storage;
@@ -335,8 +362,7 @@ impl Items<'_> {
                     pub const PARAMS_BYTES: usize = #params;
                     /// Weights the C code links in (`-link-params`), found through its lookup function at run time.
                     pub const LINKED_PARAMS: usize = #linked;
-                    #static_doc
-                    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES #extra_term;
+                    #static_ram
                 }
             }
         });

@@ -2,7 +2,7 @@
 //! its memory map is counted against the region the linker script sends it
 //! to. Counts what the model adds, never the application's own data.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -17,8 +17,12 @@ use crate::plan::report::ModuleReport;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FitPart {
-    /// The module it belongs to; `None` for code, measured for the whole library.
+    /// The module it belongs to; `None` for code, measured for the whole
+    /// library, and for an arena group's shared arena.
     pub module: Option<String>,
+    /// The arena group whose one arena this part is (`what` is `shared arena`),
+    /// counted once at its largest member's scratch; `None` for other parts.
+    pub group: Option<String>,
     /// What it is: `workspace`, `arena`, `inputs`, `constants`, `code`, …
     pub what: &'static str,
     /// Its size.
@@ -102,8 +106,18 @@ pub fn memory_fit(
         placing.sections.set(*storage, section)?;
     }
     let layout = read(memory_x)?;
-    let needs: Vec<(&str, &MemoryNeeds)> = modules.iter().map(|m| (m.name.as_str(), &m.memory)).collect();
-    fit(memory_x, &layout, &needs, &placing, code_bytes)
+    let modules: Vec<FitModule> =
+        modules.iter().map(|m| FitModule { name: &m.name, needs: &m.memory, group: m.arena_group.as_deref(), placing: &placing }).collect();
+    fit(memory_x, &layout, &modules, code_bytes)
+}
+
+/// One module as [`fit`] counts it: what it needs, the arena group it is a
+/// member of, and where its Builder places its memory.
+pub(crate) struct FitModule<'a> {
+    pub name: &'a str,
+    pub needs: &'a MemoryNeeds,
+    pub group: Option<&'a str>,
+    pub placing: &'a Placing,
 }
 
 /// Reads and parses a `memory.x`; errors name the file.
@@ -124,31 +138,37 @@ enum Memory {
     Flash,
 }
 
-/// Lays the modules' memory onto `layout`'s regions.
-pub(crate) fn fit(
-    memory_x: &Path,
-    layout: &MemoryLayout,
-    modules: &[(&str, &MemoryNeeds)],
-    placing: &Placing,
-    code_bytes: Option<u64>,
-) -> Result<MemoryFit> {
+/// Lays the modules' memory onto `layout`'s regions. The scratch of an
+/// arena group's members is counted once, as the group's arena: the most
+/// any member uses, in the region its first member's workspace goes to.
+pub(crate) fn fit(memory_x: &Path, layout: &MemoryLayout, modules: &[FitModule], code_bytes: Option<u64>) -> Result<MemoryFit> {
     let mut fit =
         MemoryFit { memory_x: memory_x.to_path_buf(), regions: Vec::new(), warnings: Vec::new(), code_counted: code_bytes.is_some() };
-    let workspace = place(&mut fit, layout, placing.sections.workspace.as_deref(), Memory::Ram, Storage::Workspace)?;
-    let constants = place(&mut fit, layout, placing.sections.constants.as_deref(), Memory::Flash, Storage::Constants)?;
-    for (module, needs) in modules {
-        let module = Some(module.to_string());
+    let mut groups: BTreeMap<&str, (u64, &Region)> = BTreeMap::new();
+    for FitModule { name, needs, group, placing } in modules {
+        let workspace = place(&mut fit, layout, placing.sections.workspace.as_deref(), Memory::Ram, Storage::Workspace)?;
+        let constants = place(&mut fit, layout, placing.sections.constants.as_deref(), Memory::Flash, Storage::Constants)?;
+        let module = Some(name.to_string());
         let mut add = |region: &Region, what: &'static str, bytes: u64| {
             if bytes > 0 {
-                region_fit(&mut fit.regions, region).parts.push(FitPart { module: module.clone(), what, bytes });
+                region_fit(&mut fit.regions, region).parts.push(FitPart { module: module.clone(), group: None, what, bytes });
             }
         };
-        for (what, bytes) in [
+        let scratch = [
             ("workspace", needs.code_workspace),
             ("arena", needs.arena),
             ("workspace pools", needs.pools),
             ("graph storage", needs.storage),
             ("CMSIS-NN scratch", needs.kernel_scratch),
+        ];
+        match group {
+            Some(group) => {
+                let (largest, _) = groups.entry(group).or_insert((0, workspace));
+                *largest = (*largest).max(needs.group_scratch);
+            }
+            None => scratch.into_iter().for_each(|(what, bytes)| add(workspace, what, bytes)),
+        }
+        for (what, bytes) in [
             ("padded inputs and outputs", needs.padded_io),
             // Zero-initialised statics of the glue and the split copy: `.bss`, which moves with the workspace.
             ("stepped run's state", needs.stepping),
@@ -164,9 +184,13 @@ pub(crate) fn fit(
             add(constants, what, bytes);
         }
     }
+    for (group, (bytes, region)) in groups.into_iter().filter(|(_, (bytes, _))| *bytes > 0) {
+        let part = FitPart { module: None, group: Some(group.to_string()), what: "shared arena", bytes };
+        region_fit(&mut fit.regions, region).parts.push(part);
+    }
     if let Some(code) = code_bytes.filter(|&bytes| bytes > 0) {
         let flash = default_region(layout, Memory::Flash, "the model's code")?;
-        region_fit(&mut fit.regions, flash).parts.push(FitPart { module: None, what: "code", bytes: code });
+        region_fit(&mut fit.regions, flash).parts.push(FitPart { module: None, group: None, what: "code", bytes: code });
     }
     fit.regions.sort_by_key(|region| region.line);
     Ok(fit)
@@ -202,16 +226,20 @@ fn place<'l>(fit: &mut MemoryFit, layout: &'l MemoryLayout, section: Option<&str
     let Some(section) = section else { return default_region(layout, memory, what) };
     let fallback = default_region(layout, memory, what)?;
     let file = fit.memory_x.display();
-    match layout.placement(section) {
+    let warning = match layout.placement(section) {
         Placement::Region(region) => return Ok(region),
-        Placement::Unplaced { line } => fit.warnings.push(format!(
+        Placement::Unplaced { line } => format!(
             "{file} line {line}: the output section taking `{section}` names no region (`> REGION`); {what} is counted in `{}`",
             fallback.name
-        )),
-        Placement::NotTaken => fit.warnings.push(format!(
+        ),
+        Placement::NotTaken => format!(
             "{file}: no SECTIONS entry takes `{section}` (e.g. `SECTIONS {{ {section} (NOLOAD) : {{ *({section} {section}.*) }} > REGION }} INSERT AFTER .bss;`): the linker places it as an orphan; {what} is counted in `{}`",
             fallback.name
-        )),
+        ),
+    };
+    // Said once, however many modules place their memory there.
+    if !fit.warnings.contains(&warning) {
+        fit.warnings.push(warning);
     }
     Ok(fallback)
 }
@@ -238,16 +266,18 @@ impl MemoryFit {
     pub fn check(&self) -> Result<()> {
         let Some(region) = self.regions.iter().find(|region| !region.fits()) else { return Ok(()) };
         let mut modules: Vec<&str> = region.parts.iter().filter_map(|part| part.module.as_deref()).collect();
+        modules.sort_unstable();
         modules.dedup();
         let who = match modules.as_slice() {
             [one] => format!("model `{one}` needs"),
-            _ => "the archive's models need".to_string(),
+            _ => "the models need".to_string(),
         };
         let mut parts = String::new();
         for (index, part) in region.parts.iter().enumerate() {
             let separator = if index == 0 { "" } else { " + " };
-            let owner = match (&part.module, modules.len()) {
-                (Some(module), 2..) => format!("`{module}` "),
+            let owner = match (&part.module, &part.group, modules.len()) {
+                (_, Some(group), _) => format!("arena group `{group}` "),
+                (Some(module), _, 2..) => format!("`{module}` "),
                 _ => String::new(),
             };
             let _ = write!(parts, "{separator}{owner}{} {}", part.what, grouped(part.bytes));
@@ -287,8 +317,9 @@ impl MemoryFit {
             let parts: Vec<String> = region
                 .parts
                 .iter()
-                .map(|part| match &part.module {
-                    Some(module) if modules.len() > 1 => format!("{module} {} {}", part.what, grouped(part.bytes)),
+                .map(|part| match (&part.module, &part.group) {
+                    (_, Some(group)) => format!("arena group {group} {} {}", part.what, grouped(part.bytes)),
+                    (Some(module), _) if modules.len() > 1 => format!("{module} {} {}", part.what, grouped(part.bytes)),
                     _ => format!("{} {}", part.what, grouped(part.bytes)),
                 })
                 .collect();
@@ -343,6 +374,10 @@ mod tests {
         MemoryNeeds { code_workspace: 15_378, inputs: 490, outputs: 12, constants: 20_000, ..MemoryNeeds::default() }
     }
 
+    fn alone<'a>(needs: &'a MemoryNeeds, placing: &'a Placing) -> FitModule<'a> {
+        FitModule { name: "default", needs, group: None, placing }
+    }
+
     fn layout(text: &str) -> MemoryLayout {
         memory_x::parse(text).unwrap()
     }
@@ -350,7 +385,7 @@ mod tests {
     #[test]
     fn a_small_ram_fails_with_the_parts_and_what_to_do() {
         let layout = layout("MEMORY {\n FLASH : ORIGIN = 0, LENGTH = 256K\n RAM : ORIGIN = 0x20000000, LENGTH = 8K\n}");
-        let fit = fit(Path::new("memory.x"), &layout, &[("default", &needs())], &Placing::default(), Some(4_000)).unwrap();
+        let fit = fit(Path::new("memory.x"), &layout, &[alone(&needs(), &Placing::default())], Some(4_000)).unwrap();
         let error = fit.check().unwrap_err();
         assert_eq!(error.kind(), ErrorKind::DoesNotFit);
         assert_eq!(
@@ -362,7 +397,7 @@ mod tests {
         assert_eq!(fit.regions[0].used(), 24_000);
         // The application placing its buffers takes them out of the count.
         let placing = Placing { app_places_io_buffers: true, ..Placing::default() };
-        let fit = super::fit(Path::new("memory.x"), &layout, &[("default", &needs())], &placing, None).unwrap();
+        let fit = super::fit(Path::new("memory.x"), &layout, &[alone(&needs(), &placing)], None).unwrap();
         assert_eq!(fit.regions[1].used(), 15_378);
     }
 
@@ -373,7 +408,7 @@ mod tests {
              SECTIONS { .sram2 (NOLOAD) : { *(.sram2 .sram2.*) } > SRAM2 } INSERT AFTER .bss;",
         );
         let placing = Placing { sections: SectionNames { workspace: Some(".sram2".into()), constants: None }, ..Placing::default() };
-        let fit = fit(Path::new("memory.x"), &layout, &[("default", &needs())], &placing, None).unwrap();
+        let fit = fit(Path::new("memory.x"), &layout, &[alone(&needs(), &placing)], None).unwrap();
         let used: Vec<(&str, u64)> = fit.regions.iter().map(|r| (r.region.as_str(), r.used())).collect();
         assert_eq!(used, [("FLASH", 20_000), ("RAM", 502), ("SRAM2", 15_378)]);
         let error = fit.check().unwrap_err().to_string();
@@ -382,7 +417,7 @@ mod tests {
         assert!(fit.warnings.is_empty());
         // A section the script does not take is counted in RAM, with a warning.
         let placing = Placing { sections: SectionNames { workspace: Some(".elsewhere".into()), constants: None }, ..Placing::default() };
-        let fit = super::fit(Path::new("memory.x"), &layout, &[("default", &needs())], &placing, None).unwrap();
+        let fit = super::fit(Path::new("memory.x"), &layout, &[alone(&needs(), &placing)], None).unwrap();
         assert_eq!(fit.regions[1].used(), 15_880);
         assert!(fit.warnings[0].contains("no SECTIONS entry takes `.elsewhere`"), "{:?}", fit.warnings);
     }
@@ -390,12 +425,37 @@ mod tests {
     #[test]
     fn regions_come_from_aliases_or_are_asked_for() {
         let aliased = layout("MEMORY { L2 : ORIGIN = 0x80000000, LENGTH = 64K\n ROM : ORIGIN = 0, LENGTH = 1M }\nREGION_ALIAS(\"REGION_BSS\", L2);\nREGION_ALIAS(\"REGION_RODATA\", ROM);");
-        let fit = fit(Path::new("memory.x"), &aliased, &[("default", &needs())], &Placing::default(), None).unwrap();
+        let fit = fit(Path::new("memory.x"), &aliased, &[alone(&needs(), &Placing::default())], None).unwrap();
         assert!(fit.check().is_ok());
         assert_eq!(fit.regions.iter().map(|r| r.region.as_str()).collect::<Vec<_>>(), ["L2", "ROM"]);
         let nameless = layout("MEMORY { SRAM : ORIGIN = 0, LENGTH = 64K }");
-        let error = super::fit(Path::new("memory.x"), &nameless, &[("default", &needs())], &Placing::default(), None).unwrap_err();
+        let error = super::fit(Path::new("memory.x"), &nameless, &[alone(&needs(), &Placing::default())], None).unwrap_err();
         assert!(error.to_string().contains("memory.x has no region `RAM` (nor a `REGION_BSS` alias)"), "{error}");
+    }
+
+    #[test]
+    fn an_arena_group_is_counted_once_at_its_largest_member() {
+        let layout = layout("MEMORY {\n FLASH : ORIGIN = 0, LENGTH = 256K\n RAM : ORIGIN = 0x20000000, LENGTH = 12K\n}");
+        let kws =
+            MemoryNeeds { arena: 9_000, group_scratch: 9_016, stepping: 40, inputs: 490, in_arena_group: true, ..MemoryNeeds::default() };
+        let cnn = MemoryNeeds { storage: 4_000, group_scratch: 4_000, inputs: 100, in_arena_group: true, ..MemoryNeeds::default() };
+        let placing = Placing::default();
+        let member = |name, needs| FitModule { name, needs, group: Some("turns"), placing: &placing };
+        let fit = fit(Path::new("memory.x"), &layout, &[member("kws", &kws), member("cnn", &cnn)], None).unwrap();
+        let ram = &fit.regions[0];
+        assert_eq!(ram.used(), 40 + 490 + 100 + 9_016, "{:?}", ram.parts);
+        let shared: Vec<&FitPart> = ram.parts.iter().filter(|part| part.group.is_some()).collect();
+        assert_eq!(shared.len(), 1);
+        assert_eq!((shared[0].what, shared[0].bytes, shared[0].group.as_deref()), ("shared arena", 9_016, Some("turns")));
+        assert!(fit.check().is_ok());
+        // Apart, each counts its own scratch: 13,000 B of scratch in 12 KiB.
+        let apart = |name, needs| FitModule { name, needs, group: None, placing: &placing };
+        let (kws, cnn) = (MemoryNeeds { in_arena_group: false, ..kws }, MemoryNeeds { in_arena_group: false, ..cnn });
+        let error =
+            super::fit(Path::new("memory.x"), &layout, &[apart("kws", &kws), apart("cnn", &cnn)], None).unwrap().check().unwrap_err();
+        assert!(error.to_string().contains("the models need 13,630 B of RAM in region `RAM` (`kws` arena 9,000"), "{error}");
+        assert!(error.to_string().contains("gives it 12,288 B"), "{error}");
+        assert!(fit.to_text().contains("arena group turns shared arena 9,016"), "{}", fit.to_text());
     }
 
     #[test]

@@ -262,15 +262,33 @@ pub struct MemoryNeeds {
     pub inputs: u64,
     /// All output buffers together.
     pub outputs: u64,
+    /// For a member of an arena group (`Builder::arena_group`): the bytes of
+    /// the group's one arena it uses, its scratch parts above laid out there
+    /// (`GROUP_SCRATCH_BYTES`); 0 outside a group. The group counts its arena
+    /// once, so [`MemoryNeeds::static_ram`] leaves these parts out.
+    pub group_scratch: u64,
+    /// Whether the module is a member of an arena group.
+    pub in_arena_group: bool,
 }
 
 impl MemoryNeeds {
-    /// Static RAM a run uses besides the caller's buffers.
+    /// Static RAM a run uses besides the caller's buffers; for a member of an
+    /// arena group, its own only: the scratch it keeps in the group's arena
+    /// ([`MemoryNeeds::group_scratch`]) is counted once, by the group.
     pub fn static_ram(&self) -> u64 {
         // Each part is at most `limits::MAX_BYTES`; saturating keeps the public API panic-free regardless.
-        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch, self.padded_io, self.stepping]
-            .into_iter()
-            .fold(0, u64::saturating_add)
+        let own = [self.padded_io, self.stepping].into_iter().fold(0, u64::saturating_add);
+        if self.in_arena_group {
+            own
+        } else {
+            own.saturating_add(self.scratch())
+        }
+    }
+
+    /// The scratch parts, each as the module would hold it alone: what an
+    /// arena group's members share.
+    pub fn scratch(&self) -> u64 {
+        [self.code_workspace, self.arena, self.pools, self.storage, self.kernel_scratch].into_iter().fold(0, u64::saturating_add)
     }
 
     /// RAM a run needs in all: [`MemoryNeeds::static_ram`] plus one set of input and output buffers.
@@ -339,6 +357,8 @@ impl ModulePlan {
             padded_io: self.padded_tensors().map(|(_, tensor)| tensor.buffer_bytes()).fold(0, u64::saturating_add),
             params: schedule.map_or(0, |s| s.params.len() as u64),
             tvm_graph_plan: schedule.map_or(0, |s| s.tvm_plan_bytes),
+            group_scratch: self.arena_group.as_ref().map_or(0, |group| group.member_bytes(self.alignment, compiled.kernel_scratch_bytes)),
+            in_arena_group: self.arena_group.is_some(),
         }
     }
 }

@@ -65,6 +65,10 @@ pub struct ModuleReport {
     pub stack: StackBound,
     /// What the module's code needs from outside the archive.
     pub needs: Vec<Need>,
+    /// The arena group the module is a member of ([`crate::Builder::arena_group`]):
+    /// its scratch is a part of the group's one arena (`memory.group_scratch`
+    /// bytes of it), counted once by the group, not in its own static RAM.
+    pub arena_group: Option<String>,
 }
 
 /// Something a module's code needs that the archive does not hold.
@@ -90,6 +94,102 @@ pub struct Inspection {
     pub modules: Vec<ModuleReport>,
     /// What the Builder would print as `cargo:warning` lines (e.g. a module inferred without metadata.json).
     pub warnings: Vec<String>,
+    /// The group's plan, when the archives were inspected as one arena group ([`inspect_arena_group`]).
+    pub arena_group: Option<ArenaGroupReport>,
+}
+
+/// One member of an inspected arena group: a module and the archive it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupMember {
+    /// The archive, as given.
+    pub archive: std::path::PathBuf,
+    /// The module's report; its scratch in the group's arena is `memory.group_scratch`.
+    pub module: ModuleReport,
+}
+
+/// Several archives' modules planned as one arena group: the arena they
+/// share, the size of the largest member's scratch, counted once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArenaGroupReport {
+    /// The group's name.
+    pub name: String,
+    /// The members, in the order the archives were given.
+    pub members: Vec<GroupMember>,
+}
+
+impl ArenaGroupReport {
+    /// Bytes of the group's one arena: the most any member uses.
+    pub fn arena_bytes(&self) -> u64 {
+        self.members.iter().map(|m| m.module.memory.group_scratch).max().unwrap_or(0)
+    }
+
+    /// The members' scratch were each built apart: the sum of their scratch parts.
+    pub fn separate_scratch_bytes(&self) -> u64 {
+        self.members.iter().map(|m| m.module.memory.scratch()).fold(0, u64::saturating_add)
+    }
+
+    /// Static RAM of the whole group: each member's own, plus the arena once.
+    pub fn static_ram(&self) -> u64 {
+        self.members.iter().map(|m| m.module.memory.static_ram()).fold(self.arena_bytes(), u64::saturating_add)
+    }
+
+    /// RAM of the whole group with every member's input and output buffers.
+    pub fn ram(&self) -> u64 {
+        self.members.iter().map(|m| m.module.memory.ram()).fold(self.arena_bytes(), u64::saturating_add)
+    }
+
+    /// Static RAM the members would take built apart, each with its own scratch.
+    pub fn separate_static_ram(&self) -> u64 {
+        let apart = |m: &GroupMember| m.module.memory.static_ram().saturating_add(m.module.memory.scratch());
+        self.members.iter().map(apart).fold(0, u64::saturating_add)
+    }
+
+    /// The group's plan as JSON (`arena_group` in the book's schema).
+    pub fn to_json(&self) -> Value {
+        let members = self.members.iter().map(|m| {
+            json!({
+                "archive": m.archive.display().to_string(),
+                "module": m.module.name,
+                "scratch": m.module.memory.group_scratch,
+                "own_static_ram": m.module.memory.static_ram(),
+            })
+        });
+        json!({
+            "name": self.name,
+            "arena_bytes": self.arena_bytes(),
+            "members": members.collect::<Vec<_>>(),
+            "static_ram": self.static_ram(),
+            "ram": self.ram(),
+            "separate_scratch": self.separate_scratch_bytes(),
+            "separate_static_ram": self.separate_static_ram(),
+        })
+    }
+
+    /// The group's plan as `mlf-build inspect --arena-group` prints it.
+    pub fn to_text(&self) -> String {
+        let mut text = format!("arena group `{}`: {} members take turns in one arena\n", self.name, self.members.len());
+        for member in &self.members {
+            let m = &member.module;
+            text += &format!(
+                "  {} module `{}`: scratch {} bytes in the arena, own static RAM {} bytes\n",
+                member.archive.display(),
+                m.name,
+                m.memory.group_scratch,
+                m.memory.static_ram()
+            );
+        }
+        text += &format!("  shared arena: {} bytes (the largest member's scratch)\n", self.arena_bytes());
+        text += &format!(
+            "  static RAM counted once: {} bytes (built apart: {}, scratch {} bytes in all)\n",
+            self.static_ram(),
+            self.separate_static_ram(),
+            self.separate_scratch_bytes()
+        );
+        text += &format!("  RAM with every member's I/O: {} bytes\n", self.ram());
+        text
+    }
 }
 
 /// Reads and plans an archive without compiling it: what [`crate::Builder::build`]
@@ -110,22 +210,52 @@ pub fn inspect(path: impl AsRef<std::path::Path>) -> Result<Inspection> {
 /// # Errors
 /// As [`inspect`]; and a `cmsis_nn` folder that is not CMSIS-NN.
 pub fn inspect_with_cmsis_nn(path: impl AsRef<Path>, cmsis_nn: Option<impl AsRef<Path>>) -> Result<Inspection> {
-    let base = Base::current_dir();
-    let path = &base.archive(path.as_ref(), "the archive path")?;
-    let library = match cmsis_nn {
-        Some(dir) => Some(KernelLibrary::read_cmsis_nn(&base.dir(dir.as_ref(), "the CMSIS-NN folder given")?)?),
-        None => None,
-    };
-    let read = || -> Result<Inspection> {
-        let Planned { metadata, plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
-        Ok(Inspection {
-            modules: plan
-                .modules
-                .iter()
-                .map(|m| ModuleReport::new(m, &Compiled::not_compiled(), metadata.version, library.as_ref()))
-                .collect(),
-            warnings,
-        })
+    let library = cmsis_nn_library(cmsis_nn)?;
+    let (modules, warnings) = inspect_one(path.as_ref(), library.as_ref(), None)?;
+    Ok(Inspection { modules, warnings, arena_group: None })
+}
+
+/// The archives' modules planned as members of one arena group `group`, as
+/// Builders given [`crate::Builder::arena_group`] would build them: each
+/// module's report, and the group's plan (its arena counted once). Paths as
+/// [`inspect_with_cmsis_nn`] takes them.
+///
+/// # Errors
+/// As [`inspect`]; a group name that is not a C identifier; a module that cannot join the group.
+pub fn inspect_arena_group<P: AsRef<Path>>(group: &str, archives: &[P], cmsis_nn: Option<impl AsRef<Path>>) -> Result<Inspection> {
+    let name = crate::builder::arena_group_ident(group)?;
+    let library = cmsis_nn_library(cmsis_nn)?;
+    let (mut modules, mut warnings, mut members) = (Vec::new(), Vec::new(), Vec::new());
+    for archive in archives {
+        let (reports, said) = inspect_one(archive.as_ref(), library.as_ref(), Some(&name))?;
+        members.extend(reports.iter().map(|module| GroupMember { archive: archive.as_ref().to_path_buf(), module: module.clone() }));
+        modules.extend(reports);
+        warnings.extend(said);
+    }
+    Ok(Inspection { modules, warnings, arena_group: Some(ArenaGroupReport { name: name.to_string(), members }) })
+}
+
+fn cmsis_nn_library(cmsis_nn: Option<impl AsRef<Path>>) -> Result<Option<KernelLibrary>> {
+    match cmsis_nn {
+        Some(dir) => Ok(Some(KernelLibrary::read_cmsis_nn(&Base::current_dir().dir(dir.as_ref(), "the CMSIS-NN folder given")?)?)),
+        None => Ok(None),
+    }
+}
+
+/// One archive's module reports and warnings, its modules in `group` when given.
+fn inspect_one(
+    path: &Path,
+    library: Option<&KernelLibrary>,
+    group: Option<&crate::ident::CIdent>,
+) -> Result<(Vec<ModuleReport>, Vec<String>)> {
+    let path = &Base::current_dir().archive(path, "the archive path")?;
+    let read = || -> Result<(Vec<ModuleReport>, Vec<String>)> {
+        let Planned { metadata, mut plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
+        if let Some(group) = group {
+            crate::builder::join_arena_group(&mut plan, group)?;
+        }
+        let reports = plan.modules.iter().map(|m| ModuleReport::new(m, &Compiled::not_compiled(), metadata.version, library)).collect();
+        Ok((reports, warnings))
     };
     read().map_err(|error| error.in_archive(path))
 }
@@ -273,6 +403,7 @@ impl ModuleReport {
             inferred,
             stack: compiled.stack.clone(),
             needs: needs(module, cmsis_nn),
+            arena_group: module.arena_group.as_ref().map(|group| group.name.to_string()),
         }
     }
 
@@ -302,6 +433,7 @@ impl ModuleReport {
                 "kernel_scratch": m.kernel_scratch,
                 "padded_io": m.padded_io,
                 "stepping": m.stepping,
+                "group_scratch": m.group_scratch,
                 "inputs": m.inputs,
                 "outputs": m.outputs,
                 "static_ram": m.static_ram(),
@@ -312,6 +444,7 @@ impl ModuleReport {
             "stack_unknown": self.stack.unknown,
             "stack_path": self.stack.path.iter().map(|step| json!({ "function": step.function, "bytes": step.bytes })).collect::<Vec<_>>(),
             "needs": self.needs.iter().map(|need| json!({ "kind": need.kind, "what": need.what, "file": need.file, "met_by": need.met_by })).collect::<Vec<_>>(),
+            "arena_group": self.arena_group,
         })
     }
 
@@ -350,6 +483,12 @@ impl ModuleReport {
         ];
         for (label, bytes) in rows {
             text += &format!("    {label:<36} {bytes:>10}\n");
+        }
+        if let Some(group) = &self.arena_group {
+            text += &format!(
+                "  arena group `{group}`: its scratch takes {} bytes of the group's one arena, counted once by the group, not in its static RAM\n",
+                m.group_scratch
+            );
         }
         match (self.stack.bytes, &self.stack.unknown) {
             (Some(bytes), _) => text += &format!("  stack: {bytes} bytes at most; deepest: {}\n", self.stack.path_text()),

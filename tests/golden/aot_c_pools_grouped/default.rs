@@ -54,8 +54,10 @@ mod generated {
     pub const GROUP: &str = "turns";
     /// The bytes of the group's arena this module uses: its scratch parts, each aligned to [`ALIGNMENT`].
     pub const GROUP_SCRATCH_BYTES: usize = 17778;
-    /// Static RAM a run uses besides the caller's buffers: [`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`].
-    pub const STATIC_RAM_BYTES: usize = CODE_WORKSPACE_BYTES + ARENA_BYTES + POOL_BYTES;
+    /// Static RAM a run uses besides the caller's buffers, of this module's own: none. Its scratch
+    /// ([`CODE_WORKSPACE_BYTES`] + [`ARENA_BYTES`] + [`POOL_BYTES`]) is [`GROUP_SCRATCH_BYTES`] of arena group `turns`'s one arena,
+    /// which `mod.rs` counts once for the group (`arena_groups::<group>::ARENA_BYTES`).
+    pub const STATIC_RAM_BYTES: usize = 0;
     /// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.
     pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;
     /// Type, size and shape of each input of the model.

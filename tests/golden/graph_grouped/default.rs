@@ -64,8 +64,10 @@ mod generated {
     pub const PARAMS_BYTES: usize = 14440;
     /// Weights the C code links in (`-link-params`), found through its lookup function at run time.
     pub const LINKED_PARAMS: usize = 0;
-    /// Static RAM a run uses besides the caller's buffers: [`STORAGE_BYTES`] + [`ARENA_BYTES`].
-    pub const STATIC_RAM_BYTES: usize = STORAGE_BYTES + ARENA_BYTES;
+    /// Static RAM a run uses besides the caller's buffers, of this module's own: none. Its scratch
+    /// ([`STORAGE_BYTES`] + [`ARENA_BYTES`]) is [`GROUP_SCRATCH_BYTES`] of arena group `turns`'s one arena,
+    /// which `mod.rs` counts once for the group (`arena_groups::<group>::ARENA_BYTES`).
+    pub const STATIC_RAM_BYTES: usize = 0;
     /// RAM a run needs in all: [`STATIC_RAM_BYTES`] plus one set of input and output buffers.
     pub const RAM_BYTES: usize = STATIC_RAM_BYTES + INPUT_BYTES + OUTPUT_BYTES;
     /// Type, size and shape of each input of the model.
