@@ -485,6 +485,9 @@ mod tests {
     use crate::test_support::{corpus_dir, run_ok, scratch};
 
     const LIB0: &str = "codegen/host/src/default_lib0.c";
+
+    /// Files replaced in the archive, and the reason the refusal must give.
+    type Variant<'a> = (Vec<(&'a str, Vec<u8>)>, &'a str);
     const LIB1: &str = "codegen/host/src/default_lib1.c";
 
     fn module() -> CIdent {
@@ -559,7 +562,7 @@ mod tests {
         let appended = |text: &str| format!("{lib0}\n{text}\n").into_bytes();
         let mut non_utf8 = lib0.clone().into_bytes();
         non_utf8.extend(b"/* \xff */\n");
-        let cases: Vec<(Vec<(&str, Vec<u8>)>, &str)> = vec![
+        let cases: Vec<Variant<'_>> = vec![
             (vec![(LIB0, appended("int f(void) { return (int)sizeof(global_workspace); }"))], "is used under `sizeof`"),
             (vec![(LIB0, appended("int f(void) { int global_workspace = 0; return global_workspace; }"))], "reads no use of the array"),
             (vec![(LIB0, appended("int f(struct s* s) { return s->global_workspace; }"))], "is also a member's name"),
