@@ -23,6 +23,7 @@ use crate::input::c::lexer::{lex, Kind, Token};
 use crate::input::c::parser::parse::parse;
 use crate::input::c::parser::syntax::{scalar_dtype, CSource, Expr, Init, Initializer, Span, Stmt, StmtKind, Variable};
 use crate::input::c::{integer, split_top_level};
+use crate::plan::limits::MAX_BYTES;
 use crate::plan::model::{CodeWorkspace, SourceEdit};
 
 /// The name USMP gives the workspace it plans and the generated C defines.
@@ -168,7 +169,11 @@ fn read_definition(module: &CIdent, source: &CSource<'_>, definition: &Variable<
         bytes = bytes.checked_mul(dim).ok_or_else(|| fail("has a size past 64 bits"))?;
         let _ = write!(dims, "[{dim}]");
     }
-    let mut alignment = 1u64;
+    if bytes > MAX_BYTES {
+        return Err(fail(&format!("is {bytes} bytes, more than the {MAX_BYTES} bytes any workspace may take (the limit)")));
+    }
+    // At least the element's own alignment (scalar sizes are powers of two).
+    let mut alignment = element;
     for attribute in &definition.attributes {
         for requested in attribute_alignments(source.text_of(*attribute)).map_err(|reason| fail(&reason))? {
             alignment = alignment.max(requested);
@@ -575,6 +580,7 @@ mod tests {
             (vec![(LIB0, replaced("static const uint8_t global_workspace[15378];"))], "is const"),
             (vec![(LIB0, replaced("static my_byte global_workspace[15378];"))], "element type `my_byte`"),
             (vec![(LIB0, replaced("static uint64_t global_workspace[4294967296][4294967296];"))], "past 64 bits"),
+            (vec![(LIB0, replaced("static float global_workspace[1073741824];"))], "more than the 1073741824 bytes"),
             (vec![(LIB0, lib0.replace("aligned(16)", "aligned(16), weak").into_bytes())], "the attribute `weak`"),
             (vec![(LIB0, lib0.replace("aligned(16)", "aligned(24)").into_bytes())], "no power of two"),
             (vec![(LIB0, format!("#define H \"x.h\"\n#include H\n{lib0}").into_bytes())], "`#include` through a macro"),
