@@ -223,6 +223,26 @@ fn a_usmp_workspace_joins_and_one_that_cannot_move_is_refused_by_name() {
     }
 }
 
+/// Several modules of one archive, each with its own USMP workspace, are
+/// members each: each module's source is edited for its own array, and the
+/// group's arena is the larger workspace.
+#[test]
+fn several_modules_of_one_archive_join_with_their_usmp_workspaces() {
+    let Some(case) = common::corpus_case("multi-kws_mlp-aot_c") else { return };
+    let out = common::scratch("multi");
+    let output = build_in(&out, Builder::new(case.join("model.tar")).arena_group("turns")).unwrap();
+    let mut workspaces: Vec<(String, u64)> = output.modules.iter().map(|m| (m.name.clone(), m.memory.code_workspace)).collect();
+    workspaces.sort();
+    assert_eq!(workspaces, [("kws".to_string(), 17794), ("mlp".to_string(), 12580)]);
+    for (module, bytes) in workspaces {
+        let copy = out.join(format!("mlf/build/kws/gen/edited/codegen/host/src/{module}_lib0.c"));
+        let copy = std::fs::read_to_string(&copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+        assert!(copy.contains(&format!("#define global_workspace (*(uint8_t (*)[{bytes}])(mlf_arena_turns + 0))")), "{module}");
+    }
+    let index = std::fs::read_to_string(out.join("mlf/mod.rs")).unwrap();
+    assert!(index.contains("pub const ARENA_BYTES: usize = 17794;"), "{index}");
+}
+
 #[test]
 fn a_group_name_that_is_no_identifier_and_a_workspace_section_are_refused() {
     let Some(case) = common::corpus_case("kws_int8-aot_c_nousmp") else { return };
