@@ -63,7 +63,7 @@ fn refuse(module: &CIdent, file: &str, line: Option<u32>, reason: String) -> Err
         format!("module `{module}` cannot join an arena group: its workspace `{WORKSPACE}` ({file}{at}) {reason}"),
     )
     .in_file(file.to_string())
-    .help("build the module without Builder::arena_group, or regenerate it with TVM as USMP writes it (book: \"Arena groups\")")
+    .help("build the module without Builder::arena_group: its workspace then stays its own (book: \"Arena groups\", \"What cannot join yet\")")
 }
 
 /// The one definition of USMP's workspace among `module`'s C `sources` (tree
