@@ -167,8 +167,11 @@ fn run(command: &mut Command) {
 }
 
 /// tests/fixtures/arena-group: `kws_int8-aot_c_nousmp` (its arena behind
-/// `TVMBackendAllocWorkspace`), `kws_int8-aot_c_pools` (its workspace pool)
-/// and `cnn_f32-graph` (its storage) in group `turns`: three rounds of turns
+/// `TVMBackendAllocWorkspace`), `kws_int8-aot_c_pools` (its workspace pool),
+/// `cnn_f32-graph` (its storage), `kws_int8-aot_c_usmp` (USMP's
+/// `global_workspace`, moved into the arena by an edited copy of its source)
+/// and the CMSIS-NN archive `etiss-vww-muriscvnn-rvv-tvm017` (its USMP
+/// workspace and CMSIS-NN scratch) in group `turns`: three rounds of turns
 /// equal `expected/`; a member started from another's step callback, or from
 /// another thread while a stepped run is paused, gets `Busy` and all are right
 /// afterwards (the fixture asserts these); `ARENA_BYTES` is the largest
@@ -176,12 +179,16 @@ fn run(command: &mut Command) {
 #[test]
 fn members_take_turns_in_one_arena_on_the_host() {
     let Some(corpus) = common::corpus_dir() else { return };
+    let cmsis_nn = common::shared_dir().join("third-party/CMSIS-NN/v4.1.0");
+    if !cmsis_nn.is_dir() {
+        return common::skip(&format!("no CMSIS-NN at {}", cmsis_nn.display()));
+    }
     // One after the other: both builds write the same program. With a workspace section the arena is
     // the group library's definition there, which the members' common definitions merge into.
     for section in [None, Some(".sram2")] {
         // Shares multi-archive's target directory (tests/consumer.rs): the same dependencies, built once.
         let mut command = common::run_fixture("multi-archive", "arena-group");
-        command.env("MLF_TEST_CORPUS", &corpus);
+        command.env("MLF_TEST_CORPUS", &corpus).env("MLF_TEST_CMSIS_NN", &cmsis_nn);
         match section {
             Some(section) => command.env("MLF_TEST_ARENA_SECTION", section),
             None => command.env_remove("MLF_TEST_ARENA_SECTION"),
@@ -197,7 +204,7 @@ fn members_take_turns_in_one_arena_on_the_host() {
         let figures = stdout.lines().find_map(|l| l.strip_prefix("arena: turns ARENA_BYTES ")).expect("the fixture prints ARENA_BYTES");
         let numbers: Vec<u64> = figures.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
         let [arena, ref members @ ..] = numbers[..] else { panic!("ARENA_BYTES line: {figures}") };
-        assert!(members.len() == 3 && members.iter().all(|&bytes| bytes > 0), "{figures}");
+        assert!(members.len() == 5 && members.iter().all(|&bytes| bytes > 0), "{figures}");
         assert_eq!(Some(&arena), members.iter().max(), "{figures}");
         let program = common::repo_root().join("target/multi-archive/release/arena-group");
         let bytes = std::fs::read(&program).unwrap();
@@ -230,16 +237,73 @@ fn build_in(out_dir: &Path, builder: Builder) -> mlf_build::Result<mlf_build::Ou
     builder.out_dir(out_dir).target(common::host_triple()).host(common::host_triple()).cargo_metadata(false).build()
 }
 
-/// USMP's `global_workspace` is a static array of the archive's C: until it is
-/// redirected, a module with one is refused by name, with the reason.
+/// USMP's `global_workspace` joins through an edited copy of its source;
+/// hostile variants whose array cannot move are refused by name, with the
+/// file, line and reason, before anything compiles.
 #[test]
-fn a_module_whose_workspace_the_archive_defines_is_refused_by_name() {
+fn a_usmp_workspace_joins_and_one_that_cannot_move_is_refused_by_name() {
     let Some(case) = common::corpus_case("kws_int8-aot_c_usmp") else { return };
-    let error = build_in(&common::scratch("usmp"), Builder::new(case.join("model.tar")).arena_group("turns")).unwrap_err();
-    let text = error.to_string();
-    assert_eq!(error.kind(), ErrorKind::Config, "{text}");
-    assert!(text.contains("module `default` cannot join arena group `turns` yet") && text.contains("global_workspace"), "{text}");
-    assert!(error.help_text().is_some_and(|help| help.contains("next step")), "{text}");
+    let out = common::scratch("usmp");
+    let output = build_in(&out, Builder::new(case.join("model.tar")).arena_group("turns")).unwrap();
+    let module = output.modules.iter().find(|m| m.name == "default").unwrap();
+    assert_eq!(module.memory.code_workspace, 15378, "the workspace is counted, now in the arena");
+    let copy = std::fs::read_to_string(out.join("mlf/build/default/gen/edited/codegen/host/src/default_lib0.c")).unwrap();
+    assert!(copy.contains("#define global_workspace (*(uint8_t (*)[15378])(mlf_arena_turns + 0))"), "{copy}");
+    assert!(!copy.contains("static uint8_t global_workspace[15378];"), "{copy}");
+    // The original's tree is left as the archive wrote it.
+    let tree = std::fs::read_to_string(out.join("mlf/build/default/tree/codegen/host/src/default_lib0.c")).unwrap();
+    assert!(tree.contains("static uint8_t global_workspace[15378];"));
+
+    let unpacked = common::scratch("usmp-hostile");
+    let status = Command::new("tar").arg("xf").arg(case.join("model.tar")).arg("-C").arg(&unpacked).status().unwrap();
+    assert!(status.success());
+    let lib0 = unpacked.join("codegen/host/src/default_lib0.c");
+    let original = std::fs::read_to_string(&lib0).unwrap();
+    let hostile: [(&str, String, &str); 4] = [
+        (
+            "undefined",
+            original.replace("static uint8_t global_workspace[15378];", "extern uint8_t global_workspace[15378];"),
+            "cannot join arena group `turns`: its workspace (15378 bytes, USMP's `global_workspace`) is static memory of the archive's code, and no C source of the archive defines it",
+        ),
+        ("sizeof", format!("{original}\nint mlf_test_size(void) {{ return (int)sizeof(global_workspace); }}\n"), "is used under `sizeof`"),
+        ("initializer", original.replace("global_workspace[15378];", "global_workspace[15378] = {1};"), "has an initializer"),
+        ("macro", format!("{original}\n#define WORKSPACE_BYTES sizeof global_workspace\n"), "preprocessor line"),
+    ];
+    for (what, text, reason) in hostile {
+        std::fs::write(&lib0, text).unwrap();
+        let dir = common::scratch(&format!("usmp-{what}"));
+        let error = build_in(&dir, Builder::new(&unpacked).arena_group("turns")).unwrap_err();
+        let text = error.to_string();
+        assert_eq!(error.kind(), ErrorKind::Config, "{what}: {text}");
+        assert!(text.contains("module `default` cannot join") && text.contains(reason), "{what}: {text}");
+        if what != "undefined" {
+            assert_eq!(error.file(), Some("codegen/host/src/default_lib0.c"), "{what}: {text}");
+        }
+        // Outside a group the same archive builds.
+        if what == "sizeof" {
+            build_in(&dir, Builder::new(&unpacked)).unwrap();
+        }
+    }
+}
+
+/// Several modules of one archive, each with its own USMP workspace, are
+/// members each: each module's source is edited for its own array, and the
+/// group's arena is the larger workspace.
+#[test]
+fn several_modules_of_one_archive_join_with_their_usmp_workspaces() {
+    let Some(case) = common::corpus_case("multi-kws_mlp-aot_c") else { return };
+    let out = common::scratch("multi");
+    let output = build_in(&out, Builder::new(case.join("model.tar")).arena_group("turns")).unwrap();
+    let mut workspaces: Vec<(String, u64)> = output.modules.iter().map(|m| (m.name.clone(), m.memory.code_workspace)).collect();
+    workspaces.sort();
+    assert_eq!(workspaces, [("kws".to_string(), 17794), ("mlp".to_string(), 12580)]);
+    for (module, bytes) in workspaces {
+        let copy = out.join(format!("mlf/build/kws/gen/edited/codegen/host/src/{module}_lib0.c"));
+        let copy = std::fs::read_to_string(&copy).unwrap_or_else(|e| panic!("{}: {e}", copy.display()));
+        assert!(copy.contains(&format!("#define global_workspace (*(uint8_t (*)[{bytes}])(mlf_arena_turns + 0))")), "{module}");
+    }
+    let index = std::fs::read_to_string(out.join("mlf/mod.rs")).unwrap();
+    assert!(index.contains("pub const ARENA_BYTES: usize = 17794;"), "{index}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::{write_if_changed, write_streamed_if_changed};
 use crate::codegen::kernel_scratch::{self, ScratchFiles};
-use crate::codegen::{self, glue, stepper};
+use crate::codegen::{self, glue, redirect, stepper};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::{sources, user_path};
@@ -274,8 +274,15 @@ pub(super) fn model_library(
             untimed_functions.extend(timed.untimed.iter().map(ToString::to_string));
         }
         objects.extend(module.codegen.objects.iter().map(|p| tree_dir.join(p)));
+        let workspace = module.arena_group.as_ref().and_then(|group| group.code_workspace.as_ref());
+        let mut appended_to_edited = String::new();
         // A split run's sources compile as copies that include the originals and append the step code.
         for copy in stepper::sources(&module.name, module.entry_split.as_ref()) {
+            // The source an arena group edits carries the step code in its one copy.
+            if workspace.is_some_and(|workspace| workspace.file == copy.original) {
+                appended_to_edited = copy.appended;
+                continue;
+            }
             let bytes = copy.text(&copy.original_included())?;
             write_if_changed(&gen_dir.join(&copy.path), &bytes)?;
             generated.extend(&bytes);
@@ -284,6 +291,17 @@ pub(super) fn model_library(
                 *source = gen_dir.join(&copy.path);
             }
             including.push((gen_dir.join(&copy.path), original));
+        }
+        if let Some(workspace) = workspace {
+            let original = tree_dir.join(&workspace.file);
+            let text = std::fs::read_to_string(&original).map_err(|e| Error::io("read", &original, e))?;
+            let bytes = redirect::apply(&workspace.file, &text, &workspace.edits, &appended_to_edited)?.into_bytes();
+            let path = gen_dir.join(redirect::copy_path(&workspace.file));
+            write_if_changed(&path, &bytes)?;
+            generated.extend(&bytes);
+            for source in c_sources.iter_mut().chain(&mut instrumented).filter(|source| **source == original) {
+                *source = path.clone();
+            }
         }
         if let Some((path, write)) = codegen::params_source(module) {
             // Not part of the key: it follows from the `.params` bytes (in the
@@ -379,14 +397,19 @@ pub(super) fn supply_scratch(
         }
         let group =
             module.arena_group.as_ref().map(|group| (glue::group_arena_symbol(&group.name), group.kernel_scratch_offset(module.alignment)));
-        let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls, group })?;
+        let edited = module.arena_group.as_ref().and_then(|group| group.code_workspace.as_ref()).map(|workspace| workspace.file.as_str());
+        let code = kernel_scratch::files(&ScratchFiles { module: &module.name, bytes, alignment: module.alignment, calls, group, edited })?;
         write_if_changed(&gen_dir.join(&code.buffer.path), &code.buffer.bytes)?;
         generated.extend(&code.buffer.bytes);
         model.c_sources.push(gen_dir.join(&code.buffer.path));
         for (file, wrapper) in code.wrappers {
             write_if_changed(&gen_dir.join(&wrapper.path), &wrapper.bytes)?;
             generated.extend(&wrapper.bytes);
-            let original = tree_dir.join(&file);
+            // The edited copy of a source an arena group edits is what compiles (and holds any step code).
+            let original = match edited {
+                Some(edited) if edited == file => gen_dir.join(redirect::copy_path(&file)),
+                _ => tree_dir.join(&file),
+            };
             // A split run's copy of the file includes the wrapper instead of the original.
             let copied = |copy: &stepper::SteppedSource| model.including.iter().any(|(source, _)| *source == gen_dir.join(&copy.path));
             if let Some(copy) =

@@ -15,7 +15,7 @@ use crate::cargo::cache;
 use crate::cargo::directive::Directives;
 use crate::cargo::env::{self, Env};
 use crate::cargo::write::write_if_changed;
-use crate::codegen::{self, glue, rust as emit, stepper};
+use crate::codegen::{self, glue, redirect, rust as emit, stepper};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::{digest_hex, Limits, Tree};
@@ -587,7 +587,7 @@ impl Builder {
         let options = PlanOptions { renames: &self.renames, limits: self.limits, target: Some(&settings.target), profile: self.profile };
         let Planned { mut tree, metadata, mut plan, warnings } = crate::plan::read_and_plan(&settings.paths.archive, &options)?;
         if let Some(group) = &settings.arena_group {
-            join_arena_group(&mut plan, group)?;
+            join_arena_group(&mut plan, group, &tree)?;
         }
         // Printed now: they explain a compile that fails later.
         for warning in &warnings {
@@ -811,7 +811,10 @@ fn measure_stepping(prepared: &mut Prepared) -> Result<()> {
     for (module, compiled) in prepared.plan.modules.iter().zip(&mut prepared.compiled) {
         let mut bytes = size(&gen_dir.join(glue::source_name(module)), &|name| name.starts_with(glue::STEPPED_PREFIX.as_bytes()))?;
         if let Some(copy) = stepper::sources(&module.name, module.entry_split.as_ref()).first() {
-            bytes = bytes.saturating_add(size(&gen_dir.join(&copy.path), &|name| name == STATE.as_bytes())?);
+            // The source an arena group edits carries the step code in its edited copy.
+            let edited = module.arena_group.as_ref().and_then(|group| group.code_workspace.as_ref()).filter(|w| w.file == copy.original);
+            let path = edited.map_or_else(|| copy.path.clone(), |workspace| redirect::copy_path(&workspace.file));
+            bytes = bytes.saturating_add(size(&gen_dir.join(path), &|name| name == STATE.as_bytes())?);
         }
         compiled.stepping_bytes = bytes;
     }
@@ -889,27 +892,43 @@ pub(crate) fn arena_group_ident(group: &str) -> Result<CIdent> {
     CIdent::new("arena group", group)
 }
 
-/// Lays out each module's scratch in arena group `name`, or refuses, naming
-/// the module and why, a module whose scratch mlf-build cannot place there yet.
-pub(crate) fn join_arena_group(plan: &mut Plan, name: &CIdent) -> Result<()> {
+/// Lays out each module's scratch in arena group `name`, USMP's workspace
+/// among it (redirected by an edited copy of its source, `codegen::redirect`),
+/// or refuses, naming the module and why, a module whose scratch cannot move.
+pub(crate) fn join_arena_group(plan: &mut Plan, name: &CIdent, tree: &Tree) -> Result<()> {
     for module in &mut plan.modules {
         let code_workspace = module.memory_needs(&Compiled::not_compiled()).code_workspace;
-        if code_workspace > 0 {
+        let found = if code_workspace > 0 { redirect::find(&module.name, &module.codegen.c_sources, tree)? } else { None };
+        if code_workspace > 0 && found.is_none() {
+            let objects = module.codegen.objects.join(", ");
+            let reason = if objects.is_empty() {
+                "no C source of the archive defines it as a file-scope array".to_string()
+            } else {
+                format!("no C source defines it; a prebuilt object ({objects}) may, which mlf-build cannot edit")
+            };
             return Err(Error::new(
                 ErrorKind::Config,
                 format!(
-                    "module `{}` cannot join arena group `{name}` yet: its workspace ({code_workspace} bytes) is a static array the archive's C defines itself (USMP's `global_workspace`)",
-                    module.name
+                    "module `{}` cannot join arena group `{name}`: its workspace ({code_workspace} bytes, USMP's `{}`) is static memory of the archive's code, and {reason}",
+                    module.name,
+                    redirect::WORKSPACE
                 ),
             )
-            .help("build it outside the group for now; redirecting that array into the group's arena, through an edited copy of its source, is the next step (book: \"Arena groups\")"));
+            .help("build the module without Builder::arena_group (book: \"Arena groups\")"));
         }
-        let layout = ArenaGroup::lay_out(name.clone(), module).ok_or_else(|| {
+        let overflow = || {
             Error::new(
                 ErrorKind::Unsupported,
                 format!("module `{}`: its scratch overflows a 64-bit size in arena group `{name}`", module.name),
             )
-        })?;
+        };
+        let (mut layout, offset) =
+            ArenaGroup::lay_out(name.clone(), module, found.as_ref().map(|found| (found.bytes, found.alignment))).ok_or_else(overflow)?;
+        if let (Some(found), Some(offset)) = (found, offset) {
+            let alignment = module.alignment.max(found.alignment);
+            let edits = redirect::edits(&found, &glue::group_arena_symbol(name), offset, alignment)?;
+            layout.code_workspace = Some(found.into_plan(offset, edits));
+        }
         module.arena_group = Some(layout);
     }
     Ok(())

@@ -48,7 +48,7 @@ fn generate(archive: &Path, mlf_rt: bool, profiled: bool, group: Option<&str>, s
     if let Some(group) = group {
         let name = CIdent::new("arena group", group).unwrap();
         for module in &mut planned.plan.modules {
-            let layout = ArenaGroup::lay_out(name.clone(), module).expect("corpus sizes fit");
+            let (layout, _) = ArenaGroup::lay_out(name.clone(), module, None).expect("corpus sizes fit");
             groups.entry(group.to_string()).or_default().insert(module.name.to_string(), layout.bytes);
             module.arena_group = Some(layout);
         }

@@ -25,6 +25,8 @@ pub(crate) struct ScratchFiles<'a> {
     /// In an arena group: the group's arena symbol and the buffer's offset in
     /// it (after the glue's parts); `None`: a static buffer of its own.
     pub group: Option<(String, u64)>,
+    /// A calling file an arena group edits (`redirect`): its wrapper includes the edited copy.
+    pub edited: Option<&'a str>,
 }
 
 /// The generated C for one module.
@@ -75,7 +77,11 @@ pub(crate) fn files(scratch: &ScratchFiles<'_>) -> Result<ScratchCode> {
         let wrapper_path = Path::new("kernel-scratch").join(file);
         // Up from the wrapper's directory to the one holding `gen` and `tree`.
         let depth = wrapper_path.parent().map_or(0, |dir| dir.components().count()) + 1;
-        let original: PathBuf = std::iter::repeat_n(Path::new(".."), depth).collect::<PathBuf>().join("tree").join(file);
+        let up: PathBuf = std::iter::repeat_n(Path::new(".."), depth).collect();
+        let original = match scratch.edited {
+            Some(edited) if edited == file => up.join("gen").join(super::redirect::copy_path(file)),
+            _ => up.join("tree").join(file),
+        };
         // The library's header first: the routing macros must not rename its declarations.
         let text = format!(
             "/* Written by mlf-build: {} with its CMSIS-NN calls that have no scratch buffer given mlf-build's. */\n\
@@ -95,7 +101,7 @@ mod tests {
 
     fn scratch<'a>(module: &'a CIdent, bytes: u64, file: &str) -> ScratchFiles<'a> {
         let kernels = ["arm_avgpool_s8", "arm_softmax_s8"].iter().map(|k| CIdent::new("kernel", k).unwrap()).collect();
-        ScratchFiles { module, bytes, alignment: 4, calls: [(file.to_string(), kernels)].into(), group: None }
+        ScratchFiles { module, bytes, alignment: 4, calls: [(file.to_string(), kernels)].into(), group: None, edited: None }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub(crate) mod glue;
 pub(crate) mod kernel_probe;
 pub(crate) mod kernel_scratch;
+pub(crate) mod redirect;
 pub(crate) mod rust;
 pub(crate) mod stepper;
 

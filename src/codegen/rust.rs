@@ -262,8 +262,8 @@ impl Items<'_> {
         if let Some(group) = &m.arena_group {
             let (group_name, bytes) = (group.name.as_str(), int(group.member_bytes(m.alignment, needs.kernel_scratch)));
             items.extend(quote! {
-                /// The arena group (`Builder::arena_group`) this module's scratch lives in: its arena, workspace
-                /// pools, graph storage and CMSIS-NN scratch are parts of the group's one arena, whose size
+                /// The arena group (`Builder::arena_group`) this module's scratch lives in: USMP's workspace, its
+                /// arena, workspace pools, graph storage and CMSIS-NN scratch are parts of the group's one arena, whose size
                 /// `mod.rs` states (`arena_groups::<group>::ARENA_BYTES`). A run while another member's is in
                 /// progress returns `Busy`.
                 pub const GROUP: &str = #group_name;

@@ -56,17 +56,48 @@ pub(crate) struct ArenaGroup {
     pub arena: Option<u64>,
     /// Offset of each workspace (not constant) pool, by the pool's name.
     pub pools: Vec<(CIdent, u64)>,
+    /// USMP's `global_workspace`, which the archive's C defines, moved into the arena.
+    pub code_workspace: Option<CodeWorkspace>,
     /// The bytes of the group's arena this member uses: its parts' end.
     pub bytes: u64,
 }
 
+/// A workspace the archive's C defines itself (USMP's `global_workspace`),
+/// moved into the group's arena by compiling an edited copy of its source
+/// (`codegen::redirect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CodeWorkspace {
+    /// The source that defines it (tree path).
+    pub file: String,
+    /// The definition's line.
+    pub line: u32,
+    pub bytes: u64,
+    /// The alignment its definition asks.
+    pub alignment: u64,
+    /// Its offset in the group's arena.
+    pub offset: u64,
+    /// The edits of the source's text that make the copy.
+    pub edits: Vec<SourceEdit>,
+}
+
+/// One span replacement of a source's text: `expected` at `start..end`
+/// becomes `replacement` (`codegen::redirect::apply`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceEdit {
+    pub start: usize,
+    pub end: usize,
+    pub expected: String,
+    pub replacement: String,
+}
+
 impl ArenaGroup {
-    /// The parts of `module`'s scratch laid out one after another; `None`
-    /// when the offsets overflow (the limits refuse such sizes first).
-    pub fn lay_out(name: CIdent, module: &ModulePlan) -> Option<ArenaGroup> {
+    /// The parts of `module`'s scratch laid out one after another, the
+    /// workspace its code defines (`(bytes, alignment)`) first; `None` when
+    /// the offsets overflow (the limits refuse such sizes first).
+    pub fn lay_out(name: CIdent, module: &ModulePlan, code_workspace: Option<(u64, u64)>) -> Option<(ArenaGroup, Option<u64>)> {
         let align = module.alignment.max(1);
         let mut end = 0u64;
-        let mut place = |bytes: u64| -> Option<Option<u64>> {
+        let mut place_at = |bytes: u64, align: u64| -> Option<Option<u64>> {
             if bytes == 0 {
                 return Some(None);
             }
@@ -74,6 +105,11 @@ impl ArenaGroup {
             end = offset.checked_add(bytes)?;
             Some(Some(offset))
         };
+        let workspace = match code_workspace {
+            Some((bytes, alignment)) => place_at(bytes, align.max(alignment))?,
+            None => None,
+        };
+        let mut place = |bytes: u64| place_at(bytes, align);
         let storage = place(module.schedule().map_or(0, |s| s.storage_bytes))?;
         let arena = place(module.arena_bytes)?;
         let mut pools = Vec::new();
@@ -82,7 +118,7 @@ impl ArenaGroup {
                 pools.push((pool.name.clone(), offset));
             }
         }
-        Some(ArenaGroup { name, storage, arena, pools, bytes: end })
+        Some((ArenaGroup { name, storage, arena, pools, code_workspace: None, bytes: end }, workspace))
     }
 
     /// Where the member's CMSIS-NN scratch starts in the group's arena: after

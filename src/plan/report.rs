@@ -250,9 +250,9 @@ fn inspect_one(
 ) -> Result<(Vec<ModuleReport>, Vec<String>)> {
     let path = &Base::current_dir().archive(path, "the archive path")?;
     let read = || -> Result<(Vec<ModuleReport>, Vec<String>)> {
-        let Planned { metadata, mut plan, warnings, .. } = read_and_plan(path, &PlanOptions::default())?;
+        let Planned { tree, metadata, mut plan, warnings } = read_and_plan(path, &PlanOptions::default())?;
         if let Some(group) = group {
-            crate::builder::join_arena_group(&mut plan, group)?;
+            crate::builder::join_arena_group(&mut plan, group, &tree)?;
         }
         let reports = plan.modules.iter().map(|m| ModuleReport::new(m, &Compiled::not_compiled(), metadata.version, library)).collect();
         Ok((reports, warnings))

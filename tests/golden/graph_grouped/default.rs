@@ -47,8 +47,8 @@ mod generated {
     pub const CONSTANT_POOL_BYTES: usize = 0;
     /// Workspace the generated C reserves itself (USMP's static `global_workspace`), in bytes.
     pub const CODE_WORKSPACE_BYTES: usize = 0;
-    /// The arena group (`Builder::arena_group`) this module's scratch lives in: its arena, workspace
-    /// pools, graph storage and CMSIS-NN scratch are parts of the group's one arena, whose size
+    /// The arena group (`Builder::arena_group`) this module's scratch lives in: USMP's workspace, its
+    /// arena, workspace pools, graph storage and CMSIS-NN scratch are parts of the group's one arena, whose size
     /// `mod.rs` states (`arena_groups::<group>::ARENA_BYTES`). A run while another member's is in
     /// progress returns `Busy`.
     pub const GROUP: &str = "turns";
