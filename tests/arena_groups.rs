@@ -449,10 +449,11 @@ fn memory_x_counts_the_group_s_arena_once_across_builders() {
 /// The firmware proof's members: (corpus case, module name, its vector 0's
 /// input file). tests/fixtures/arena-firmware builds what this lists
 /// (MLF_ARENA_MEMBERS) and runs every module it built: a member is one line.
-const FIRMWARE_MEMBERS: [(&str, &str, &str); 3] = [
+const FIRMWARE_MEMBERS: [(&str, &str, &str); 4] = [
     ("kws_int8-aot_c_nousmp", "kws", "inputs/input_1.bin"),
     ("kws_int8-aot_c_pools", "pools", "inputs/input_1.bin"),
     ("cnn_f32-graph", "cnn", "inputs/image.bin"),
+    ("kws_int8-aot_c_usmp", "usmp", "inputs/input_1.bin"),
 ];
 
 /// Shared with tests/corpus_qemu.rs and tests/embassy_steps.rs: the target crates built once.
@@ -478,13 +479,22 @@ fn firmware(verb: &str, triple: &str, grouped: bool, ram: Option<u64>) -> std::p
         .args(["--target", triple])
         .env("MLF_TEST_CORPUS", common::corpus_dir().unwrap())
         .env("MLF_ARENA_GROUP", if grouped { "turns" } else { "" })
-        .env("MLF_ARENA_MEMBERS", FIRMWARE_MEMBERS.map(|(case, module, input)| format!("{case}:{module}:{input}")).join(";"))
+        .env(
+            "MLF_ARENA_MEMBERS",
+            FIRMWARE_MEMBERS.map(|(case, module, input)| format!("{}:{module}:{input}", corpus_relative(case))).join(";"),
+        )
         .env("MLF_RAM_BYTES", ram.map_or_else(String::new, |bytes| bytes.to_string()))
         // The runner's board is the target's usual one, the one build.rs writes memory.x for.
         .env_remove("MLF_BOARD")
         .env_remove("MLF_QEMU_ICOUNT")
         .env_remove("MLF_QEMU_PLUGIN");
     command.output().expect("cargo runs")
+}
+
+/// A corpus case's folder below the corpus (`tvm-0.18/<case>`, `real-world/<case>`).
+fn corpus_relative(case: &str) -> String {
+    let dir = common::corpus_case(case).unwrap();
+    dir.strip_prefix(common::corpus_dir().unwrap()).unwrap().to_string_lossy().into_owned()
 }
 
 /// `.bss` + `.data` (and RISC-V's small-data `.sbss`, `.sdata`) of the linked firmware.
