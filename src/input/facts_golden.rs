@@ -75,8 +75,16 @@ impl Facts {
 fn module_metas(tree: &Tree) -> Vec<ModuleMeta> {
     let parsed = tree.get("metadata.json").and_then(|bytes| metadata::parse(bytes).ok());
     let texts = c::CTexts::of(tree);
-    let inferred = || sources::metadata_from_headers(tree, &c::CFiles::parse(&texts).ok()?);
+    let inferred = || headerless_metadata(tree, &c::CFiles::parse(&texts).ok()?);
     parsed.or_else(inferred).map(|metadata| metadata.modules).unwrap_or_default()
+}
+
+/// The metadata of a tree without metadata.json, as planning infers it: the
+/// headers' modules, then the workspace their code takes.
+fn headerless_metadata(tree: &Tree, files: &c::CFiles<'_>) -> Option<metadata::Metadata> {
+    let mut inferred = sources::metadata_from_headers(tree).ok()??;
+    sources::workspace_from_code(&mut inferred, tree, files);
+    Some(inferred)
 }
 
 /// Every question `plan/`, `builder/` and `codegen/` ask of a tree's C, per file and per module.
@@ -91,7 +99,7 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
     out.line(format!("check_c_text: {checked}"));
     // What follows reads the C as the build does: only once it passes its checks.
     let Ok(files) = files else { return };
-    match sources::metadata_from_headers(tree, &files) {
+    match headerless_metadata(tree, &files) {
         Some(inferred) => {
             out.line("metadata_from_headers:");
             for module in &inferred.modules {
@@ -175,7 +183,7 @@ fn module_facts(
     }
     out.line(format!("linked_params: {:?}", sources::linked_params(sources, &codegen)));
     out.line(format!("allocates_workspace: {}", sources::allocates_workspace(sources, &codegen)));
-    out.line(format!("static_workspace: {:?}", sources::static_workspace(sources, &codegen)));
+    out.line(format!("static_workspace: {:?}", code.static_workspace()));
 
     // The module's functions, in file then text order, and the names its code calls.
     let mut functions: Vec<&str> = Vec::new();
@@ -215,7 +223,7 @@ fn module_facts(
         out.line(format!("parameter_count({entry}): {:?}", code.parameter_count(entry)));
     }
     for function in &functions {
-        let workspace = |alignment| sources::workspace_bytes(sources, &codegen, &code, function, alignment);
+        let workspace = |alignment| code.workspace_bytes(function, alignment);
         out.line(format!("fn {function}: workspace_bytes (align 16) {:?}, (align 1) {:?}", workspace(16), workspace(1)));
         // Both name the file defining the function: printed only where it is another.
         let file = sources.defining(&codegen.c_sources, function).map(|(path, ..)| path.clone());

@@ -10,7 +10,7 @@ use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
 use crate::input::c::parser::syntax::{CSource, Init, Initializer, Span};
 use crate::input::c::{self, called_functions, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
-use crate::input::code::ModuleCode;
+use crate::input::code::{ModuleCode, MAX_CALL_DEPTH};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -309,27 +309,26 @@ impl InterfaceHeader {
 }
 
 /// What an archive without `metadata.json` (codegen-only trees) says about its
-/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`,
-/// its workspace from the header's `_WORKSPACE_SIZE` macro. Tensors are left to
-/// the planner, which reads them from the header and the typed sources.
-pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<Metadata> {
+/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`
+/// (each header parsed alone: only the module names and what the header
+/// states are read here), its workspace from the header's `_WORKSPACE_SIZE`
+/// macro, else 0 until [`workspace_from_code`] reads the code. Tensors are
+/// left to the planner, which reads them from the header and the typed sources.
+pub(crate) fn metadata_from_headers(tree: &Tree) -> Result<Option<Metadata>> {
     let mut modules = Vec::new();
-    // Whether each module's header states its workspace; else the code says.
-    let mut stated = Vec::new();
     for path in tree.files_under(INCLUDE_DIR) {
         let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
         let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
         if !crate::ident::is_c_identifier(name) {
             continue;
         }
-        let Some(header) = files.get(path) else { continue };
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let header = crate::input::c::parser::parse::parse(path, &text)?;
         let inputs = format!("tvmgen_{name}_inputs");
         if !header.structs.iter().any(|found| found.name == inputs) {
             continue;
         }
-        let workspace = macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
-        stated.push(workspace.is_some());
         modules.push(ModuleMeta {
             name: name.to_string(),
             model_name: name.to_string(),
@@ -338,7 +337,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
             targets: Vec::new(),
             main: vec![MainMemory {
                 device: 1,
-                workspace_size_bytes: workspace.unwrap_or(0),
+                workspace_size_bytes: stated_workspace(name, &header).unwrap_or(0),
                 constants_size_bytes: 0,
                 io_size_bytes: 0,
                 inputs: Vec::new(),
@@ -353,24 +352,34 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
             relay_path,
         });
     }
-    let mut paired: Vec<(ModuleMeta, bool)> = modules.into_iter().zip(stated).collect();
-    paired.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-    let (mut modules, stated): (Vec<ModuleMeta>, Vec<bool>) = paired.into_iter().unzip();
-    let names: Vec<String> = modules.iter().map(|m| m.name.clone()).collect();
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((!modules.is_empty()).then_some(Metadata { version: 0, modules }))
+}
+
+/// The workspace `module`'s interface header states (`TVMGEN_<M>_WORKSPACE_SIZE`).
+fn stated_workspace(module: &str, header: &CSource<'_>) -> Option<u64> {
+    macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", module.to_uppercase())).and_then(|value| c::integer(value))
+}
+
+/// For the modules of [`metadata_from_headers`] whose header states no
+/// workspace, the workspace their code takes: USMP's static pool arrays,
+/// else what the model function asks `TVMBackendAllocWorkspace` for.
+/// Read once the archive's C is parsed (and renamed: `files` is of `tree`).
+pub(crate) fn workspace_from_code(metadata: &mut Metadata, tree: &Tree, files: &CFiles<'_>) {
+    let names: Vec<String> = metadata.modules.iter().map(|m| m.name.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let sources = Sources::new(tree, files);
-    for (module, stated) in modules.iter_mut().zip(stated) {
-        if stated {
+    for module in &mut metadata.modules {
+        let stated = files.get(&InterfaceHeader::path_for(&module.name)).and_then(|header| stated_workspace(&module.name, header));
+        if stated.is_some() {
             continue;
         }
         let codegen = codegen_for(tree, &module.name, &names);
+        let code = ModuleCode::new(tree, files, &codegen);
         let entry = format!("tvmgen_{}___tvm_main__", module.name);
-        let allocated = || workspace_bytes(&sources, &codegen, &ModuleCode::new(tree, files, &codegen), &entry, 16);
-        if let (Some(main), Some(bytes)) = (module.main.first_mut(), static_workspace(&sources, &codegen).or_else(allocated)) {
+        if let (Some(main), Some(bytes)) = (module.main.first_mut(), code.static_workspace().or_else(|| code.workspace_bytes(&entry, 16))) {
             main.workspace_size_bytes = bytes;
         }
     }
-    (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
 /// The object-like macros `header` defines, with their values (the last
@@ -442,63 +451,6 @@ pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module:
         }
     }
     packed
-}
-
-/// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
-/// request rounded up to `alignment` as the allocator does, with those of the
-/// module's functions it calls: an upper bound, as all may be live at once.
-/// `None` when the function is not found, a size is not a constant, or calls recurse.
-pub(crate) fn workspace_bytes(
-    sources: &Sources<'_>,
-    codegen: &Codegen,
-    code: &ModuleCode<'_, '_>,
-    function: &str,
-    alignment: u64,
-) -> Option<u64> {
-    const ALLOC: &str = "TVMBackendAllocWorkspace(";
-    // A function's own requests, and the module's functions it calls.
-    let own = |function: &str| -> Option<(u64, Vec<&str>)> {
-        let (_, _, body) = sources.defining(&codegen.c_sources, function)?;
-        let mut total = 0u64;
-        for (at, _) in body.match_indices(ALLOC) {
-            let args = &body[at + ALLOC.len()..];
-            let args = &args[..closing(args, '(', ')')?];
-            let size = split_top_level(args).get(2)?.trim();
-            // `(uint64_t)3888`: the cast, then the constant.
-            let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
-            total = total.checked_add(c::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
-        }
-        Some((total, called_functions(body).filter(|callee| code.defines_function(callee)).collect()))
-    };
-    // Depth-first with an explicit stack of (function, total so far, callees, next callee); each function summed once.
-    let mut totals: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    let (total, callees) = own(function)?;
-    let mut stack = vec![(function, total, callees, 0usize)];
-    loop {
-        let depth = stack.len();
-        let (name, total, callees, next) = stack.last_mut()?;
-        let Some(&callee) = callees.get(*next) else {
-            let (name, total) = (*name, *total);
-            stack.pop();
-            totals.insert(name, total);
-            match stack.last_mut() {
-                Some(caller) => caller.1 = caller.1.checked_add(total)?,
-                None => return Some(total),
-            }
-            continue;
-        };
-        *next += 1;
-        if let Some(&known) = totals.get(callee) {
-            *total = total.checked_add(known)?;
-            continue;
-        }
-        // Recursion has no bound; calls deeper than TVM's are not followed.
-        if callee == *name || depth > MAX_CALL_DEPTH || stack.iter().any(|frame| frame.0 == callee) {
-            return None;
-        }
-        let (total, callees) = own(callee)?;
-        stack.push((callee, total, callees, 0));
-    }
 }
 
 /// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
@@ -925,9 +877,6 @@ pub(crate) fn pool_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str,
     Some((bytes, entry, file))
 }
 
-/// Calls deeper than this are not followed (TVM's are two deep: entry, operator).
-const MAX_CALL_DEPTH: usize = 8;
-
 /// The module's sources as written (the skeleton drops the `cmsis_nn_dims`
 /// initializers), each file read once and only when it defines a function asked for.
 struct CodeReader<'s, 't> {
@@ -1027,20 +976,6 @@ impl CodeReader<'_, '_> {
     }
 }
 
-/// The sizes of the static arrays the sources define without initializer
-/// (`static uint8_t global_workspace[15378];`): USMP's workspace pools.
-pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Option<u64> {
-    let mut total = None;
-    for path in &codegen.c_sources {
-        for line in sources.text(path).lines() {
-            let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
-            let Some(size) = declaration.split_once('[').and_then(|(_, size)| c::integer(size)) else { continue };
-            total = Some(total.unwrap_or(0u64).checked_add(size)?);
-        }
-    }
-    total
-}
-
 /// Element types of the model entry's tensor arguments as the code uses them,
 /// for archives whose entry takes `void*` (2021 `tvmgen_<m>_run_model`): an
 /// input's type from the first operator the entry passes it to, an output's
@@ -1129,58 +1064,6 @@ pub(crate) fn sources_of(tree: &Tree) -> Sources<'_> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn workspace_bytes_follow_the_code() {
-        let code = "int32_t op_compute_(float* x) {\n\
-                      void* a = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)100, 2, 32);\n\
-                      void* b = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)16, 2, 32);\n\
-                      return 0;\n}\n\
-                    int32_t op(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
-                      /* TVMBackendAllocWorkspace(1, 0, (uint64_t)1000000, 2, 32) */\n\
-                      void* c = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)8, 2, 32);\n\
-                      return op_compute_((float*)args);\n}\n\
-                    int32_t dynamic(void* args) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)n * 4, 2, 32); return 0; }\n\
-                    int32_t loop_a(void* x) { return loop_b(x); }\n\
-                    int32_t loop_b(void* x) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)4, 2, 32); return loop_a(x); }\n";
-        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.as_bytes().to_vec())]).unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let sources = sources_of(&tree);
-        let texts = c::CTexts::of(&tree);
-        let files = CFiles::parse(&texts).unwrap();
-        let code = ModuleCode::new(&tree, &files, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
-        // 100 -> 112 and 16 in the callee, 8 -> 16 in the operator; the comment is not code.
-        assert_eq!(bytes("op_compute_"), Some(128));
-        assert_eq!(bytes("op"), Some(144));
-        assert_eq!(bytes("dynamic"), None, "a size computed at run time");
-        assert_eq!(bytes("loop_a"), None, "recursion has no bound");
-        assert_eq!(bytes("missing"), None);
-    }
-
-    /// A chain of 2,000 calls and a call graph in which each of 40 levels calls
-    /// the next twice: each function is read once, and past TVM's depth the
-    /// bound is unknown rather than the stack overflowing.
-    #[test]
-    fn workspace_bytes_of_deep_and_doubling_calls() {
-        let alloc = "void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 2, 32);";
-        let chain: String = (0..2000).map(|i| format!("int32_t c{i}(void) {{ {alloc} return c{}(); }}\n", i + 1)).collect();
-        let doubling: String = (0..40).map(|i| format!("int32_t d{i}(void) {{ {alloc} d{n}(); return d{n}(); }}\n", n = i + 1)).collect();
-        let short: String = (0..3).map(|i| format!("int32_t s{i}(void) {{ {alloc} s{n}(); return s{n}(); }}\n", n = i + 1)).collect();
-        let code = format!("{chain}{doubling}{short}int32_t c2000(void) {{ return 0; }}\nint32_t d40(void) {{ return 0; }}\nint32_t s3(void) {{ return 0; }}\n");
-        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.into_bytes())]).unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let sources = sources_of(&tree);
-        let texts = c::CTexts::of(&tree);
-        let files = CFiles::parse(&texts).unwrap();
-        let code = ModuleCode::new(&tree, &files, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
-        assert_eq!(bytes("c0"), None);
-        assert_eq!(bytes("d0"), None);
-        assert_eq!(bytes("c1995"), Some(5 * 16));
-        // Each call counts: s0 calls s1 twice, and so on.
-        assert_eq!(bytes("s0"), Some(16 + 2 * (16 + 2 * 16)));
-    }
-
     #[test]
     fn skeleton_leaves_out_only_numeric_initializers() {
         let code = "static const float w[4] = {\n  0x1.8p-3f, -2.5e+1f, 7, 0x0p+0f\n};\n\

@@ -233,7 +233,7 @@ fn plan_graph(
     if allocates {
         for node in &graph.nodes {
             let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
-            if let Some(bytes) = sources::workspace_bytes(sources, &codegen, code, func_name, alignment) {
+            if let Some(bytes) = code.workspace_bytes(func_name, alignment) {
                 workspaces.insert(func_name.clone(), bytes);
             }
         }
