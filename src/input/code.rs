@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dtype::DType;
 use crate::input::archive::Tree;
-use crate::input::c::parser::syntax::{walk, CSource, Expr, Function, Node};
+use crate::input::c::parser::syntax::{walk, Body, CSource, Expr, Function, Node};
 use crate::input::c::CFiles;
 use crate::input::sources::Codegen;
 
@@ -165,6 +165,22 @@ impl<'c> ModuleCode<'_, 'c> {
             stack.push((callee, total, callees, 0));
         }
     }
+}
+
+/// How many packed arguments a body reads: the highest `i` of its
+/// `((T*)args)[i]`, plus one (TVM's packed functions take `void* args`).
+pub(crate) fn packed_arguments(body: &Body<'_>) -> usize {
+    walk(&body.statements)
+        .into_iter()
+        .filter_map(|node| match node {
+            Node::Expr(Expr::Index(array, index)) if array.cast_pointer().is_some_and(|(_, name)| name == "args") => match **index {
+                Expr::Int(index) => usize::try_from(index).ok()?.checked_add(1),
+                _ => None,
+            },
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// A request's size as TVM writes it: a literal, maybe cast (`(uint64_t)3888`).

@@ -175,13 +175,13 @@ fn module_facts(
         Some(Err(error)) => out.line(format!("InterfaceHeader::parse: Err({:?})", error.to_string())),
         Some(Ok(header)) => header_facts(out, header),
     }
-    out.line(format!("headerless_entry: {:?}", sources::headerless_entry(sources, &codegen, module)));
+    out.line(format!("headerless_entry: {:?}", sources::headerless_entry(&code, module)));
     out.line(format!("main_parameter_types: {:?}", code.main_parameter_types(module)));
     let first = sources::entry_argument_types(sources, &codegen, module, 0);
     for inputs in 0..=first.len() {
         out.line(format!("entry_argument_types(inputs {inputs}): {:?}", sources::entry_argument_types(sources, &codegen, module, inputs)));
     }
-    out.line(format!("linked_params: {:?}", sources::linked_params(sources, &codegen)));
+    out.line(format!("linked_params: {:?}", sources::linked_params(&code)));
     out.line(format!("allocates_workspace: {}", sources::allocates_workspace(sources, &codegen)));
     out.line(format!("static_workspace: {:?}", code.static_workspace()));
 
@@ -231,7 +231,7 @@ fn module_facts(
             Some((path, value)) if Some(&path) == file.as_ref() => value,
             other => format!("{other:?}"),
         };
-        let args = sources::operator_args(sources, &codegen, function).map(|(path, args)| {
+        let args = sources::operator_args(&code, function).map(|(path, args)| {
             let args: Vec<String> = args.iter().map(|arg| format!("{}{}", arg.name, if arg.written { " (written)" } else { "" })).collect();
             (path, format!("{args:?}"))
         });

@@ -8,9 +8,9 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
-use crate::input::c::parser::syntax::{CSource, Init, Initializer, Span};
+use crate::input::c::parser::syntax::{walk, CSource, Expr, Init, Initializer, Node, Span, Stmt, StmtKind};
 use crate::input::c::{self, called_functions, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
-use crate::input::code::{ModuleCode, MAX_CALL_DEPTH};
+use crate::input::code::{packed_arguments, ModuleCode, MAX_CALL_DEPTH};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -418,55 +418,38 @@ pub(crate) enum HeaderlessEntry {
     Packed { function: String, file: String, arguments: usize },
 }
 
-/// Finds the legacy descriptor or the packed `tvmgen_<m>_run` among the module's sources.
-pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Option<HeaderlessEntry> {
+/// Finds the legacy descriptor (a file-scope `tvm_model_t`, its tensor
+/// counts from its designated initializer) or the packed `tvmgen_<m>_run`
+/// (six parameters) among the module's C sources.
+pub(crate) fn headerless_entry(code: &ModuleCode<'_, '_>, module: &str) -> Option<HeaderlessEntry> {
     let run = format!("tvmgen_{module}_run");
     let mut packed = None;
-    for path in &codegen.c_sources {
-        let code = sources.text(path);
+    for source in code.c_sources() {
         for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
-            let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
-                continue;
-            };
-            let init = &code[at..];
-            let init = &init[..init.find("};").unwrap_or(init.len())];
-            let count = |field: &str| {
-                let value = init[init.find(field)? + field.len()..].trim_start().strip_prefix('=')?;
-                let digits: String = value.trim_start().chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().ok()
+            let descriptor = source.variables.iter().find(|found| found.name == symbol && found.type_words.contains(&"tvm_model_t"));
+            let Some(descriptor) = descriptor else { continue };
+            let count = |field: &str| match &descriptor.init {
+                Some(Init::Tree(Initializer::List(items))) => items.iter().find_map(|(designator, item)| match item {
+                    Initializer::Expr(Expr::Int(value)) if *designator == Some(field) => usize::try_from(*value).ok(),
+                    _ => None,
+                }),
+                _ => None,
             };
             return Some(HeaderlessEntry::Descriptor {
+                inputs: count("num_input_tensors"),
+                outputs: count("num_output_tensors"),
                 symbol,
-                file: path.clone(),
-                inputs: count(".num_input_tensors"),
-                outputs: count(".num_output_tensors"),
+                file: source.path.to_string(),
             });
         }
         if packed.is_none() {
-            if let Some((params, body)) = sources.definition(path, &run) {
-                if params.split(',').count() == 6 {
-                    packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: path.clone(), arguments: packed_arg_count(body) });
-                }
+            if let Some(function) = source.function(&run).filter(|function| function.params.len() == 6) {
+                let arguments = packed_arguments(function.body(source));
+                packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: source.path.to_string(), arguments });
             }
         }
     }
     packed
-}
-
-/// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
-fn stores_into(line: &str, data: &str) -> bool {
-    let Some(cast) = line.trim_start().strip_prefix("((") else { return false };
-    let Some(type_end) = cast.find(')') else { return false };
-    let Some(index) = cast[type_end + 1..].strip_prefix(data).and_then(|rest| rest.strip_prefix(")[")) else {
-        return false;
-    };
-    let Some(end) = closing(index, '[', ']') else { return false };
-    match index[end + 1..].trim_start().as_bytes() {
-        [b'=', b'=', ..] => false,
-        [b'=', ..] => true,
-        [op, b'=', ..] => b"+-*/%&|^".contains(op),
-        _ => false,
-    }
 }
 
 /// One parameter of a generated operator: its name and whether the operator writes it.
@@ -476,19 +459,64 @@ pub(crate) struct OperatorArg {
     pub written: bool,
 }
 
-/// The parameters of packed operator `function` in the order it reads them from `args`,
-/// and which of them it stores into (`((T*)x_1)[i] = ...` through the tensor's data).
-pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
-    for path in &codegen.c_sources {
-        let Some((_, body)) = sources.definition(path, function) else { continue };
-        let mut args = Vec::new();
-        for index in 0..packed_arg_count(body) {
-            let (name, data) = packed_tensor(body, index)?;
-            let data = data.unwrap_or_else(|| name.clone());
-            let written = body.lines().any(|line| stores_into(line, &data));
-            args.push(OperatorArg { name, written });
+/// The parameters of packed operator `function` in the order it reads them
+/// from `args` (`void* T_add = (((TVMValue*)args)[3].v_handle);`), and which
+/// of them it stores into, at any depth, through the tensor's data
+/// (`void* T_add_1 = (((DLTensor*)T_add)[0].data);`, then `((float*)T_add_1)[i] = ...`
+/// or a compound assignment), with the file defining it. `None` when a
+/// parameter is not declared so, or a statement of a function that takes
+/// parameters so is not read (a store may hide in it).
+pub(crate) fn operator_args(code: &ModuleCode<'_, '_>, function: &str) -> Option<(String, Vec<OperatorArg>)> {
+    let (source, function) = code.c_function(function)?;
+    let body = function.body(source);
+    let nodes = walk(&body.statements);
+    let count = packed_arguments(body);
+    if count > 0 && nodes.iter().any(|node| matches!(node, Node::Stmt(Stmt { kind: StmtKind::Unparsed, .. }))) {
+        return None;
+    }
+    let mut args = Vec::new();
+    for index in 0..count {
+        let index = i64::try_from(index).ok()?;
+        let handle = |expr: &Expr<'_>| member_of_cast(expr, "v_handle", "TVMValue", "args", index);
+        let name = declared_as(&nodes, handle)?;
+        let data = declared_as(&nodes, |expr| member_of_cast(expr, "data", "DLTensor", name, 0)).unwrap_or(name);
+        let written = nodes.iter().any(|node| match node {
+            Node::Expr(Expr::Assign(_, target, _)) => {
+                matches!(target.unparenthesized(), Expr::Index(of, _) if of.cast_pointer().is_some_and(|(_, variable)| variable == data))
+            }
+            _ => false,
+        });
+        args.push(OperatorArg { name: name.to_string(), written });
+    }
+    Some((source.path.to_string(), args))
+}
+
+/// `(((T*)variable)[index].field)`.
+fn member_of_cast(expr: &Expr<'_>, field: &str, ty: &str, variable: &str, index: i64) -> bool {
+    match expr.unparenthesized() {
+        Expr::Member { of, field: found, arrow: false } if *found == field => match of.unparenthesized() {
+            Expr::Index(array, at) => **at == Expr::Int(index) && array.cast_pointer() == Some((&[ty][..], variable)),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The variable a `void* name = <value>;` declares, for the first value
+/// `is_value` accepts; `None` when that value is not such a declaration's.
+fn declared_as<'c>(nodes: &[Node<'_, 'c>], is_value: impl Fn(&Expr<'c>) -> bool) -> Option<&'c str> {
+    for node in nodes {
+        match node {
+            Node::Stmt(Stmt { kind: StmtKind::Decl { type_words, declarators, .. }, .. }) => {
+                for declarator in declarators {
+                    if matches!(&declarator.init, Some(Initializer::Expr(value)) if is_value(value)) {
+                        return (type_words[..] == ["void"] && declarator.pointer).then_some(declarator.name);
+                    }
+                }
+            }
+            Node::Expr(expr) if is_value(expr) => return None,
+            _ => {}
         }
-        return Some((path.clone(), args));
     }
     None
 }
@@ -697,34 +725,20 @@ pub(crate) struct LinkedParams {
     pub storage_ids: Vec<usize>,
 }
 
-/// Finds the definition of `_lookup_linked_param` in the module's C sources.
-pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<LinkedParams> {
-    const SUFFIX: &str = "_lookup_linked_param(";
-    for path in &codegen.c_sources {
-        let text = sources.text(path);
-        let mut lines = text.lines();
-        while let Some(line) = lines.next() {
-            let Some(at) = line.find(SUFFIX) else { continue };
-            // A definition, not the registry's declaration: the line opens the body.
-            if !line.trim_end().ends_with('{') {
-                continue;
-            }
-            let start = c::trailing_identifier_start(&line[..at]);
-            let symbol = format!("{}_lookup_linked_param", &line[start..at]);
-            let mut storage_ids = Vec::new();
-            for body in lines.by_ref() {
-                if body.starts_with('}') {
-                    break;
-                }
-                let case = body.trim().strip_prefix("case ").and_then(|rest| rest.strip_suffix(':'));
-                if let Some(id) = case.and_then(|id| id.trim().parse().ok()) {
-                    storage_ids.push(id);
-                }
-            }
-            return Some(LinkedParams { symbol, storage_ids });
-        }
-    }
-    None
+/// The first function of the module's C sources named `*_lookup_linked_param`,
+/// with the storage ids of its `case`s in text order.
+pub(crate) fn linked_params(code: &ModuleCode<'_, '_>) -> Option<LinkedParams> {
+    code.c_sources().iter().find_map(|source| {
+        let function = source.functions.iter().find(|function| function.name.ends_with("_lookup_linked_param"))?;
+        let storage_ids = walk(&function.body(source).statements)
+            .into_iter()
+            .filter_map(|node| match node {
+                Node::Stmt(Stmt { kind: StmtKind::Label { case: Some(Expr::Int(id)) }, .. }) => usize::try_from(*id).ok(),
+                _ => None,
+            })
+            .collect();
+        Some(LinkedParams { symbol: function.name.to_string(), storage_ids })
+    })
 }
 
 /// Header names of `#include <x>` / `#include "x"` lines.
@@ -1174,6 +1188,29 @@ mod tests {
         assert!(included_headers(text).any(|h| h == "arm_acle.h"));
     }
 
+    /// A packed operator's parameters from their declarations, written
+    /// through their data at any depth or by a compound assignment; a body
+    /// with a statement not read answers nothing.
+    #[test]
+    fn operator_args_read_declarations_and_stores_at_any_depth() {
+        let lib1 = "int32_t op(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
+            \x20 void* a = (((TVMValue*)args)[0].v_handle);\n  void* b = (((TVMValue*)args)[1].v_handle);\n\
+            \x20 void* c = (((TVMValue*)args)[2].v_handle);\n  void* b_1 = (((DLTensor*)b)[0].data);\n\
+            \x20 for (int i = 0; i < 4; ++i) { if (i > 0) { ((float*)b_1)[i] += ((float*)a)[i]; } }\n\
+            \x20 ((float*)c)[0] = ((float*)a)[0] == 1.0f;\n  return 0;\n}\n\
+            int32_t hidden(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
+            \x20 void* a = (((TVMValue*)args)[0].v_handle);\n  goto out;\n  return 0;\n}\n";
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen_for(&tree, "default", &["default"]));
+        let (file, args) = operator_args(&code, "op").unwrap();
+        assert_eq!(file, "codegen/host/src/default_lib1.c");
+        let found: Vec<(&str, bool)> = args.iter().map(|arg| (arg.name.as_str(), arg.written)).collect();
+        assert_eq!(found, [("a", false), ("b", true), ("c", true)]);
+        assert_eq!(operator_args(&code, "hidden"), None);
+    }
+
     #[test]
     fn finds_linked_param_storage_ids() {
         let lib0 = "TVM_DLL int32_t _lookup_linked_param(TVMValue* args, int* type_code, int num_args, TVMValue* out_value, int* out_type_code);\n";
@@ -1187,11 +1224,14 @@ mod tests {
             ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
         ])
         .unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let linked = linked_params(&sources_of(&tree), &codegen).unwrap();
-        assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
+        let linked = |tree: &Tree| {
+            let texts = c::CTexts::of(tree);
+            let files = CFiles::parse(&texts).unwrap();
+            linked_params(&ModuleCode::new(tree, &files, &codegen_for(tree, "default", &["default"])))
+        };
+        assert_eq!(linked(&tree), Some(LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] }));
         let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
-        assert_eq!(linked_params(&sources_of(&plain), &codegen_for(&plain, "default", &["default"])), None);
+        assert_eq!(linked(&plain), None);
     }
 }
 

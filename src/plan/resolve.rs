@@ -68,7 +68,7 @@ fn plan_module(
         return plan_c_interface(sources, code, meta, codegen, header, warnings);
     }
     if meta.executors.contains(&Executor::Aot) {
-        if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
+        if let Some(entry) = sources::headerless_entry(code, &name) {
             return plan_headerless(sources, code, meta, codegen, entry, warnings);
         }
     }
@@ -216,7 +216,7 @@ fn plan_graph(
         // Linked weights, or none: the schedule checks every weight has a source.
         None => Vec::new(),
     };
-    let linked = sources::linked_params(sources, &codegen);
+    let linked = sources::linked_params(code);
     let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
@@ -445,7 +445,7 @@ fn plan_operator(
             .help("no Builder option picks one of the functions, so this archive cannot be built"));
         }
     };
-    let Some((file, args)) = sources::operator_args(sources, &codegen, &function.name) else {
+    let Some((file, args)) = sources::operator_args(code, &function.name) else {
         return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
             .in_file(sources::SRC_DIR)
             .help("metadata.json and the sources do not describe the same operator: pass the archive as TVM wrote it, with both files of one export"));

@@ -416,4 +416,15 @@ impl<'t> Expr<'t> {
         }
         expr
     }
+
+    /// `((T*)name)`: the variable a pointer cast reads, with the cast's type words.
+    pub fn cast_pointer(&self) -> Option<(&[&'t str], &'t str)> {
+        match self.unparenthesized() {
+            Expr::Cast { ty, pointer: true, value } => match value.unparenthesized() {
+                Expr::Ident(name, _) => Some((ty, name)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
