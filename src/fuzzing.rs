@@ -93,15 +93,13 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
             }
         }
     }
-    sources::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
     let codegen = sources::codegen_for(&tree, MODULE, &[MODULE]);
     let texts = c::CTexts::of(&tree);
     let files = c::CFiles::parse(&texts)?;
-    let sources = sources::Sources::new(&tree, &files);
     let code = ModuleCode::new(&tree, &files, &codegen);
     sources::headerless_entry(&code, MODULE);
-    sources::code_needs(&sources, &codegen, &code);
+    sources::code_needs(&tree, &code);
     sources::linked_params(&code);
     code.main_parameter_types(MODULE);
     crate::plan::checks::check_own_symbols(&code, &[MODULE]).ok();

@@ -66,6 +66,11 @@ impl<'f, 'c> ModuleCode<'f, 'c> {
         self.objects.iter().any(|bytes| bytes.windows(symbol.len()).any(|window| window == symbol.as_slice()))
     }
 
+    /// Whether the code names `TVMBackendAllocWorkspace`: an allocator and arena must be supplied.
+    pub fn allocates_workspace(&self) -> bool {
+        self.sources.iter().any(|source| source.mentions(ALLOC_WORKSPACE))
+    }
+
     /// Whether a source defines the function `name` (objects not asked).
     pub fn defines_function(&self, name: &str) -> bool {
         self.defined.contains(name)

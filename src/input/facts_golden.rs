@@ -118,14 +118,9 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
         }
         let text = sources.text(path);
         out.line(format!("{path}:"));
-        let included: Vec<&str> = sources::included_headers(text).collect();
+        let included: Vec<&str> =
+            files.get(path).map(|source| source.includes.iter().map(|include| include.header).collect()).unwrap_or_default();
         out.line(format!("  included_headers: {included:?}"));
-        // builder/diagnose.rs reads the file as written, comments and all.
-        let raw = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
-        let as_written: Vec<&str> = sources::included_headers(&raw).collect();
-        if as_written != included {
-            out.line(format!("  included_headers of the text as written: {as_written:?}"));
-        }
         let mut seen = BTreeSet::new();
         for (name, body) in function_definitions(text) {
             let first = seen.insert(name);
@@ -182,7 +177,7 @@ fn module_facts(
         out.line(format!("entry_argument_types(inputs {inputs}): {:?}", sources::entry_argument_types(sources, &codegen, module, inputs)));
     }
     out.line(format!("linked_params: {:?}", sources::linked_params(&code)));
-    out.line(format!("allocates_workspace: {}", sources::allocates_workspace(sources, &codegen)));
+    out.line(format!("allocates_workspace: {}", code.allocates_workspace()));
     out.line(format!("static_workspace: {:?}", code.static_workspace()));
 
     // The module's functions, in file then text order, and the names its code calls.
@@ -253,7 +248,7 @@ fn module_facts(
             out.line(format!("pool_reach({pool}): {:?}", sources::pool_reach(sources, &codegen, module, &pool)));
         }
     }
-    needs_facts(out, &sources::code_needs(sources, &codegen, &code), cmsis_nn);
+    needs_facts(out, &sources::code_needs(tree, &code), cmsis_nn);
     if let Some(path) = meta.and_then(|meta| meta.relay_path.as_deref()) {
         let signature = tree.get(path).map(|text| sources::relay_signature(&String::from_utf8_lossy(text)));
         out.line(format!("relay_signature({path}): {signature:?}"));
@@ -273,7 +268,8 @@ fn header_facts(out: &mut Facts, header: &InterfaceHeader) {
 }
 
 fn needs_facts(out: &mut Facts, needs: &sources::CodeNeeds, checkouts: Option<&Path>) {
-    let sources::CodeNeeds { workspace_allocator, arm_only, dsp, mve, cmsis_nn, unshipped_headers } = needs;
+    // `includes` are the files' includes, printed with each file above.
+    let sources::CodeNeeds { workspace_allocator, arm_only, dsp, mve, cmsis_nn, unshipped_headers, includes: _ } = needs;
     out.line(format!("code_needs: workspace_allocator {workspace_allocator}, arm_only {arm_only:?}, dsp {dsp:?}, mve {mve:?}"));
     out.line(format!("  unshipped_headers: {unshipped_headers:?}"));
     let Some(kernels) = cmsis_nn else {

@@ -9,7 +9,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
 use crate::input::c::parser::syntax::{walk, CSource, Expr, Init, Initializer, Node, Span, Stmt, StmtKind};
-use crate::input::c::{self, called_functions, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
+use crate::input::c::{self, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
 use crate::input::code::{packed_arguments, ModuleCode, MAX_CALL_DEPTH};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
@@ -132,6 +132,7 @@ impl<'t> Sources<'t> {
     }
 
     /// The source's text without comments, literals and numeric initializers; empty for a file the tree lacks.
+    #[cfg(test)]
     pub(crate) fn text(&self, path: &str) -> &str {
         self.texts.get(path).map_or("", |(text, _)| text.as_str())
     }
@@ -563,6 +564,9 @@ pub(crate) struct CodeNeeds {
     /// `codegen/host/include` or `runtime/include`, and not the C library's,
     /// an Arm toolchain's ([`CodeNeeds::arm_only`]) or CMSIS-NN's ([`CodeNeeds::cmsis_nn`]).
     pub unshipped_headers: BTreeMap<String, String>,
+    /// `(file, header)` of every `#include` of the sources, in order: what a
+    /// failed compile's diagnosis checks.
+    pub includes: Vec<(String, String)>,
 }
 
 /// The C standard library's headers (C17), which every toolchain has.
@@ -663,55 +667,48 @@ const DSP_INTRINSICS: &[&str] = &[
     "__usada8",
 ];
 
-/// The first DSP intrinsic named in `text`, as written.
-fn dsp_intrinsic(text: &str) -> Option<&str> {
-    text.split(|c: char| !ident::is_identifier_char(c))
-        .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
-}
-
-/// Whether the module's code asks `TVMBackendAllocWorkspace` for memory: an allocator and arena must be supplied.
-pub(crate) fn allocates_workspace(sources: &Sources<'_>, codegen: &Codegen) -> bool {
-    codegen.c_sources.iter().chain(&codegen.cxx_sources).any(|path| sources.text(path).contains("TVMBackendAllocWorkspace"))
-}
-
-pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen, module_code: &ModuleCode<'_, '_>) -> CodeNeeds {
-    let mut needs = CodeNeeds { workspace_allocator: allocates_workspace(sources, codegen), ..CodeNeeds::default() };
-    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-        let text = sources.text(path);
-        if needs.arm_only.is_none() {
-            needs.arm_only =
-                included_headers(text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
-        }
-        if needs.dsp.is_none() {
-            needs.dsp = dsp_intrinsic(text).map(|name| (path.clone(), name.to_string()));
-        }
-        if needs.mve.is_none() {
-            needs.mve = included_headers(text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
-        }
-        for header in included_headers(text) {
+/// What `code`'s sources (C, then C++) need from their surroundings; `tree`
+/// says which included headers the archive ships.
+pub(crate) fn code_needs(tree: &Tree, code: &ModuleCode<'_, '_>) -> CodeNeeds {
+    let mut needs = CodeNeeds { workspace_allocator: code.allocates_workspace(), ..CodeNeeds::default() };
+    for source in code.sources() {
+        let path = source.path;
+        let found = |header: &str| Some((path.to_string(), header.to_string()));
+        for include in &source.includes {
+            let header = include.header;
+            needs.includes.push((path.to_string(), header.to_string()));
+            if needs.arm_only.is_none() && ARM_ONLY_HEADERS.contains(&header) {
+                needs.arm_only = found(header);
+            }
+            if needs.mve.is_none() && header == "arm_mve.h" {
+                needs.mve = found(header);
+            }
             // C++'s own headers have no extension (<cstdint>).
             let library = C_LIBRARY_HEADERS.contains(&header) || ARM_ONLY_HEADERS.contains(&header) || CMSIS_NN_HEADERS.contains(&header);
-            if !(library || !header.contains('.') || ships(sources.tree, path, header)) {
-                needs.unshipped_headers.entry(header.to_string()).or_insert_with(|| path.clone());
+            if !(library || !header.contains('.') || ships(tree, path, header)) {
+                needs.unshipped_headers.entry(header.to_string()).or_insert_with(|| path.to_string());
+            }
+            if needs.cmsis_nn.is_none() && CMSIS_NN_HEADERS.contains(&header) {
+                needs.cmsis_nn = Some(KernelCalls {
+                    file: path.to_string(),
+                    header: header.to_string(),
+                    undefined: Default::default(),
+                    scratch: Vec::new(),
+                });
             }
         }
-        if needs.cmsis_nn.is_none() {
-            needs.cmsis_nn = included_headers(text).find(|header| CMSIS_NN_HEADERS.contains(header)).map(|header| KernelCalls {
-                file: path.clone(),
-                header: header.to_string(),
-                undefined: Default::default(),
-                scratch: Vec::new(),
-            });
+        if needs.dsp.is_none() {
+            let dsp = |name: &str| name.starts_with("__") && DSP_INTRINSICS.iter().any(|intrinsic| intrinsic.eq_ignore_ascii_case(name));
+            needs.dsp = source.names().iter().find(|name| dsp(name)).and_then(|name| found(name));
         }
     }
     if let Some(kernels) = &mut needs.cmsis_nn {
-        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            // The whole file, not `text`: the scratch sizes follow from the structures' numbers.
-            let code = strip_comments(&String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default()));
-            for name in called_functions(&code).filter(|name| !module_code.defines(name)) {
-                kernels.undefined.entry(name.to_string()).or_insert_with(|| path.clone());
+        for source in code.sources() {
+            for name in source.called().filter(|name| !code.defines(name)) {
+                kernels.undefined.entry(name.to_string()).or_insert_with(|| source.path.to_string());
             }
-            kernels.scratch.extend(scratch_calls(path, &code));
+            // The scratch sizes follow from the structures' numbers, read from the text (plan33 step 13).
+            kernels.scratch.extend(scratch_calls(source.path, &strip_comments(source.text())));
         }
     }
     needs
@@ -738,20 +735,6 @@ pub(crate) fn linked_params(code: &ModuleCode<'_, '_>) -> Option<LinkedParams> {
             })
             .collect();
         Some(LinkedParams { symbol: function.name.to_string(), storage_ids })
-    })
-}
-
-/// Header names of `#include <x>` / `#include "x"` lines.
-pub(crate) fn included_headers(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|line| {
-        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim();
-        let (open, close) = match rest.chars().next()? {
-            '<' => ('<', '>'),
-            '"' => ('"', '"'),
-            _ => return None,
-        };
-        let inner = rest.strip_prefix(open)?;
-        Some(&inner[..inner.find(close)?])
     })
 }
 
@@ -1175,17 +1158,33 @@ mod tests {
         assert_eq!(code.parameter_count("tvmgen_default_run_model"), Some(2));
     }
 
+    /// DSP intrinsics in either spelling (the first named, not a longer
+    /// name), Arm-only and MVE headers, unshipped headers (a C++ library
+    /// header has no extension; a commented-out include is none), and every
+    /// include kept for the diagnosis of a failed compile.
     #[test]
-    fn finds_dsp_intrinsics_in_either_spelling() {
-        assert_eq!(dsp_intrinsic("acc = __smlad(a, b, acc);"), Some("__smlad"));
-        assert_eq!(dsp_intrinsic("x = __SXTB16(__ror(y, 8));"), Some("__SXTB16"));
-        assert_eq!(dsp_intrinsic("x = __ror(y, 8); int __smlad_count = 0;"), None);
-    }
-
-    #[test]
-    fn finds_arm_only_headers() {
-        let text = "#include <stdint.h>\n#  include <arm_acle.h>\n";
-        assert!(included_headers(text).any(|h| h == "arm_acle.h"));
+    fn code_needs_from_names_and_includes() {
+        let lib0 = "#include <stdint.h>\n#  include <arm_acle.h>\n/* #include <commented.h> */\nint __smlad_count = 0;\n\
+                    int32_t f(int32_t a) { return __SXTB16(__ror(a, 8)) + __smlad(a, a, 0); }\n";
+        let lib1 = "#include \"missing/x.h\"\n#include <arm_mve.h>\n#include <cstdint>\n#include \"shipped.h\"\n";
+        let tree = Tree::from_files([
+            ("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec()),
+            ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
+            ("codegen/host/include/shipped.h".to_string(), Vec::new()),
+        ])
+        .unwrap();
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen_for(&tree, "default", &["default"]));
+        let needs = code_needs(&tree, &code);
+        let (lib0, lib1) = ("codegen/host/src/default_lib0.c".to_string(), "codegen/host/src/default_lib1.c".to_string());
+        assert_eq!(needs.dsp, Some((lib0.clone(), "__SXTB16".to_string())));
+        assert_eq!(needs.arm_only, Some((lib0.clone(), "arm_acle.h".to_string())));
+        assert_eq!(needs.mve, Some((lib1.clone(), "arm_mve.h".to_string())));
+        assert_eq!(needs.unshipped_headers, BTreeMap::from([("missing/x.h".to_string(), lib1.clone())]));
+        let headers: Vec<&str> = needs.includes.iter().map(|(_, header)| header.as_str()).collect();
+        assert_eq!(headers, ["stdint.h", "arm_acle.h", "missing/x.h", "arm_mve.h", "cstdint", "shipped.h"]);
+        assert!(!needs.workspace_allocator && needs.cmsis_nn.is_none());
     }
 
     /// A packed operator's parameters from their declarations, written

@@ -226,7 +226,7 @@ fn plan_graph(
     // largest figure metadata.json states for any operator (else the module's
     // whole workspace): some archives' per-operator figures fall short of what
     // their code allocates.
-    let allocates = sources::allocates_workspace(sources, &codegen);
+    let allocates = code.allocates_workspace();
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
     let mut workspaces = std::collections::BTreeMap::new();
@@ -529,7 +529,7 @@ fn finish_plan(
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
 ) -> Result<ModulePlan> {
-    let needs = sources::code_needs(sources, &codegen, code);
+    let needs = sources::code_needs(sources.tree, code);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),

@@ -75,18 +75,15 @@ impl<'t> CSource<'t> {
         self.name_set.contains(name)
     }
 
-    // Read by the tests and the `c_parser` fuzz target until the needs
-    // questions move onto the parser (plan33 step 9).
-    #[cfg_attr(not(test), allow(dead_code))]
     /// Distinct identifiers, in the order they first appear.
     pub fn names(&self) -> &[&'t str] {
         &self.names
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
-    /// Whether `name` appears directly before a `(`.
-    pub fn calls(&self, name: &str) -> bool {
-        self.called.contains(name)
+    /// Every identifier directly before a `(` (functions, function-like
+    /// macros and keywords such as `if`), in no order.
+    pub fn called(&self) -> impl Iterator<Item = &'t str> + '_ {
+        self.called.iter().copied()
     }
 }
 
