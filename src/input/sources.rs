@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
-use crate::input::c::parser::syntax::{walk, CSource, Expr, Init, Initializer, Node, Span, Stmt, StmtKind};
+use crate::input::c::parser::syntax::{walk, CSource, Expr, Init, Initializer, Member, Node, Span, Stmt, StmtKind};
 use crate::input::c::{self, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
 use crate::input::code::{packed_arguments, ModuleCode, MAX_CALL_DEPTH};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
@@ -279,11 +279,23 @@ impl InterfaceHeader {
     /// `tvmgen_<m>_map_inputs`, and that it names `tvmgen_<m>_run`.
     pub fn from(module: &str, header: &CSource<'_>) -> Result<InterfaceHeader> {
         let path = header.path;
-        // Members become C designators in the glue: each must pass the identifier rule.
+        // Members become C designators in the glue: each must pass the identifier rule,
+        // and be a pointer, which the glue sets to a buffer and the bindings type as one.
         let struct_members = |suffix: &str| -> Result<Vec<CIdent>> {
             let name = format!("tvmgen_{module}_{suffix}");
             let members = header.structs.iter().find(|found| found.name == name).map_or(&[][..], |found| &found.members[..]);
-            members.iter().map(|member| CIdent::new(&format!("module `{module}`: struct member in {path}"), member)).collect()
+            let member = |member: &Member<'_>| {
+                if !member.pointer {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!("member `{}` of `struct {name}` is not a pointer: mlf-build passes every buffer, pool and device through a pointer member", member.name),
+                    )
+                    .in_file(path)
+                    .help("TVM declares each member as `void* name;`: pass the header TVM wrote"));
+                }
+                CIdent::new(&format!("module `{module}`: struct member in {path}"), member.name)
+            };
+            members.iter().map(member).collect()
         };
         let interface = InterfaceHeader {
             path: path.to_string(),
@@ -1095,6 +1107,20 @@ mod tests {
         assert_eq!(header.macro_u64("TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE"), Some(17778));
         let data = &header.macros["TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA"];
         assert_eq!(parse_byte_list(data), Some(vec![0xee, 0x19, 0x00]));
+    }
+
+    /// The glue sets each member to a buffer: a member that is no pointer
+    /// (a scalar, an array, an array of pointers) is refused by name.
+    #[test]
+    fn header_struct_member_that_is_no_pointer_is_an_error() {
+        let path = "codegen/host/include/tvmgen_default.h";
+        for (member, name) in [("int a[4];", "a"), ("int b;", "b"), ("void* c[2];", "c"), ("void *d, e;", "e")] {
+            let text = format!("struct tvmgen_default_inputs {{\n  void* ok;\n  {member}\n}};\nint32_t tvmgen_default_run(struct tvmgen_default_inputs* inputs);\n");
+            let err = InterfaceHeader::from("default", &parse(path, &text).unwrap()).unwrap_err();
+            let message = err.to_string();
+            assert!(message.contains(&format!("member `{name}` of `struct tvmgen_default_inputs` is not a pointer")), "{message}");
+            assert_eq!(err.file(), Some(path));
+        }
     }
 
     #[test]

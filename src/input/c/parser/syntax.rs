@@ -133,9 +133,16 @@ pub(crate) struct Prototype<'t> {
 pub(crate) struct Struct<'t> {
     /// The tag, or for `typedef struct { ... } name;` the name.
     pub name: &'t str,
-    /// Each member's name, in order.
-    pub members: Vec<&'t str>,
+    /// In order.
+    pub members: Vec<Member<'t>>,
     pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Member<'t> {
+    pub name: &'t str,
+    /// Declared with a `*` and no array dimension (`void* a`, not `int* a[4]`).
+    pub pointer: bool,
 }
 
 /// One parameter: a comma-separated piece of a parameter list.
