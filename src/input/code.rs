@@ -71,6 +71,29 @@ impl<'f, 'c> ModuleCode<'f, 'c> {
         self.sources.iter().any(|source| source.mentions(ALLOC_WORKSPACE))
     }
 
+    /// Every function the sources (C, then C++) define, with the file of its
+    /// first definition and whether that one is `static`.
+    pub fn functions(&self) -> BTreeMap<&'c str, (&'c str, bool)> {
+        let mut functions = BTreeMap::new();
+        for source in &self.sources {
+            for function in &source.functions {
+                functions.entry(function.name).or_insert((source.path, function.is_static));
+            }
+        }
+        functions
+    }
+
+    /// The model function of `module` (`tvmgen_<m>___tvm_main__`, else
+    /// `tvmgen_<m>_run_model`) as the sources first define it: its name, its
+    /// file, and the names its body calls, in order, repeats kept.
+    pub fn entry_calls(&self, module: &str) -> Option<(String, &'c str, Vec<&'c str>)> {
+        [format!("tvmgen_{module}___tvm_main__"), format!("tvmgen_{module}_run_model")].into_iter().find_map(|main| {
+            let (source, function) = self.sources.iter().find_map(|source| Some((source, source.function(&main)?)))?;
+            let called = function.body(source).called.iter().map(|(name, _)| *name).collect();
+            Some((main, source.path, called))
+        })
+    }
+
     /// Whether a source defines the function `name` (objects not asked).
     pub fn defines_function(&self, name: &str) -> bool {
         self.defined.contains(name)

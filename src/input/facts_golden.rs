@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use crate::codegen::kernel_probe::{self, KernelPath};
 use crate::input::archive::Tree;
-use crate::input::c::{self, called_functions, function_definitions, is_static};
+use crate::input::c::text::is_static;
+use crate::input::c::{self, called_functions, function_definitions};
 use crate::input::code::ModuleCode;
 use crate::input::graph;
 use crate::input::kernel_library::{self, KernelLibrary, ScratchCall};
@@ -376,8 +377,11 @@ fn case_facts(archive: &Path, case: &str, cmsis_nn: &Path) -> String {
     match crate::plan::plan_tree(tree, &Default::default()) {
         Err(error) => out.line(format!("plan: Err({:?})", error.to_string())),
         Ok(planned) => {
+            let texts = c::CTexts::of(&planned.tree);
+            let Ok(files) = c::CFiles::parse(&texts) else { return out.0 };
             for module in &planned.plan.modules {
-                let calls = crate::plan::profile::operator_calls(&planned.tree, module).map(|profile| {
+                let code = ModuleCode::new(&planned.tree, &files, &module.codegen);
+                let calls = crate::plan::profile::operator_calls(&code, module).map(|profile| {
                     let names = |list: &[crate::ident::CIdent]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
                     format!("calls {:?}, source {:?}, untimed {:?}", names(&profile.calls), profile.source, names(&profile.untimed))
                 });

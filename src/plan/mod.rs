@@ -109,25 +109,26 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) 
         checks::check_objects(&tree, target)?;
     }
     let tree = rename::apply(tree, &mut metadata, options.renames, warnings)?;
-    let mut plan = {
+    let plan = {
         // Before any scanner reads the archive's C: each file parsed once, its limits checked.
         let texts = CTexts::of(&tree);
         let files = CFiles::parse(&texts)?;
         if from_headers {
             sources::workspace_from_code(&mut metadata, &tree, &files);
         }
-        resolve::plan(&tree, &files, &metadata, warnings)?
+        let mut plan = resolve::plan(&tree, &files, &metadata, warnings)?;
+        for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
+            warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
+        }
+        names::check_plan(&plan)?;
+        limits::check_plan(&plan)?;
+        if let Some(target) = options.target {
+            checks::check_target(&plan, target, &metadata)?;
+        }
+        if options.profile {
+            profile::apply(&tree, &files, &mut plan)?;
+        }
+        plan
     };
-    for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
-        warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
-    }
-    names::check_plan(&plan)?;
-    limits::check_plan(&plan)?;
-    if let Some(target) = options.target {
-        checks::check_target(&plan, target, &metadata)?;
-    }
-    if options.profile {
-        profile::apply(&tree, &mut plan)?;
-    }
     Ok((tree, metadata, plan))
 }
