@@ -94,22 +94,20 @@ pub fn sources(bytes: &[u8]) -> Result<()> {
             }
         }
     }
-    sources::included_headers(&text).for_each(drop);
     let tree = Tree::from_files([(SOURCE.to_string(), bytes.to_vec())])?;
     let codegen = sources::codegen_for(&tree, MODULE, &[MODULE]);
     let texts = c::CTexts::of(&tree);
     let files = c::CFiles::parse(&texts)?;
-    let sources = sources::Sources::new(&tree, &files);
-    sources::headerless_entry(&sources, &codegen, MODULE);
     let code = ModuleCode::new(&tree, &files, &codegen);
-    sources::code_needs(&sources, &codegen, &code);
-    sources::linked_params(&sources, &codegen);
+    sources::headerless_entry(&code, MODULE);
+    sources::code_needs(&tree, &code);
+    sources::linked_params(&code);
     code.main_parameter_types(MODULE);
     crate::plan::checks::check_own_symbols(&code, &[MODULE]).ok();
     // Operators are looked up by the names a graph gives; take them from the text.
     for (at, _) in text.match_indices("tvmgen_default_").take(8) {
         let name: String = text[at..].chars().take_while(|c| ident::is_identifier_char(*c)).collect();
-        sources::operator_args(&sources, &codegen, &name);
+        sources::operator_args(&code, &name);
     }
     Ok(())
 }

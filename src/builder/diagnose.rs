@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind};
-use crate::input::sources;
 use crate::plan::model::Plan;
 use crate::toolchain::compile::{Compilers, Library};
 
@@ -15,20 +14,15 @@ pub(super) fn missing_header(plan: &Plan, tree_dir: &Path, model: &Library, comp
     let mut found: BTreeMap<String, bool> = BTreeMap::new();
     let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for module in &plan.modules {
-        for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
-            let bytes = std::fs::read(tree_dir.join(path)).ok()?;
-            let text = String::from_utf8_lossy(&bytes);
-            let own_dir = tree_dir.join(path).parent().map(Path::to_path_buf).unwrap_or_default();
-            for header in sources::included_headers(&text) {
-                let in_own_dir = own_dir.join(header).is_file();
-                let known = *found.entry(header.to_string()).or_insert_with(|| {
-                    model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(compilers, header)
-                });
-                if !(in_own_dir || known) {
-                    let files = missing.entry(header.to_string()).or_default();
-                    if !files.contains(path) {
-                        files.push(path.clone());
-                    }
+        for (path, header) in &module.needs.includes {
+            let in_own_dir = tree_dir.join(path).parent().is_some_and(|dir| dir.join(header).is_file());
+            let known = *found.entry(header.clone()).or_insert_with(|| {
+                model.include_dirs.iter().any(|dir| dir.join(header).is_file()) || model.compiler_finds(compilers, header)
+            });
+            if !(in_own_dir || known) {
+                let files = missing.entry(header.clone()).or_default();
+                if !files.contains(path) {
+                    files.push(path.clone());
                 }
             }
         }

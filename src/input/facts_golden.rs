@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use crate::codegen::kernel_probe::{self, KernelPath};
 use crate::input::archive::Tree;
-use crate::input::c::{self, called_functions, function_definitions, is_static};
+use crate::input::c::text::is_static;
+use crate::input::c::{self, called_functions, function_definitions};
 use crate::input::code::ModuleCode;
 use crate::input::graph;
 use crate::input::kernel_library::{self, KernelLibrary, ScratchCall};
@@ -75,8 +76,16 @@ impl Facts {
 fn module_metas(tree: &Tree) -> Vec<ModuleMeta> {
     let parsed = tree.get("metadata.json").and_then(|bytes| metadata::parse(bytes).ok());
     let texts = c::CTexts::of(tree);
-    let inferred = || sources::metadata_from_headers(tree, &c::CFiles::parse(&texts).ok()?);
+    let inferred = || headerless_metadata(tree, &c::CFiles::parse(&texts).ok()?);
     parsed.or_else(inferred).map(|metadata| metadata.modules).unwrap_or_default()
+}
+
+/// The metadata of a tree without metadata.json, as planning infers it: the
+/// headers' modules, then the workspace their code takes.
+fn headerless_metadata(tree: &Tree, files: &c::CFiles<'_>) -> Option<metadata::Metadata> {
+    let mut inferred = sources::metadata_from_headers(tree).ok()??;
+    sources::workspace_from_code(&mut inferred, tree, files);
+    Some(inferred)
 }
 
 /// Every question `plan/`, `builder/` and `codegen/` ask of a tree's C, per file and per module.
@@ -91,7 +100,7 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
     out.line(format!("check_c_text: {checked}"));
     // What follows reads the C as the build does: only once it passes its checks.
     let Ok(files) = files else { return };
-    match sources::metadata_from_headers(tree, &files) {
+    match headerless_metadata(tree, &files) {
         Some(inferred) => {
             out.line("metadata_from_headers:");
             for module in &inferred.modules {
@@ -110,14 +119,9 @@ fn tree_facts(out: &mut Facts, tree: &Tree, metas: &[ModuleMeta], cmsis_nn: Opti
         }
         let text = sources.text(path);
         out.line(format!("{path}:"));
-        let included: Vec<&str> = sources::included_headers(text).collect();
+        let included: Vec<&str> =
+            files.get(path).map(|source| source.includes.iter().map(|include| include.header).collect()).unwrap_or_default();
         out.line(format!("  included_headers: {included:?}"));
-        // builder/diagnose.rs reads the file as written, comments and all.
-        let raw = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
-        let as_written: Vec<&str> = sources::included_headers(&raw).collect();
-        if as_written != included {
-            out.line(format!("  included_headers of the text as written: {as_written:?}"));
-        }
         let mut seen = BTreeSet::new();
         for (name, body) in function_definitions(text) {
             let first = seen.insert(name);
@@ -167,15 +171,15 @@ fn module_facts(
         Some(Err(error)) => out.line(format!("InterfaceHeader::parse: Err({:?})", error.to_string())),
         Some(Ok(header)) => header_facts(out, header),
     }
-    out.line(format!("headerless_entry: {:?}", sources::headerless_entry(sources, &codegen, module)));
+    out.line(format!("headerless_entry: {:?}", sources::headerless_entry(&code, module)));
     out.line(format!("main_parameter_types: {:?}", code.main_parameter_types(module)));
     let first = sources::entry_argument_types(sources, &codegen, module, 0);
     for inputs in 0..=first.len() {
         out.line(format!("entry_argument_types(inputs {inputs}): {:?}", sources::entry_argument_types(sources, &codegen, module, inputs)));
     }
-    out.line(format!("linked_params: {:?}", sources::linked_params(sources, &codegen)));
-    out.line(format!("allocates_workspace: {}", sources::allocates_workspace(sources, &codegen)));
-    out.line(format!("static_workspace: {:?}", sources::static_workspace(sources, &codegen)));
+    out.line(format!("linked_params: {:?}", sources::linked_params(&code)));
+    out.line(format!("allocates_workspace: {}", code.allocates_workspace()));
+    out.line(format!("static_workspace: {:?}", code.static_workspace()));
 
     // The module's functions, in file then text order, and the names its code calls.
     let mut functions: Vec<&str> = Vec::new();
@@ -215,7 +219,7 @@ fn module_facts(
         out.line(format!("parameter_count({entry}): {:?}", code.parameter_count(entry)));
     }
     for function in &functions {
-        let workspace = |alignment| sources::workspace_bytes(sources, &codegen, &code, function, alignment);
+        let workspace = |alignment| code.workspace_bytes(function, alignment);
         out.line(format!("fn {function}: workspace_bytes (align 16) {:?}, (align 1) {:?}", workspace(16), workspace(1)));
         // Both name the file defining the function: printed only where it is another.
         let file = sources.defining(&codegen.c_sources, function).map(|(path, ..)| path.clone());
@@ -223,7 +227,7 @@ fn module_facts(
             Some((path, value)) if Some(&path) == file.as_ref() => value,
             other => format!("{other:?}"),
         };
-        let args = sources::operator_args(sources, &codegen, function).map(|(path, args)| {
+        let args = sources::operator_args(&code, function).map(|(path, args)| {
             let args: Vec<String> = args.iter().map(|arg| format!("{}{}", arg.name, if arg.written { " (written)" } else { "" })).collect();
             (path, format!("{args:?}"))
         });
@@ -245,7 +249,7 @@ fn module_facts(
             out.line(format!("pool_reach({pool}): {:?}", sources::pool_reach(sources, &codegen, module, &pool)));
         }
     }
-    needs_facts(out, &sources::code_needs(sources, &codegen, &code), cmsis_nn);
+    needs_facts(out, &sources::code_needs(tree, &code), cmsis_nn);
     if let Some(path) = meta.and_then(|meta| meta.relay_path.as_deref()) {
         let signature = tree.get(path).map(|text| sources::relay_signature(&String::from_utf8_lossy(text)));
         out.line(format!("relay_signature({path}): {signature:?}"));
@@ -265,7 +269,8 @@ fn header_facts(out: &mut Facts, header: &InterfaceHeader) {
 }
 
 fn needs_facts(out: &mut Facts, needs: &sources::CodeNeeds, checkouts: Option<&Path>) {
-    let sources::CodeNeeds { workspace_allocator, arm_only, dsp, mve, cmsis_nn, unshipped_headers } = needs;
+    // `includes` are the files' includes, printed with each file above.
+    let sources::CodeNeeds { workspace_allocator, arm_only, dsp, mve, cmsis_nn, unshipped_headers, includes: _ } = needs;
     out.line(format!("code_needs: workspace_allocator {workspace_allocator}, arm_only {arm_only:?}, dsp {dsp:?}, mve {mve:?}"));
     out.line(format!("  unshipped_headers: {unshipped_headers:?}"));
     let Some(kernels) = cmsis_nn else {
@@ -372,8 +377,11 @@ fn case_facts(archive: &Path, case: &str, cmsis_nn: &Path) -> String {
     match crate::plan::plan_tree(tree, &Default::default()) {
         Err(error) => out.line(format!("plan: Err({:?})", error.to_string())),
         Ok(planned) => {
+            let texts = c::CTexts::of(&planned.tree);
+            let Ok(files) = c::CFiles::parse(&texts) else { return out.0 };
             for module in &planned.plan.modules {
-                let calls = crate::plan::profile::operator_calls(&planned.tree, module).map(|profile| {
+                let code = ModuleCode::new(&planned.tree, &files, &module.codegen);
+                let calls = crate::plan::profile::operator_calls(&code, module).map(|profile| {
                     let names = |list: &[crate::ident::CIdent]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
                     format!("calls {:?}, source {:?}, untimed {:?}", names(&profile.calls), profile.source, names(&profile.untimed))
                 });

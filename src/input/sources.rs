@@ -8,9 +8,9 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::{self, CIdent};
 use crate::input::archive::Tree;
-use crate::input::c::parser::syntax::{CSource, Init, Initializer, Span};
-use crate::input::c::{self, called_functions, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
-use crate::input::code::ModuleCode;
+use crate::input::c::parser::syntax::{walk, CSource, Expr, Init, Initializer, Member, Node, Span, Stmt, StmtKind};
+use crate::input::c::{self, closing, split_top_level, strip_comments, CFiles, FunctionIndex};
+use crate::input::code::{packed_arguments, ModuleCode, MAX_CALL_DEPTH};
 use crate::input::kernel_library::{scratch_calls, ScratchCall, CMSIS_NN_HEADERS};
 use crate::input::loops::{pointer_dtype, Reach, Use};
 use crate::input::metadata::{Executor, MainMemory, Metadata, ModuleMeta, Style};
@@ -132,6 +132,7 @@ impl<'t> Sources<'t> {
     }
 
     /// The source's text without comments, literals and numeric initializers; empty for a file the tree lacks.
+    #[cfg(test)]
     pub(crate) fn text(&self, path: &str) -> &str {
         self.texts.get(path).map_or("", |(text, _)| text.as_str())
     }
@@ -278,11 +279,23 @@ impl InterfaceHeader {
     /// `tvmgen_<m>_map_inputs`, and that it names `tvmgen_<m>_run`.
     pub fn from(module: &str, header: &CSource<'_>) -> Result<InterfaceHeader> {
         let path = header.path;
-        // Members become C designators in the glue: each must pass the identifier rule.
+        // Members become C designators in the glue: each must pass the identifier rule,
+        // and be a pointer, which the glue sets to a buffer and the bindings type as one.
         let struct_members = |suffix: &str| -> Result<Vec<CIdent>> {
             let name = format!("tvmgen_{module}_{suffix}");
             let members = header.structs.iter().find(|found| found.name == name).map_or(&[][..], |found| &found.members[..]);
-            members.iter().map(|member| CIdent::new(&format!("module `{module}`: struct member in {path}"), member)).collect()
+            let member = |member: &Member<'_>| {
+                if !member.pointer {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!("member `{}` of `struct {name}` is not a pointer: mlf-build passes every buffer, pool and device through a pointer member", member.name),
+                    )
+                    .in_file(path)
+                    .help("TVM declares each member as `void* name;`: pass the header TVM wrote"));
+                }
+                CIdent::new(&format!("module `{module}`: struct member in {path}"), member.name)
+            };
+            members.iter().map(member).collect()
         };
         let interface = InterfaceHeader {
             path: path.to_string(),
@@ -309,27 +322,26 @@ impl InterfaceHeader {
 }
 
 /// What an archive without `metadata.json` (codegen-only trees) says about its
-/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`,
-/// its workspace from the header's `_WORKSPACE_SIZE` macro. Tensors are left to
-/// the planner, which reads them from the header and the typed sources.
-pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<Metadata> {
+/// modules: one AOT module per interface header `codegen/host/include/tvmgen_<m>.h`
+/// (each header parsed alone: only the module names and what the header
+/// states are read here), its workspace from the header's `_WORKSPACE_SIZE`
+/// macro, else 0 until [`workspace_from_code`] reads the code. Tensors are
+/// left to the planner, which reads them from the header and the typed sources.
+pub(crate) fn metadata_from_headers(tree: &Tree) -> Result<Option<Metadata>> {
     let mut modules = Vec::new();
-    // Whether each module's header states its workspace; else the code says.
-    let mut stated = Vec::new();
     for path in tree.files_under(INCLUDE_DIR) {
         let Some(file) = path.strip_prefix(INCLUDE_DIR).and_then(|rest| rest.strip_prefix('/')) else { continue };
         let Some(name) = file.strip_prefix("tvmgen_").and_then(|rest| rest.strip_suffix(".h")) else { continue };
         if !crate::ident::is_c_identifier(name) {
             continue;
         }
-        let Some(header) = files.get(path) else { continue };
+        let text = String::from_utf8_lossy(tree.get(path).unwrap_or_default());
+        let header = crate::input::c::parser::parse::parse(path, &text)?;
         let inputs = format!("tvmgen_{name}_inputs");
         if !header.structs.iter().any(|found| found.name == inputs) {
             continue;
         }
-        let workspace = macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", name.to_uppercase())).and_then(|v| c::integer(v));
         let relay_path = [format!("src/{name}.relay"), "src/relay.txt".to_string()].into_iter().find(|p| tree.contains(p));
-        stated.push(workspace.is_some());
         modules.push(ModuleMeta {
             name: name.to_string(),
             model_name: name.to_string(),
@@ -338,7 +350,7 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
             targets: Vec::new(),
             main: vec![MainMemory {
                 device: 1,
-                workspace_size_bytes: workspace.unwrap_or(0),
+                workspace_size_bytes: stated_workspace(name, &header).unwrap_or(0),
                 constants_size_bytes: 0,
                 io_size_bytes: 0,
                 inputs: Vec::new(),
@@ -353,24 +365,34 @@ pub(crate) fn metadata_from_headers(tree: &Tree, files: &CFiles<'_>) -> Option<M
             relay_path,
         });
     }
-    let mut paired: Vec<(ModuleMeta, bool)> = modules.into_iter().zip(stated).collect();
-    paired.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-    let (mut modules, stated): (Vec<ModuleMeta>, Vec<bool>) = paired.into_iter().unzip();
-    let names: Vec<String> = modules.iter().map(|m| m.name.clone()).collect();
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((!modules.is_empty()).then_some(Metadata { version: 0, modules }))
+}
+
+/// The workspace `module`'s interface header states (`TVMGEN_<M>_WORKSPACE_SIZE`).
+fn stated_workspace(module: &str, header: &CSource<'_>) -> Option<u64> {
+    macros(header).get(&format!("TVMGEN_{}_WORKSPACE_SIZE", module.to_uppercase())).and_then(|value| c::integer(value))
+}
+
+/// For the modules of [`metadata_from_headers`] whose header states no
+/// workspace, the workspace their code takes: USMP's static pool arrays,
+/// else what the model function asks `TVMBackendAllocWorkspace` for.
+/// Read once the archive's C is parsed (and renamed: `files` is of `tree`).
+pub(crate) fn workspace_from_code(metadata: &mut Metadata, tree: &Tree, files: &CFiles<'_>) {
+    let names: Vec<String> = metadata.modules.iter().map(|m| m.name.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let sources = Sources::new(tree, files);
-    for (module, stated) in modules.iter_mut().zip(stated) {
-        if stated {
+    for module in &mut metadata.modules {
+        let stated = files.get(&InterfaceHeader::path_for(&module.name)).and_then(|header| stated_workspace(&module.name, header));
+        if stated.is_some() {
             continue;
         }
         let codegen = codegen_for(tree, &module.name, &names);
+        let code = ModuleCode::new(tree, files, &codegen);
         let entry = format!("tvmgen_{}___tvm_main__", module.name);
-        let allocated = || workspace_bytes(&sources, &codegen, &ModuleCode::new(tree, files, &codegen), &entry, 16);
-        if let (Some(main), Some(bytes)) = (module.main.first_mut(), static_workspace(&sources, &codegen).or_else(allocated)) {
+        if let (Some(main), Some(bytes)) = (module.main.first_mut(), code.static_workspace().or_else(|| code.workspace_bytes(&entry, 16))) {
             main.workspace_size_bytes = bytes;
         }
     }
-    (!modules.is_empty()).then_some(Metadata { version: 0, modules })
 }
 
 /// The object-like macros `header` defines, with their values (the last
@@ -409,112 +431,38 @@ pub(crate) enum HeaderlessEntry {
     Packed { function: String, file: String, arguments: usize },
 }
 
-/// Finds the legacy descriptor or the packed `tvmgen_<m>_run` among the module's sources.
-pub(crate) fn headerless_entry(sources: &Sources<'_>, codegen: &Codegen, module: &str) -> Option<HeaderlessEntry> {
+/// Finds the legacy descriptor (a file-scope `tvm_model_t`, its tensor
+/// counts from its designated initializer) or the packed `tvmgen_<m>_run`
+/// (six parameters) among the module's C sources.
+pub(crate) fn headerless_entry(code: &ModuleCode<'_, '_>, module: &str) -> Option<HeaderlessEntry> {
     let run = format!("tvmgen_{module}_run");
     let mut packed = None;
-    for path in &codegen.c_sources {
-        let code = sources.text(path);
+    for source in code.c_sources() {
         for symbol in [format!("tvmgen_{module}_network"), "network".to_string()] {
-            let Some(at) = code.find(&format!("tvm_model_t {symbol} ")).or_else(|| code.find(&format!("tvm_model_t {symbol}="))) else {
-                continue;
-            };
-            let init = &code[at..];
-            let init = &init[..init.find("};").unwrap_or(init.len())];
-            let count = |field: &str| {
-                let value = init[init.find(field)? + field.len()..].trim_start().strip_prefix('=')?;
-                let digits: String = value.trim_start().chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().ok()
+            let descriptor = source.variables.iter().find(|found| found.name == symbol && found.type_words.contains(&"tvm_model_t"));
+            let Some(descriptor) = descriptor else { continue };
+            let count = |field: &str| match &descriptor.init {
+                Some(Init::Tree(Initializer::List(items))) => items.iter().find_map(|(designator, item)| match item {
+                    Initializer::Expr(Expr::Int(value)) if *designator == Some(field) => usize::try_from(*value).ok(),
+                    _ => None,
+                }),
+                _ => None,
             };
             return Some(HeaderlessEntry::Descriptor {
+                inputs: count("num_input_tensors"),
+                outputs: count("num_output_tensors"),
                 symbol,
-                file: path.clone(),
-                inputs: count(".num_input_tensors"),
-                outputs: count(".num_output_tensors"),
+                file: source.path.to_string(),
             });
         }
         if packed.is_none() {
-            if let Some((params, body)) = sources.definition(path, &run) {
-                if params.split(',').count() == 6 {
-                    packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: path.clone(), arguments: packed_arg_count(body) });
-                }
+            if let Some(function) = source.function(&run).filter(|function| function.params.len() == 6) {
+                let arguments = packed_arguments(function.body(source));
+                packed = Some(HeaderlessEntry::Packed { function: run.clone(), file: source.path.to_string(), arguments });
             }
         }
     }
     packed
-}
-
-/// Bytes of workspace `function` asks `TVMBackendAllocWorkspace` for, each
-/// request rounded up to `alignment` as the allocator does, with those of the
-/// module's functions it calls: an upper bound, as all may be live at once.
-/// `None` when the function is not found, a size is not a constant, or calls recurse.
-pub(crate) fn workspace_bytes(
-    sources: &Sources<'_>,
-    codegen: &Codegen,
-    code: &ModuleCode<'_, '_>,
-    function: &str,
-    alignment: u64,
-) -> Option<u64> {
-    const ALLOC: &str = "TVMBackendAllocWorkspace(";
-    // A function's own requests, and the module's functions it calls.
-    let own = |function: &str| -> Option<(u64, Vec<&str>)> {
-        let (_, _, body) = sources.defining(&codegen.c_sources, function)?;
-        let mut total = 0u64;
-        for (at, _) in body.match_indices(ALLOC) {
-            let args = &body[at + ALLOC.len()..];
-            let args = &args[..closing(args, '(', ')')?];
-            let size = split_top_level(args).get(2)?.trim();
-            // `(uint64_t)3888`: the cast, then the constant.
-            let size = size.strip_prefix('(').and_then(|rest| rest.split_once(')')).map_or(size, |(_, value)| value);
-            total = total.checked_add(c::integer(size)?.checked_next_multiple_of(alignment.max(1))?)?;
-        }
-        Some((total, called_functions(body).filter(|callee| code.defines_function(callee)).collect()))
-    };
-    // Depth-first with an explicit stack of (function, total so far, callees, next callee); each function summed once.
-    let mut totals: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    let (total, callees) = own(function)?;
-    let mut stack = vec![(function, total, callees, 0usize)];
-    loop {
-        let depth = stack.len();
-        let (name, total, callees, next) = stack.last_mut()?;
-        let Some(&callee) = callees.get(*next) else {
-            let (name, total) = (*name, *total);
-            stack.pop();
-            totals.insert(name, total);
-            match stack.last_mut() {
-                Some(caller) => caller.1 = caller.1.checked_add(total)?,
-                None => return Some(total),
-            }
-            continue;
-        };
-        *next += 1;
-        if let Some(&known) = totals.get(callee) {
-            *total = total.checked_add(known)?;
-            continue;
-        }
-        // Recursion has no bound; calls deeper than TVM's are not followed.
-        if callee == *name || depth > MAX_CALL_DEPTH || stack.iter().any(|frame| frame.0 == callee) {
-            return None;
-        }
-        let (total, callees) = own(callee)?;
-        stack.push((callee, total, callees, 0));
-    }
-}
-
-/// Whether `line` is a store `((T*)data)[index] = ...` (or `+=` and friends).
-fn stores_into(line: &str, data: &str) -> bool {
-    let Some(cast) = line.trim_start().strip_prefix("((") else { return false };
-    let Some(type_end) = cast.find(')') else { return false };
-    let Some(index) = cast[type_end + 1..].strip_prefix(data).and_then(|rest| rest.strip_prefix(")[")) else {
-        return false;
-    };
-    let Some(end) = closing(index, '[', ']') else { return false };
-    match index[end + 1..].trim_start().as_bytes() {
-        [b'=', b'=', ..] => false,
-        [b'=', ..] => true,
-        [op, b'=', ..] => b"+-*/%&|^".contains(op),
-        _ => false,
-    }
 }
 
 /// One parameter of a generated operator: its name and whether the operator writes it.
@@ -524,19 +472,64 @@ pub(crate) struct OperatorArg {
     pub written: bool,
 }
 
-/// The parameters of packed operator `function` in the order it reads them from `args`,
-/// and which of them it stores into (`((T*)x_1)[i] = ...` through the tensor's data).
-pub(crate) fn operator_args(sources: &Sources<'_>, codegen: &Codegen, function: &str) -> Option<(String, Vec<OperatorArg>)> {
-    for path in &codegen.c_sources {
-        let Some((_, body)) = sources.definition(path, function) else { continue };
-        let mut args = Vec::new();
-        for index in 0..packed_arg_count(body) {
-            let (name, data) = packed_tensor(body, index)?;
-            let data = data.unwrap_or_else(|| name.clone());
-            let written = body.lines().any(|line| stores_into(line, &data));
-            args.push(OperatorArg { name, written });
+/// The parameters of packed operator `function` in the order it reads them
+/// from `args` (`void* T_add = (((TVMValue*)args)[3].v_handle);`), and which
+/// of them it stores into, at any depth, through the tensor's data
+/// (`void* T_add_1 = (((DLTensor*)T_add)[0].data);`, then `((float*)T_add_1)[i] = ...`
+/// or a compound assignment), with the file defining it. `None` when a
+/// parameter is not declared so, or a statement of a function that takes
+/// parameters so is not read (a store may hide in it).
+pub(crate) fn operator_args(code: &ModuleCode<'_, '_>, function: &str) -> Option<(String, Vec<OperatorArg>)> {
+    let (source, function) = code.c_function(function)?;
+    let body = function.body(source);
+    let nodes = walk(&body.statements);
+    let count = packed_arguments(body);
+    if count > 0 && nodes.iter().any(|node| matches!(node, Node::Stmt(Stmt { kind: StmtKind::Unparsed, .. }))) {
+        return None;
+    }
+    let mut args = Vec::new();
+    for index in 0..count {
+        let index = i64::try_from(index).ok()?;
+        let handle = |expr: &Expr<'_>| member_of_cast(expr, "v_handle", "TVMValue", "args", index);
+        let name = declared_as(&nodes, handle)?;
+        let data = declared_as(&nodes, |expr| member_of_cast(expr, "data", "DLTensor", name, 0)).unwrap_or(name);
+        let written = nodes.iter().any(|node| match node {
+            Node::Expr(Expr::Assign(_, target, _)) => {
+                matches!(target.unparenthesized(), Expr::Index(of, _) if of.cast_pointer().is_some_and(|(_, variable)| variable == data))
+            }
+            _ => false,
+        });
+        args.push(OperatorArg { name: name.to_string(), written });
+    }
+    Some((source.path.to_string(), args))
+}
+
+/// `(((T*)variable)[index].field)`.
+fn member_of_cast(expr: &Expr<'_>, field: &str, ty: &str, variable: &str, index: i64) -> bool {
+    match expr.unparenthesized() {
+        Expr::Member { of, field: found, arrow: false } if *found == field => match of.unparenthesized() {
+            Expr::Index(array, at) => **at == Expr::Int(index) && array.cast_pointer() == Some((&[ty][..], variable)),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The variable a `void* name = <value>;` declares, for the first value
+/// `is_value` accepts; `None` when that value is not such a declaration's.
+fn declared_as<'c>(nodes: &[Node<'_, 'c>], is_value: impl Fn(&Expr<'c>) -> bool) -> Option<&'c str> {
+    for node in nodes {
+        match node {
+            Node::Stmt(Stmt { kind: StmtKind::Decl { type_words, declarators, .. }, .. }) => {
+                for declarator in declarators {
+                    if matches!(&declarator.init, Some(Initializer::Expr(value)) if is_value(value)) {
+                        return (type_words[..] == ["void"] && declarator.pointer).then_some(declarator.name);
+                    }
+                }
+            }
+            Node::Expr(expr) if is_value(expr) => return None,
+            _ => {}
         }
-        return Some((path.clone(), args));
     }
     None
 }
@@ -583,6 +576,9 @@ pub(crate) struct CodeNeeds {
     /// `codegen/host/include` or `runtime/include`, and not the C library's,
     /// an Arm toolchain's ([`CodeNeeds::arm_only`]) or CMSIS-NN's ([`CodeNeeds::cmsis_nn`]).
     pub unshipped_headers: BTreeMap<String, String>,
+    /// `(file, header)` of every `#include` of the sources, in order: what a
+    /// failed compile's diagnosis checks.
+    pub includes: Vec<(String, String)>,
 }
 
 /// The C standard library's headers (C17), which every toolchain has.
@@ -683,55 +679,48 @@ const DSP_INTRINSICS: &[&str] = &[
     "__usada8",
 ];
 
-/// The first DSP intrinsic named in `text`, as written.
-fn dsp_intrinsic(text: &str) -> Option<&str> {
-    text.split(|c: char| !ident::is_identifier_char(c))
-        .find(|word| word.starts_with("__") && DSP_INTRINSICS.iter().any(|name| name.eq_ignore_ascii_case(word)))
-}
-
-/// Whether the module's code asks `TVMBackendAllocWorkspace` for memory: an allocator and arena must be supplied.
-pub(crate) fn allocates_workspace(sources: &Sources<'_>, codegen: &Codegen) -> bool {
-    codegen.c_sources.iter().chain(&codegen.cxx_sources).any(|path| sources.text(path).contains("TVMBackendAllocWorkspace"))
-}
-
-pub(crate) fn code_needs(sources: &Sources<'_>, codegen: &Codegen, module_code: &ModuleCode<'_, '_>) -> CodeNeeds {
-    let mut needs = CodeNeeds { workspace_allocator: allocates_workspace(sources, codegen), ..CodeNeeds::default() };
-    for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-        let text = sources.text(path);
-        if needs.arm_only.is_none() {
-            needs.arm_only =
-                included_headers(text).find(|header| ARM_ONLY_HEADERS.contains(header)).map(|header| (path.clone(), header.to_string()));
-        }
-        if needs.dsp.is_none() {
-            needs.dsp = dsp_intrinsic(text).map(|name| (path.clone(), name.to_string()));
-        }
-        if needs.mve.is_none() {
-            needs.mve = included_headers(text).find(|header| *header == "arm_mve.h").map(|header| (path.clone(), header.to_string()));
-        }
-        for header in included_headers(text) {
+/// What `code`'s sources (C, then C++) need from their surroundings; `tree`
+/// says which included headers the archive ships.
+pub(crate) fn code_needs(tree: &Tree, code: &ModuleCode<'_, '_>) -> CodeNeeds {
+    let mut needs = CodeNeeds { workspace_allocator: code.allocates_workspace(), ..CodeNeeds::default() };
+    for source in code.sources() {
+        let path = source.path;
+        let found = |header: &str| Some((path.to_string(), header.to_string()));
+        for include in &source.includes {
+            let header = include.header;
+            needs.includes.push((path.to_string(), header.to_string()));
+            if needs.arm_only.is_none() && ARM_ONLY_HEADERS.contains(&header) {
+                needs.arm_only = found(header);
+            }
+            if needs.mve.is_none() && header == "arm_mve.h" {
+                needs.mve = found(header);
+            }
             // C++'s own headers have no extension (<cstdint>).
             let library = C_LIBRARY_HEADERS.contains(&header) || ARM_ONLY_HEADERS.contains(&header) || CMSIS_NN_HEADERS.contains(&header);
-            if !(library || !header.contains('.') || ships(sources.tree, path, header)) {
-                needs.unshipped_headers.entry(header.to_string()).or_insert_with(|| path.clone());
+            if !(library || !header.contains('.') || ships(tree, path, header)) {
+                needs.unshipped_headers.entry(header.to_string()).or_insert_with(|| path.to_string());
+            }
+            if needs.cmsis_nn.is_none() && CMSIS_NN_HEADERS.contains(&header) {
+                needs.cmsis_nn = Some(KernelCalls {
+                    file: path.to_string(),
+                    header: header.to_string(),
+                    undefined: Default::default(),
+                    scratch: Vec::new(),
+                });
             }
         }
-        if needs.cmsis_nn.is_none() {
-            needs.cmsis_nn = included_headers(text).find(|header| CMSIS_NN_HEADERS.contains(header)).map(|header| KernelCalls {
-                file: path.clone(),
-                header: header.to_string(),
-                undefined: Default::default(),
-                scratch: Vec::new(),
-            });
+        if needs.dsp.is_none() {
+            let dsp = |name: &str| name.starts_with("__") && DSP_INTRINSICS.iter().any(|intrinsic| intrinsic.eq_ignore_ascii_case(name));
+            needs.dsp = source.names().iter().find(|name| dsp(name)).and_then(|name| found(name));
         }
     }
     if let Some(kernels) = &mut needs.cmsis_nn {
-        for path in codegen.c_sources.iter().chain(&codegen.cxx_sources) {
-            // The whole file, not `text`: the scratch sizes follow from the structures' numbers.
-            let code = strip_comments(&String::from_utf8_lossy(sources.tree.get(path).unwrap_or_default()));
-            for name in called_functions(&code).filter(|name| !module_code.defines(name)) {
-                kernels.undefined.entry(name.to_string()).or_insert_with(|| path.clone());
+        for source in code.sources() {
+            for name in source.called().filter(|name| !code.defines(name)) {
+                kernels.undefined.entry(name.to_string()).or_insert_with(|| source.path.to_string());
             }
-            kernels.scratch.extend(scratch_calls(path, &code));
+            // The scratch sizes follow from the structures' numbers, read from the text (plan33 step 13).
+            kernels.scratch.extend(scratch_calls(source.path, &strip_comments(source.text())));
         }
     }
     needs
@@ -745,47 +734,19 @@ pub(crate) struct LinkedParams {
     pub storage_ids: Vec<usize>,
 }
 
-/// Finds the definition of `_lookup_linked_param` in the module's C sources.
-pub(crate) fn linked_params(sources: &Sources<'_>, codegen: &Codegen) -> Option<LinkedParams> {
-    const SUFFIX: &str = "_lookup_linked_param(";
-    for path in &codegen.c_sources {
-        let text = sources.text(path);
-        let mut lines = text.lines();
-        while let Some(line) = lines.next() {
-            let Some(at) = line.find(SUFFIX) else { continue };
-            // A definition, not the registry's declaration: the line opens the body.
-            if !line.trim_end().ends_with('{') {
-                continue;
-            }
-            let start = c::trailing_identifier_start(&line[..at]);
-            let symbol = format!("{}_lookup_linked_param", &line[start..at]);
-            let mut storage_ids = Vec::new();
-            for body in lines.by_ref() {
-                if body.starts_with('}') {
-                    break;
-                }
-                let case = body.trim().strip_prefix("case ").and_then(|rest| rest.strip_suffix(':'));
-                if let Some(id) = case.and_then(|id| id.trim().parse().ok()) {
-                    storage_ids.push(id);
-                }
-            }
-            return Some(LinkedParams { symbol, storage_ids });
-        }
-    }
-    None
-}
-
-/// Header names of `#include <x>` / `#include "x"` lines.
-pub(crate) fn included_headers(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|line| {
-        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim();
-        let (open, close) = match rest.chars().next()? {
-            '<' => ('<', '>'),
-            '"' => ('"', '"'),
-            _ => return None,
-        };
-        let inner = rest.strip_prefix(open)?;
-        Some(&inner[..inner.find(close)?])
+/// The first function of the module's C sources named `*_lookup_linked_param`,
+/// with the storage ids of its `case`s in text order.
+pub(crate) fn linked_params(code: &ModuleCode<'_, '_>) -> Option<LinkedParams> {
+    code.c_sources().iter().find_map(|source| {
+        let function = source.functions.iter().find(|function| function.name.ends_with("_lookup_linked_param"))?;
+        let storage_ids = walk(&function.body(source).statements)
+            .into_iter()
+            .filter_map(|node| match node {
+                Node::Stmt(Stmt { kind: StmtKind::Label { case: Some(Expr::Int(id)) }, .. }) => usize::try_from(*id).ok(),
+                _ => None,
+            })
+            .collect();
+        Some(LinkedParams { symbol: function.name.to_string(), storage_ids })
     })
 }
 
@@ -925,9 +886,6 @@ pub(crate) fn pool_reach(sources: &Sources<'_>, codegen: &Codegen, module: &str,
     Some((bytes, entry, file))
 }
 
-/// Calls deeper than this are not followed (TVM's are two deep: entry, operator).
-const MAX_CALL_DEPTH: usize = 8;
-
 /// The module's sources as written (the skeleton drops the `cmsis_nn_dims`
 /// initializers), each file read once and only when it defines a function asked for.
 struct CodeReader<'s, 't> {
@@ -1027,20 +985,6 @@ impl CodeReader<'_, '_> {
     }
 }
 
-/// The sizes of the static arrays the sources define without initializer
-/// (`static uint8_t global_workspace[15378];`): USMP's workspace pools.
-pub(crate) fn static_workspace(sources: &Sources<'_>, codegen: &Codegen) -> Option<u64> {
-    let mut total = None;
-    for path in &codegen.c_sources {
-        for line in sources.text(path).lines() {
-            let Some(declaration) = line.trim().strip_prefix("static uint8_t ").and_then(|rest| rest.strip_suffix("];")) else { continue };
-            let Some(size) = declaration.split_once('[').and_then(|(_, size)| c::integer(size)) else { continue };
-            total = Some(total.unwrap_or(0u64).checked_add(size)?);
-        }
-    }
-    total
-}
-
 /// Element types of the model entry's tensor arguments as the code uses them,
 /// for archives whose entry takes `void*` (2021 `tvmgen_<m>_run_model`): an
 /// input's type from the first operator the entry passes it to, an output's
@@ -1130,58 +1074,6 @@ pub(crate) fn sources_of(tree: &Tree) -> Sources<'_> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn workspace_bytes_follow_the_code() {
-        let code = "int32_t op_compute_(float* x) {\n\
-                      void* a = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)100, 2, 32);\n\
-                      void* b = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)16, 2, 32);\n\
-                      return 0;\n}\n\
-                    int32_t op(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
-                      /* TVMBackendAllocWorkspace(1, 0, (uint64_t)1000000, 2, 32) */\n\
-                      void* c = TVMBackendAllocWorkspace(1, dev_id, (uint64_t)8, 2, 32);\n\
-                      return op_compute_((float*)args);\n}\n\
-                    int32_t dynamic(void* args) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)n * 4, 2, 32); return 0; }\n\
-                    int32_t loop_a(void* x) { return loop_b(x); }\n\
-                    int32_t loop_b(void* x) { void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)4, 2, 32); return loop_a(x); }\n";
-        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.as_bytes().to_vec())]).unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let sources = sources_of(&tree);
-        let texts = c::CTexts::of(&tree);
-        let files = CFiles::parse(&texts).unwrap();
-        let code = ModuleCode::new(&tree, &files, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
-        // 100 -> 112 and 16 in the callee, 8 -> 16 in the operator; the comment is not code.
-        assert_eq!(bytes("op_compute_"), Some(128));
-        assert_eq!(bytes("op"), Some(144));
-        assert_eq!(bytes("dynamic"), None, "a size computed at run time");
-        assert_eq!(bytes("loop_a"), None, "recursion has no bound");
-        assert_eq!(bytes("missing"), None);
-    }
-
-    /// A chain of 2,000 calls and a call graph in which each of 40 levels calls
-    /// the next twice: each function is read once, and past TVM's depth the
-    /// bound is unknown rather than the stack overflowing.
-    #[test]
-    fn workspace_bytes_of_deep_and_doubling_calls() {
-        let alloc = "void* w = TVMBackendAllocWorkspace(1, 0, (uint64_t)16, 2, 32);";
-        let chain: String = (0..2000).map(|i| format!("int32_t c{i}(void) {{ {alloc} return c{}(); }}\n", i + 1)).collect();
-        let doubling: String = (0..40).map(|i| format!("int32_t d{i}(void) {{ {alloc} d{n}(); return d{n}(); }}\n", n = i + 1)).collect();
-        let short: String = (0..3).map(|i| format!("int32_t s{i}(void) {{ {alloc} s{n}(); return s{n}(); }}\n", n = i + 1)).collect();
-        let code = format!("{chain}{doubling}{short}int32_t c2000(void) {{ return 0; }}\nint32_t d40(void) {{ return 0; }}\nint32_t s3(void) {{ return 0; }}\n");
-        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), code.into_bytes())]).unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let sources = sources_of(&tree);
-        let texts = c::CTexts::of(&tree);
-        let files = CFiles::parse(&texts).unwrap();
-        let code = ModuleCode::new(&tree, &files, &codegen);
-        let bytes = |function: &str| workspace_bytes(&sources, &codegen, &code, function, 16);
-        assert_eq!(bytes("c0"), None);
-        assert_eq!(bytes("d0"), None);
-        assert_eq!(bytes("c1995"), Some(5 * 16));
-        // Each call counts: s0 calls s1 twice, and so on.
-        assert_eq!(bytes("s0"), Some(16 + 2 * (16 + 2 * 16)));
-    }
-
-    #[test]
     fn skeleton_leaves_out_only_numeric_initializers() {
         let code = "static const float w[4] = {\n  0x1.8p-3f, -2.5e+1f, 7, 0x0p+0f\n};\n\
                     const int nested[2][2] = { {1, 2}, {3, 4} };\n\
@@ -1215,6 +1107,20 @@ mod tests {
         assert_eq!(header.macro_u64("TVMGEN_DEFAULT_SRAM_WORKSPACE_POOL_SIZE"), Some(17778));
         let data = &header.macros["TVMGEN_DEFAULT_FLASH_CONSTANT_POOL_DATA"];
         assert_eq!(parse_byte_list(data), Some(vec![0xee, 0x19, 0x00]));
+    }
+
+    /// The glue sets each member to a buffer: a member that is no pointer
+    /// (a scalar, an array, an array of pointers) is refused by name.
+    #[test]
+    fn header_struct_member_that_is_no_pointer_is_an_error() {
+        let path = "codegen/host/include/tvmgen_default.h";
+        for (member, name) in [("int a[4];", "a"), ("int b;", "b"), ("void* c[2];", "c"), ("void *d, e;", "e")] {
+            let text = format!("struct tvmgen_default_inputs {{\n  void* ok;\n  {member}\n}};\nint32_t tvmgen_default_run(struct tvmgen_default_inputs* inputs);\n");
+            let err = InterfaceHeader::from("default", &parse(path, &text).unwrap()).unwrap_err();
+            let message = err.to_string();
+            assert!(message.contains(&format!("member `{name}` of `struct tvmgen_default_inputs` is not a pointer")), "{message}");
+            assert_eq!(err.file(), Some(path));
+        }
     }
 
     #[test]
@@ -1278,17 +1184,56 @@ mod tests {
         assert_eq!(code.parameter_count("tvmgen_default_run_model"), Some(2));
     }
 
+    /// DSP intrinsics in either spelling (the first named, not a longer
+    /// name), Arm-only and MVE headers, unshipped headers (a C++ library
+    /// header has no extension; a commented-out include is none), and every
+    /// include kept for the diagnosis of a failed compile.
     #[test]
-    fn finds_dsp_intrinsics_in_either_spelling() {
-        assert_eq!(dsp_intrinsic("acc = __smlad(a, b, acc);"), Some("__smlad"));
-        assert_eq!(dsp_intrinsic("x = __SXTB16(__ror(y, 8));"), Some("__SXTB16"));
-        assert_eq!(dsp_intrinsic("x = __ror(y, 8); int __smlad_count = 0;"), None);
+    fn code_needs_from_names_and_includes() {
+        let lib0 = "#include <stdint.h>\n#  include <arm_acle.h>\n/* #include <commented.h> */\nint __smlad_count = 0;\n\
+                    int32_t f(int32_t a) { return __SXTB16(__ror(a, 8)) + __smlad(a, a, 0); }\n";
+        let lib1 = "#include \"missing/x.h\"\n#include <arm_mve.h>\n#include <cstdint>\n#include \"shipped.h\"\n";
+        let tree = Tree::from_files([
+            ("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec()),
+            ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
+            ("codegen/host/include/shipped.h".to_string(), Vec::new()),
+        ])
+        .unwrap();
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen_for(&tree, "default", &["default"]));
+        let needs = code_needs(&tree, &code);
+        let (lib0, lib1) = ("codegen/host/src/default_lib0.c".to_string(), "codegen/host/src/default_lib1.c".to_string());
+        assert_eq!(needs.dsp, Some((lib0.clone(), "__SXTB16".to_string())));
+        assert_eq!(needs.arm_only, Some((lib0.clone(), "arm_acle.h".to_string())));
+        assert_eq!(needs.mve, Some((lib1.clone(), "arm_mve.h".to_string())));
+        assert_eq!(needs.unshipped_headers, BTreeMap::from([("missing/x.h".to_string(), lib1.clone())]));
+        let headers: Vec<&str> = needs.includes.iter().map(|(_, header)| header.as_str()).collect();
+        assert_eq!(headers, ["stdint.h", "arm_acle.h", "missing/x.h", "arm_mve.h", "cstdint", "shipped.h"]);
+        assert!(!needs.workspace_allocator && needs.cmsis_nn.is_none());
     }
 
+    /// A packed operator's parameters from their declarations, written
+    /// through their data at any depth or by a compound assignment; a body
+    /// with a statement not read answers nothing.
     #[test]
-    fn finds_arm_only_headers() {
-        let text = "#include <stdint.h>\n#  include <arm_acle.h>\n";
-        assert!(included_headers(text).any(|h| h == "arm_acle.h"));
+    fn operator_args_read_declarations_and_stores_at_any_depth() {
+        let lib1 = "int32_t op(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
+            \x20 void* a = (((TVMValue*)args)[0].v_handle);\n  void* b = (((TVMValue*)args)[1].v_handle);\n\
+            \x20 void* c = (((TVMValue*)args)[2].v_handle);\n  void* b_1 = (((DLTensor*)b)[0].data);\n\
+            \x20 for (int i = 0; i < 4; ++i) { if (i > 0) { ((float*)b_1)[i] += ((float*)a)[i]; } }\n\
+            \x20 ((float*)c)[0] = ((float*)a)[0] == 1.0f;\n  return 0;\n}\n\
+            int32_t hidden(void* args, int32_t* codes, int32_t n, void* r, int32_t* rc, void* h) {\n\
+            \x20 void* a = (((TVMValue*)args)[0].v_handle);\n  goto out;\n  return 0;\n}\n";
+        let tree = Tree::from_files([("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec())]).unwrap();
+        let texts = c::CTexts::of(&tree);
+        let files = CFiles::parse(&texts).unwrap();
+        let code = ModuleCode::new(&tree, &files, &codegen_for(&tree, "default", &["default"]));
+        let (file, args) = operator_args(&code, "op").unwrap();
+        assert_eq!(file, "codegen/host/src/default_lib1.c");
+        let found: Vec<(&str, bool)> = args.iter().map(|arg| (arg.name.as_str(), arg.written)).collect();
+        assert_eq!(found, [("a", false), ("b", true), ("c", true)]);
+        assert_eq!(operator_args(&code, "hidden"), None);
     }
 
     #[test]
@@ -1304,11 +1249,14 @@ mod tests {
             ("codegen/host/src/default_lib1.c".to_string(), lib1.as_bytes().to_vec()),
         ])
         .unwrap();
-        let codegen = codegen_for(&tree, "default", &["default"]);
-        let linked = linked_params(&sources_of(&tree), &codegen).unwrap();
-        assert_eq!(linked, LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] });
+        let linked = |tree: &Tree| {
+            let texts = c::CTexts::of(tree);
+            let files = CFiles::parse(&texts).unwrap();
+            linked_params(&ModuleCode::new(tree, &files, &codegen_for(tree, "default", &["default"])))
+        };
+        assert_eq!(linked(&tree), Some(LinkedParams { symbol: "_lookup_linked_param".to_string(), storage_ids: vec![10, 3] }));
         let plain = Tree::from_files([("codegen/host/src/default_lib0.c".to_string(), lib0.as_bytes().to_vec())]).unwrap();
-        assert_eq!(linked_params(&sources_of(&plain), &codegen_for(&plain, "default", &["default"])), None);
+        assert_eq!(linked(&plain), None);
     }
 }
 

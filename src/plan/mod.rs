@@ -82,13 +82,12 @@ pub(crate) fn plan_tree(tree: Tree, options: &PlanOptions<'_>) -> Result<Planned
 }
 
 fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) -> Result<(Tree, Metadata, Plan)> {
+    let from_headers = !tree.contains("metadata.json");
     let mut metadata = match tree.get("metadata.json") {
         Some(bytes) => metadata::parse(bytes).map_err(|e| e.in_file("metadata.json"))?,
         None => {
-            // The code says the workspace a header does not: it is read only
-            // once its limits hold (and parsed again below, once renamed).
-            let texts = CTexts::of(&tree);
-            let inferred = sources::metadata_from_headers(&tree, &CFiles::parse(&texts)?).ok_or_else(|| {
+            // The module names only: the workspace the headers do not state is read from the code below.
+            let inferred = sources::metadata_from_headers(&tree)?.ok_or_else(|| {
                 Error::new(
                     ErrorKind::NotMlf,
                     "not a Model Library Format archive: it has neither metadata.json nor an interface header codegen/host/include/tvmgen_<module>.h to infer the model from",
@@ -110,22 +109,26 @@ fn plan_checked(tree: Tree, options: &PlanOptions<'_>, warnings: &mut Warnings) 
         checks::check_objects(&tree, target)?;
     }
     let tree = rename::apply(tree, &mut metadata, options.renames, warnings)?;
-    let mut plan = {
+    let plan = {
         // Before any scanner reads the archive's C: each file parsed once, its limits checked.
         let texts = CTexts::of(&tree);
         let files = CFiles::parse(&texts)?;
-        resolve::plan(&tree, &files, &metadata, warnings)?
+        if from_headers {
+            sources::workspace_from_code(&mut metadata, &tree, &files);
+        }
+        let mut plan = resolve::plan(&tree, &files, &metadata, warnings)?;
+        for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
+            warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
+        }
+        names::check_plan(&plan)?;
+        limits::check_plan(&plan)?;
+        if let Some(target) = options.target {
+            checks::check_target(&plan, target, &metadata)?;
+        }
+        if options.profile {
+            profile::apply(&tree, &files, &mut plan)?;
+        }
+        plan
     };
-    for path in plan.modules.iter().flat_map(|module| &module.codegen.ignored) {
-        warnings.push(format!("ignoring `{path}`: not a C/C++ source or object"));
-    }
-    names::check_plan(&plan)?;
-    limits::check_plan(&plan)?;
-    if let Some(target) = options.target {
-        checks::check_target(&plan, target, &metadata)?;
-    }
-    if options.profile {
-        profile::apply(&tree, &mut plan)?;
-    }
     Ok((tree, metadata, plan))
 }

@@ -1,18 +1,20 @@
 //! Which operator calls a profiled run times (`Builder::profile`), in call
 //! order, or why an archive's cannot be timed. A graph module's calls are its
 //! schedule's; an AOT module's are the calls its model function makes to
-//! functions the archive's C defines, read from that function's text.
+//! functions the archive's C defines, read from its parsed body
+//! (`ModuleCode::entry_calls`).
 
 use std::collections::BTreeMap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ident::CIdent;
 use crate::input::archive::Tree;
-use crate::input::c::{called_functions, function_definitions, is_static, strip_comments};
+use crate::input::c::CFiles;
+use crate::input::code::ModuleCode;
 use crate::plan::model::{Entry, ModulePlan, Plan, Profile};
 
 /// Sets every module's [`ModulePlan::profile`], or refuses the archive.
-pub(crate) fn apply(tree: &Tree, plan: &mut Plan) -> Result<()> {
+pub(crate) fn apply(tree: &Tree, files: &CFiles<'_>, plan: &mut Plan) -> Result<()> {
     if let [_, _, ..] = plan.modules.as_slice() {
         let names: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
         return Err(Error::new(
@@ -26,7 +28,7 @@ pub(crate) fn apply(tree: &Tree, plan: &mut Plan) -> Result<()> {
         .help("profile one module at a time: export it alone (tvmc compile without the others), or build with profile(false)"));
     }
     for module in &mut plan.modules {
-        module.profile = Some(operator_calls(tree, module)?);
+        module.profile = Some(operator_calls(&ModuleCode::new(tree, files, &module.codegen), module)?);
     }
     Ok(())
 }
@@ -50,7 +52,7 @@ pub(crate) fn is_instrumented(module: &ModulePlan) -> bool {
     !matches!(module.entry, Entry::Graph(_))
 }
 
-pub(crate) fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile> {
+pub(crate) fn operator_calls(code: &ModuleCode<'_, '_>, module: &ModulePlan) -> Result<Profile> {
     let m = &module.name;
     let refuse = |why: String, help: &str| {
         Error::new(ErrorKind::Unsupported, format!("Builder::profile(true) on module `{m}` ({}): {why}", module.entry.kind())).help(help)
@@ -78,36 +80,24 @@ pub(crate) fn operator_calls(tree: &Tree, module: &ModulePlan) -> Result<Profile
         ));
     }
     // Every function the module's sources define: where, and whether `static`.
-    let mut defined: BTreeMap<String, (String, bool)> = BTreeMap::new();
-    let mains = [format!("tvmgen_{m}___tvm_main__"), format!("tvmgen_{m}_run_model")];
-    // (rank among `mains`, file, called names) of the first definition of each.
-    let mut entries: Vec<(usize, String, Vec<String>)> = Vec::new();
-    for path in module.codegen.c_sources.iter().chain(&module.codegen.cxx_sources) {
-        let code = strip_comments(&String::from_utf8_lossy(tree.get(path).unwrap_or_default()));
-        for (name, body) in function_definitions(&code) {
-            let is_static = is_static(&code, name);
-            defined.entry(name.to_string()).or_insert_with(|| (path.clone(), is_static));
-            if let Some(rank) = mains.iter().position(|main| main == name).filter(|rank| entries.iter().all(|e| e.0 != *rank)) {
-                entries.push((rank, path.clone(), called_functions(body).map(str::to_string).collect()));
-            }
-        }
-    }
-    let Some((rank, file, called)) = entries.into_iter().min_by_key(|entry| entry.0) else {
+    let defined = code.functions();
+    let Some((main, file, called)) = code.entry_calls(m) else {
         return Err(refuse(
-            format!("no source defines its model function `{}` or `{}`, whose calls are the operators", mains[0], mains[1]),
+            format!(
+                "no source defines its model function `tvmgen_{m}___tvm_main__` or `tvmgen_{m}_run_model`, whose calls are the operators"
+            ),
             "pass the archive as TVM wrote it, or build with profile(false)",
         ));
     };
-    let main = &mains[rank];
     let mut calls = Vec::new();
-    for name in called.iter().filter(|name| *name != main) {
-        let Some((path, is_static)) = defined.get(name) else { continue };
-        if *is_static {
+    for name in called.into_iter().filter(|name| *name != main) {
+        let Some(&(path, is_static)) = defined.get(name) else { continue };
+        if is_static {
             return Err(refuse(
                 format!("operator `{name}` is `static` in {path}, so the profiling hooks cannot know its address"),
                 "build with profile(false)",
             )
-            .in_file(path.clone()));
+            .in_file(path));
         }
         calls.push(CIdent::new(&format!("module `{m}`: operator called by {main}"), name)?);
     }
@@ -210,8 +200,14 @@ mod tests {
         Some((planned.tree, planned.plan))
     }
 
+    /// [`apply`], the tree's C parsed as planning parses it.
+    fn apply_parsed(tree: &Tree, plan: &mut Plan) -> Result<()> {
+        let texts = crate::input::c::CTexts::of(tree);
+        apply(tree, &CFiles::parse(&texts)?, plan)
+    }
+
     fn refusal(tree: &Tree, plan: &mut Plan) -> String {
-        let error = apply(tree, plan).expect_err("refused");
+        let error = apply_parsed(tree, plan).expect_err("refused");
         assert_eq!(error.kind(), ErrorKind::Unsupported);
         error.to_string()
     }
@@ -220,7 +216,7 @@ mod tests {
     #[test]
     fn aot_calls_come_from_the_model_function() {
         let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c_usmp") else { return };
-        apply(&tree, &mut plan).unwrap();
+        apply_parsed(&tree, &mut plan).unwrap();
         let profile = plan.modules[0].profile.clone().unwrap();
         assert_eq!(profile.calls.len(), 11);
         assert_eq!(profile.calls[0], "tvmgen_default_fused_cast_cast_subtract");
@@ -254,7 +250,7 @@ mod tests {
     #[test]
     fn helpers_are_untimed_and_operators_never() {
         let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c-cortex_m4") else { return };
-        apply(&tree, &mut plan).unwrap();
+        apply_parsed(&tree, &mut plan).unwrap();
         let profile = plan.modules[0].profile.clone().unwrap();
         let untimed: Vec<&str> = profile.untimed.iter().map(CIdent::as_str).collect();
         assert!(untimed.contains(&"tvmgen_default___tvm_main__"), "{untimed:?}");
@@ -274,7 +270,7 @@ mod tests {
         ) else {
             return;
         };
-        apply(&tree, &mut plan).unwrap();
+        apply_parsed(&tree, &mut plan).unwrap();
         let profile = plan.modules[0].profile.clone().unwrap();
         assert!(profile.untimed.iter().all(|name| name.as_str() != "fused_cast"), "{:?}", profile.untimed);
     }
@@ -283,7 +279,7 @@ mod tests {
     #[test]
     fn graph_calls_are_the_schedule() {
         let Some((tree, mut plan)) = planned("tvm-0.18/cnn_f32-graph") else { return };
-        apply(&tree, &mut plan).unwrap();
+        apply_parsed(&tree, &mut plan).unwrap();
         let module = &plan.modules[0];
         let scheduled: Vec<CIdent> = module.schedule().unwrap().calls.iter().map(|call| call.func_name.clone()).collect();
         assert_eq!(module.profile.as_ref().unwrap().calls, scheduled);
@@ -335,7 +331,7 @@ mod tests {
     fn refuses_msvc_for_aot_modules() {
         let Some((tree, mut plan)) = planned("tvm-0.18/kws_int8-aot_c_usmp") else { return };
         check_compiler(&plan, true).unwrap();
-        apply(&tree, &mut plan).unwrap();
+        apply_parsed(&tree, &mut plan).unwrap();
         let text = check_compiler(&plan, true).expect_err("refused").to_string();
         assert!(text.contains("MSVC lacks") && text.contains("GCC or Clang"), "{text}");
         check_compiler(&plan, false).unwrap();

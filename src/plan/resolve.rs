@@ -68,7 +68,7 @@ fn plan_module(
         return plan_c_interface(sources, code, meta, codegen, header, warnings);
     }
     if meta.executors.contains(&Executor::Aot) {
-        if let Some(entry) = sources::headerless_entry(sources, &codegen, &name) {
+        if let Some(entry) = sources::headerless_entry(code, &name) {
             return plan_headerless(sources, code, meta, codegen, entry, warnings);
         }
     }
@@ -216,7 +216,7 @@ fn plan_graph(
         // Linked weights, or none: the schedule checks every weight has a source.
         None => Vec::new(),
     };
-    let linked = sources::linked_params(sources, &codegen);
+    let linked = sources::linked_params(code);
     let main = main_memory(meta);
     let names = |list: Option<&Vec<metadata::TensorMeta>>| list.map(|l| l.iter().map(|t| t.name.clone()).collect()).unwrap_or_default();
     let alignment = target_alignment(meta);
@@ -226,14 +226,14 @@ fn plan_graph(
     // largest figure metadata.json states for any operator (else the module's
     // whole workspace): some archives' per-operator figures fall short of what
     // their code allocates.
-    let allocates = sources::allocates_workspace(sources, &codegen);
+    let allocates = code.allocates_workspace();
     let largest = meta.operators.iter().flat_map(|op| op.workspace.iter().map(|&(_, bytes)| bytes)).max();
     let largest = largest.unwrap_or_else(|| meta.workspace_size_bytes());
     let mut workspaces = std::collections::BTreeMap::new();
     if allocates {
         for node in &graph.nodes {
             let graph::NodeOp::TvmOp { func_name, .. } = &node.op else { continue };
-            if let Some(bytes) = sources::workspace_bytes(sources, &codegen, code, func_name, alignment) {
+            if let Some(bytes) = code.workspace_bytes(func_name, alignment) {
                 workspaces.insert(func_name.clone(), bytes);
             }
         }
@@ -445,7 +445,7 @@ fn plan_operator(
             .help("no Builder option picks one of the functions, so this archive cannot be built"));
         }
     };
-    let Some((file, args)) = sources::operator_args(sources, &codegen, &function.name) else {
+    let Some((file, args)) = sources::operator_args(code, &function.name) else {
         return Err(Error::new(ErrorKind::Metadata, format!("no generated source defines operator `{}`", function.name))
             .in_file(sources::SRC_DIR)
             .help("metadata.json and the sources do not describe the same operator: pass the archive as TVM wrote it, with both files of one export"));
@@ -529,7 +529,7 @@ fn finish_plan(
     outputs: Vec<Tensor>,
     pools: Vec<Pool>,
 ) -> Result<ModulePlan> {
-    let needs = sources::code_needs(sources, &codegen, code);
+    let needs = sources::code_needs(sources.tree, code);
     let alignment = target_alignment(meta);
     let memory = MemoryMap {
         workspace_bytes: meta.workspace_size_bytes(),

@@ -685,12 +685,15 @@ mod tests {
             for case in cases {
                 let name = case.file_name().unwrap().to_string_lossy().into_owned();
                 let Ok(planned) = read_and_plan(&case.join("model.tar"), &PlanOptions::default()) else { continue };
+                let texts = crate::input::c::CTexts::of(&planned.tree);
+                let files = crate::input::c::CFiles::parse(&texts).unwrap();
                 for module in &planned.plan.modules {
                     match &module.entry_split {
                         None => assert!(matches!(module.entry, Entry::Graph(_) | Entry::Operator { .. }), "{name}"),
                         Some(Steps::Whole { why }) => println!("{name} {}: whole: {why}", module.name),
                         Some(Steps::Split(split)) => {
-                            let profiled = profile::operator_calls(&planned.tree, module).unwrap_or_else(|e| panic!("{name}: {e}"));
+                            let code = crate::input::code::ModuleCode::new(&planned.tree, &files, &module.codegen);
+                            let profiled = profile::operator_calls(&code, module).unwrap_or_else(|e| panic!("{name}: {e}"));
                             assert_eq!(split.operators, profiled.calls, "{name} {}", module.name);
                             assert_eq!(split.steps.len(), split.operators.len());
                             println!("{name} {}: {} steps", module.name, split.operators.len());

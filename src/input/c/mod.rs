@@ -11,6 +11,5 @@ pub(crate) mod text;
 
 pub(crate) use files::{CFiles, CTexts};
 pub(crate) use text::{
-    called_functions, closing, function_definitions, integer, is_static, split_top_level, strip_comments, trailing_identifier_start,
-    FunctionIndex,
+    called_functions, closing, function_definitions, integer, split_top_level, strip_comments, trailing_identifier_start, FunctionIndex,
 };

@@ -145,6 +145,7 @@ impl FunctionIndex {
 
 /// Whether the definition whose name is `name`, a slice of `code`, is `static`:
 /// the words since the previous declaration's end say so.
+#[cfg(test)]
 pub(crate) fn is_static(code: &str, name: &str) -> bool {
     let at = (name.as_ptr() as usize).saturating_sub(code.as_ptr() as usize).min(code.len());
     let declaration = &code[code[..at].rfind([';', '}', '#']).map_or(0, |end| end + 1)..at];

@@ -17,7 +17,8 @@ use crate::input::c::limits::{check_length, MAX_NESTING};
 use crate::input::c::parser::body::{parse_initializer, Tok, TokKind};
 use crate::input::c::parser::numeric::NumericList;
 use crate::input::c::parser::syntax::{
-    scalar_dtype, CSource, Define, Directive, Function, Include, Init, Param, Prototype, Span, Struct, Variable, MAX_KEPT_INIT_TOKENS,
+    scalar_dtype, CSource, Define, Directive, Function, Include, Init, Member, Param, Prototype, Span, Struct, Variable,
+    MAX_KEPT_INIT_TOKENS,
 };
 use crate::input::c::text::integer;
 
@@ -511,7 +512,7 @@ impl<'t> Parser<'t> {
     }
 
     /// A struct's members after its `{`: each member's name; the closing `}`.
-    fn members(&mut self) -> Result<(Vec<&'t str>, Option<Tok>)> {
+    fn members(&mut self) -> Result<(Vec<Member<'t>>, Option<Tok>)> {
         let mut members = Vec::new();
         let mut member: Vec<Tok> = Vec::new();
         let mut depth = 1usize;
@@ -525,16 +526,19 @@ impl<'t> Parser<'t> {
                     }
                 }
                 TokKind::Punct(";" | ",") if depth == 1 => {
-                    if let Some(name) = self.member_name(&member) {
+                    if let Some(found) = self.member(&member) {
                         self.count_item()?;
-                        members.push(name);
+                        members.push(found);
                     }
-                    // `T a, b;`: `b` shares the type.
+                    // `T a, b;`: `b` shares the type (not `a`'s `*`).
                     if tok.kind != TokKind::Punct(",") {
                         member.clear();
                     } else {
                         member.retain(|tok| tok.kind != TokKind::Punct("[") && tok.kind != TokKind::Punct("]"));
                         member.pop();
+                        while member.last().is_some_and(|tok| tok.kind == TokKind::Punct("*")) {
+                            member.pop();
+                        }
                     }
                     continue;
                 }
@@ -547,18 +551,24 @@ impl<'t> Parser<'t> {
         Ok((members, None))
     }
 
-    /// A member's name: its last identifier at its own level before a `[`, `:` or attribute.
-    fn member_name(&self, member: &[Tok]) -> Option<&'t str> {
+    /// A member: its name, its last identifier at its own level before a
+    /// `[`, `:` or attribute; a pointer when a `*` at that level comes before
+    /// the name and no `[` after it.
+    fn member(&self, member: &[Tok]) -> Option<Member<'t>> {
         let mut depth = 0usize;
         let mut name = None;
+        let mut stars = false;
+        let mut pointer = false;
         for (i, tok) in member.iter().enumerate() {
             match tok.kind {
                 TokKind::Punct("{" | "(" | "[") => {
                     if depth == 0 && tok.kind == TokKind::Punct("[") && name.is_some() {
+                        pointer = false;
                         break;
                     }
                     depth += 1;
                 }
+                TokKind::Punct("*") if depth == 0 => stars = true,
                 TokKind::Punct("}" | ")" | "]") => depth = depth.saturating_sub(1),
                 TokKind::Punct(":") if depth == 0 => break,
                 TokKind::Ident if depth == 0 => {
@@ -568,12 +578,13 @@ impl<'t> Parser<'t> {
                     }
                     if !KEYWORDS.contains(&word) && !ATTRIBUTES.contains(&word) {
                         name = Some(word);
+                        pointer = stars;
                     }
                 }
                 _ => {}
             }
         }
-        name.filter(|_| member.len() > 1)
+        name.filter(|_| member.len() > 1).map(|name| Member { name, pointer })
     }
 
     /// Indices of the head's tokens outside attributes and `extern "C"`, at its top level.
@@ -877,6 +888,10 @@ mod tests {
         parse("test.c", text).unwrap_or_else(|error| panic!("{error}"))
     }
 
+    fn member_names<'t>(found: &Struct<'t>) -> Vec<&'t str> {
+        found.members.iter().map(|member| member.name).collect()
+    }
+
     fn function_names<'t>(source: &CSource<'t>) -> Vec<&'t str> {
         source.functions.iter().map(|function| function.name).collect()
     }
@@ -893,7 +908,7 @@ mod tests {
         let variables: Vec<&str> = source.variables.iter().map(|variable| variable.name).collect();
         assert_eq!(variables, ["s", "q", "u"]);
         assert!(source.mentions("h") && !source.mentions("g") && !source.mentions("c"));
-        assert!(source.calls("h") && !source.calls("g"));
+        assert!(source.called().any(|name| name == "h") && !source.called().any(|name| name == "g"));
         let h = source.function("h").unwrap();
         assert_eq!(source.text_of(h.span), "int h(int x) { return x; /* } */ }");
         assert_eq!(h.params, [Param { text: "int x", name: "x", pointer: false, dtype: None }]);
@@ -952,7 +967,7 @@ mod tests {
                 ("NOT_FN", None, "(x)", 7),
             ]
         );
-        assert!(source.calls("MAX"));
+        assert!(source.called().any(|name| name == "MAX"));
         let [x] = source.variables.as_slice() else { panic!() };
         assert_eq!(x.span.line, 8);
         assert!(matches!(&x.init, Some(Init::Tree(Initializer::Expr(Expr::Call { callee: "MAX", .. })))));
@@ -1001,7 +1016,7 @@ mod tests {
                     tvm_model_t tvmgen_default_network = {\n    .run_func = &tvmgen_default_run,\n    .num_input_tensors = 1,\n    .num_output_tensors = 2,\n};\n";
         let source = parsed(text);
         let [workspace] = source.structs.as_slice() else { panic!("{:?}", source.structs) };
-        assert_eq!((workspace.name, workspace.members.as_slice()), ("global_const_workspace", &["a_let", "b_let"][..]));
+        assert_eq!((workspace.name, member_names(workspace)), ("global_const_workspace", vec!["a_let", "b_let"]));
         let [weights, network] = source.variables.as_slice() else { panic!("{:?}", source.variables) };
         assert_eq!(weights.name, "global_const_workspace");
         assert_eq!(weights.type_words, ["static", "const", "struct", "global_const_workspace"]);
@@ -1026,8 +1041,13 @@ mod tests {
         let text = "struct tvmgen_default_inputs {\n  void* data;\n  float* x[2];\n};\n\
                     typedef struct { int32_t n, h; uint8_t flag : 1; } cmsis_nn_dims_t;\nstruct later;\n";
         let source = parsed(text);
-        let structs: Vec<(&str, &[&str])> = source.structs.iter().map(|s| (s.name, s.members.as_slice())).collect();
-        assert_eq!(structs, [("tvmgen_default_inputs", &["data", "x"][..]), ("cmsis_nn_dims_t", &["n", "h", "flag"][..])]);
+        let structs: Vec<(&str, Vec<&str>)> = source.structs.iter().map(|s| (s.name, member_names(s))).collect();
+        assert_eq!(structs, [("tvmgen_default_inputs", vec!["data", "x"]), ("cmsis_nn_dims_t", vec!["n", "h", "flag"])]);
+        let pointers: Vec<bool> = source.structs[0].members.iter().chain(&source.structs[1].members).map(|m| m.pointer).collect();
+        assert_eq!(pointers, [true, false, false, false, false], "an array of pointers is no pointer");
+        let shared = parsed("struct s { int *a, b, *c; };\n");
+        let pointers: Vec<(&str, bool)> = shared.structs[0].members.iter().map(|m| (m.name, m.pointer)).collect();
+        assert_eq!(pointers, [("a", true), ("b", false), ("c", true)]);
         assert!(source.variables.is_empty(), "{:?}", source.variables);
     }
 

@@ -75,18 +75,15 @@ impl<'t> CSource<'t> {
         self.name_set.contains(name)
     }
 
-    // Read by the tests and the `c_parser` fuzz target until the needs
-    // questions move onto the parser (plan33 step 9).
-    #[cfg_attr(not(test), allow(dead_code))]
     /// Distinct identifiers, in the order they first appear.
     pub fn names(&self) -> &[&'t str] {
         &self.names
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
-    /// Whether `name` appears directly before a `(`.
-    pub fn calls(&self, name: &str) -> bool {
-        self.called.contains(name)
+    /// Every identifier directly before a `(` (functions, function-like
+    /// macros and keywords such as `if`), in no order.
+    pub fn called(&self) -> impl Iterator<Item = &'t str> + '_ {
+        self.called.iter().copied()
     }
 }
 
@@ -136,9 +133,16 @@ pub(crate) struct Prototype<'t> {
 pub(crate) struct Struct<'t> {
     /// The tag, or for `typedef struct { ... } name;` the name.
     pub name: &'t str,
-    /// Each member's name, in order.
-    pub members: Vec<&'t str>,
+    /// In order.
+    pub members: Vec<Member<'t>>,
     pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Member<'t> {
+    pub name: &'t str,
+    /// Declared with a `*` and no array dimension (`void* a`, not `int* a[4]`).
+    pub pointer: bool,
 }
 
 /// One parameter: a comma-separated piece of a parameter list.
@@ -333,4 +337,98 @@ pub(crate) fn scalar_dtype(ty: &str) -> Option<DType> {
         _ => return None,
     };
     DType::parse(name).ok()
+}
+
+/// A statement or an expression of a body, as [`walk`] meets them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Node<'a, 't> {
+    Stmt(&'a Stmt<'t>),
+    Expr(&'a Expr<'t>),
+}
+
+/// Every statement and expression of `statements`, each before its parts,
+/// in text order. An explicit stack: the depth the parser allows
+/// ([`super::body::MAX_DEPTH`]) never reaches the call stack.
+pub(crate) fn walk<'a, 't>(statements: &'a [Stmt<'t>]) -> Vec<Node<'a, 't>> {
+    let mut found = Vec::new();
+    let mut stack: Vec<Node<'a, 't>> = statements.iter().rev().map(Node::Stmt).collect();
+    // Parts are pushed last first, so they come out in text order.
+    while let Some(node) = stack.pop() {
+        found.push(node);
+        let mut parts: Vec<Node<'a, 't>> = Vec::new();
+        match node {
+            Node::Stmt(statement) => match &statement.kind {
+                StmtKind::Block(inner) => parts.extend(inner.iter().map(Node::Stmt)),
+                StmtKind::Decl { declarators, .. } => {
+                    for declarator in declarators {
+                        parts.extend(declarator.dims.iter().map(Node::Expr));
+                        let mut inits: Vec<&'a Initializer<'t>> = declarator.init.iter().collect();
+                        while let Some(init) = inits.pop() {
+                            match init {
+                                Initializer::Expr(expr) => parts.push(Node::Expr(expr)),
+                                Initializer::List(items) => inits.extend(items.iter().rev().map(|(_, item)| item)),
+                                Initializer::Numeric { .. } => {}
+                            }
+                        }
+                    }
+                }
+                StmtKind::Expr(expr) | StmtKind::Return(Some(expr)) | StmtKind::Label { case: Some(expr) } => parts.push(Node::Expr(expr)),
+                StmtKind::If { condition, then, otherwise } => {
+                    parts.extend([Node::Expr(condition), Node::Stmt(then)]);
+                    parts.extend(otherwise.as_deref().map(Node::Stmt));
+                }
+                StmtKind::For { init, condition, step, body } => {
+                    parts.extend(init.as_deref().map(Node::Stmt));
+                    parts.extend(condition.iter().chain(step).map(Node::Expr));
+                    parts.push(Node::Stmt(body));
+                }
+                StmtKind::While { condition: value, body } | StmtKind::Switch { value, body } => {
+                    parts.extend([Node::Expr(value), Node::Stmt(body)]);
+                }
+                StmtKind::Empty
+                | StmtKind::Label { case: None }
+                | StmtKind::Return(None)
+                | StmtKind::Break
+                | StmtKind::Continue
+                | StmtKind::Unparsed => {}
+            },
+            Node::Expr(expr) => match expr {
+                Expr::Int(_) | Expr::Number | Expr::Text | Expr::Ident(..) | Expr::Sizeof => {}
+                Expr::Unary(_, inner)
+                | Expr::Postfix(_, inner)
+                | Expr::Paren(inner)
+                | Expr::Cast { value: inner, .. }
+                | Expr::Member { of: inner, .. } => parts.push(Node::Expr(inner)),
+                Expr::Binary(_, left, right) | Expr::Assign(_, left, right) | Expr::Index(left, right) => {
+                    parts.extend([Node::Expr(left), Node::Expr(right)]);
+                }
+                Expr::Ternary(condition, then, otherwise) => parts.extend([condition, then, otherwise].map(|part| Node::Expr(part))),
+                Expr::Call { args, .. } => parts.extend(args.iter().map(Node::Expr)),
+            },
+        }
+        stack.extend(parts.into_iter().rev());
+    }
+    found
+}
+
+impl<'t> Expr<'t> {
+    /// The expression inside any parentheses.
+    pub fn unparenthesized(&self) -> &Expr<'t> {
+        let mut expr = self;
+        while let Expr::Paren(inner) = expr {
+            expr = inner;
+        }
+        expr
+    }
+
+    /// `((T*)name)`: the variable a pointer cast reads, with the cast's type words.
+    pub fn cast_pointer(&self) -> Option<(&[&'t str], &'t str)> {
+        match self.unparenthesized() {
+            Expr::Cast { ty, pointer: true, value } => match value.unparenthesized() {
+                Expr::Ident(name, _) => Some((ty, name)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
