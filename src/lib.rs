@@ -64,6 +64,7 @@ mod objects;
 mod own_code;
 mod plan;
 mod sha256;
+pub mod slot;
 #[cfg(test)]
 mod test_support;
 mod toolchain;

@@ -87,6 +87,9 @@
 #![no_std]
 #![deny(missing_docs)]
 
+pub mod sha256;
+pub mod slot;
+
 /// One tensor's description.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
