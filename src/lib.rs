@@ -101,6 +101,8 @@ mod book {
     struct Stepping;
     #[doc = include_str!("../docs/src/arena-groups.md")]
     struct ArenaGroups;
+    #[doc = include_str!("../docs/src/slots.md")]
+    struct Slots;
     #[doc = include_str!("../docs/src/cmsis-nn.md")]
     struct CmsisNn;
     #[doc = include_str!("../docs/src/crates.md")]
