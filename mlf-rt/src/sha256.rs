@@ -1,5 +1,5 @@
 //! SHA-256 (FIPS 180-4) without heap or `std`: the digest a slot image states
-//! and the device checks ([`crate::slot::SlotHeader::check_hash`]); mlf-build's
+//! and the device checks ([`crate::slot::SlotHeader::check_digest`]); mlf-build's
 //! cache digest is this code too, with x86-64's SHA instructions plugged in
 //! through [`Sha256::with_compressor`].
 
