@@ -625,12 +625,11 @@ impl<'a> SlotHeader<'a> {
             // More elements than u64 counts: no tensor of u32 bytes.
             None => return Err(SlotError::mismatch(at_field(TensorField::Shape), u64::MAX, Rule::AtMost(u32::MAX.into()))),
         }
-        if record.name_len == 0 || record.name_len > MAX_NAME_BYTES {
-            return Err(SlotError::mismatch(
-                at_field(TensorField::NameLen),
-                record.name_len,
-                Rule::Within(1, u64::from(MAX_NAME_BYTES) + 1),
-            ));
+        if record.name_len == 0 {
+            return Err(SlotError::mismatch(at_field(TensorField::NameLen), 0u32, Rule::AtLeast(1)));
+        }
+        if record.name_len > MAX_NAME_BYTES {
+            return Err(SlotError::mismatch(at_field(TensorField::NameLen), record.name_len, Rule::AtMost(MAX_NAME_BYTES.into())));
         }
         let names_start = self.fields.records_end();
         let header_end = u64::from(self.fields.header_bytes);
