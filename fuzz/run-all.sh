@@ -12,8 +12,8 @@ cd "$(dirname "$0")"
 report_only=false
 if [ "${1:-}" = --report ]; then report_only=true; shift; fi
 seconds=${1:-1800}
-declare -A max_len=([archive]=1048576 [front_end]=1048576 [sources]=262144 [params]=262144 [metadata]=65536 [graph]=65536 [relay]=65536 [object]=262144 [memory_x]=65536 [stack]=65536 [c_lexer]=262144 [json]=65536 [c_parser]=262144)
-targets=(archive front_end metadata graph params sources relay object memory_x stack c_lexer json c_parser)
+declare -A max_len=([archive]=1048576 [front_end]=1048576 [sources]=262144 [params]=262144 [metadata]=65536 [graph]=65536 [relay]=65536 [object]=262144 [memory_x]=65536 [stack]=65536 [c_lexer]=262144 [json]=65536 [c_parser]=262144 [slot_header]=65536)
+targets=(archive front_end metadata graph params sources relay object memory_x stack c_lexer json c_parser slot_header)
 jobs=${2:-${#targets[@]}}
 bin=target/x86_64-unknown-linux-gnu/release
 

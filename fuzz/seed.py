@@ -133,6 +133,10 @@ def main():
     chain = b"".join(i.to_bytes(2, "little") + (i + 1).to_bytes(2, "little") for i in range(4095))
     write("stack", chain)
     write("stack", chain + (4095).to_bytes(2, "little") + (0).to_bytes(2, "little"))
+    # Slot images: the writer's own, which tests/fuzz_regressions.rs keeps
+    # current (the format is not written a second time here).
+    for path in sorted((FUZZ / "regressions" / "slot_header").iterdir()):
+        write("slot_header", path.read_bytes())
     for target in sorted(p.name for p in OUT.iterdir()):
         print(f"{target}: {len(list((OUT / target).iterdir()))} seeds")
 

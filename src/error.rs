@@ -31,6 +31,8 @@ pub enum ErrorKind {
     Config,
     /// The model does not fit the memory regions of the `memory.x` it was built against.
     DoesNotFit,
+    /// A model slot image is malformed or corrupted, or a model cannot be made into one.
+    Slot,
 }
 
 /// An error from `mlf-build`: which archive, which file, what was wrong and what to do.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::codegen::stepper;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::ident;
 use crate::input::archive::{Limits, Tree};
 use crate::input::code::ModuleCode;
@@ -287,6 +287,31 @@ pub fn stack(bytes: &[u8]) -> Result<()> {
     }
     stack::graph_bound(bytes);
     Ok(())
+}
+
+/// `bytes` as a model slot image, read as the device reads it: the header,
+/// the digest, every tensor and `inspect`'s report. What the reader accepts
+/// must encode back to its own bytes and seal again.
+pub fn slot_header(bytes: &[u8]) -> Result<()> {
+    use mlf_rt::slot::{self, Side, SlotHeader};
+    let header = SlotHeader::parse(bytes).map_err(|e| Error::new(ErrorKind::Slot, e.to_string()))?;
+    let _ = crate::slot::report(&header) + &crate::slot::digest_line(&header);
+    let mut fixed = bytes[..slot::FIXED_BYTES].to_vec();
+    fixed[slot::DIGEST_RANGE].fill(0);
+    assert_eq!(header.fields().encode().to_vec(), fixed, "the fixed fields encode back to their bytes");
+    for side in [Side::Input, Side::Output] {
+        for index in 0..header.count(side) {
+            let tensor = header.tensor(side, index).expect("a tensor the header counts");
+            let at = slot::FIXED_BYTES
+                + (usize::from(index) + if side == Side::Output { usize::from(header.count(Side::Input)) } else { 0 })
+                    * slot::TENSOR_RECORD_BYTES;
+            assert_eq!(tensor.record.encode()[..], bytes[at..at + slot::TENSOR_RECORD_BYTES], "a record encodes back to its bytes");
+        }
+    }
+    let mut image = header.image().to_vec();
+    let digest = slot::seal(&mut image).expect("an accepted image seals");
+    assert_eq!(digest, header.computed_digest());
+    header.check_digest().map_err(|e| Error::new(ErrorKind::Slot, e.to_string()))
 }
 
 /// A directory of this process's own, removed when dropped.

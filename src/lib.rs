@@ -64,6 +64,7 @@ mod objects;
 mod own_code;
 mod plan;
 mod sha256;
+pub mod slot;
 #[cfg(test)]
 mod test_support;
 mod toolchain;
@@ -102,6 +103,8 @@ mod book {
     struct Stepping;
     #[doc = include_str!("../docs/src/arena-groups.md")]
     struct ArenaGroups;
+    #[doc = include_str!("../docs/src/slots.md")]
+    struct Slots;
     #[doc = include_str!("../docs/src/cmsis-nn.md")]
     struct CmsisNn;
     #[doc = include_str!("../docs/src/crates.md")]

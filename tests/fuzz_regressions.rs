@@ -31,6 +31,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("c_lexer", fuzzing::c_lexer),
     ("json", fuzzing::json),
     ("c_parser", fuzzing::c_parser),
+    ("slot_header", fuzzing::slot_header),
 ];
 
 /// Runs `input` through `entry`, describing a panic instead of unwinding.
@@ -473,4 +474,54 @@ fn hostile_json_is_an_error_at_once() {
         fuzzing::json(accepted.as_bytes()).unwrap();
     }
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
+
+/// A slot image from mlf-build's writer: two inputs, a float output, a stepper.
+fn writer_slot_image() -> Vec<u8> {
+    use mlf_build::slot::{Arch, Features, FloatAbi, Region, SlotDescription, SlotTensor};
+    use mlf_build::{DType, TypeCode};
+    let tensor =
+        |name: &str, code, bits, shape: &[u64]| SlotTensor { name: name.into(), dtype: DType { code, bits }, shape: shape.to_vec() };
+    let description = SlotDescription {
+        arch: Arch::Riscv32,
+        float_abi: FloatAbi::Soft,
+        features: Features(Features::RV_M | Features::RV_A | Features::RV_C),
+        flash: Region { origin: 0x8040_0000, length: 0x1_0000 },
+        ram: Region { origin: 0x8080_0000, length: 0x1_0000 },
+        bss_bytes: 0x800,
+        stack_bytes: 256,
+        entries: [Some(0), Some(0x10), Some(0x20), Some(0x30)],
+        inputs: vec![tensor("input_1", TypeCode::Int, 8, &[1, 49, 10, 1]), tensor("mask", TypeCode::UInt, 16, &[])],
+        outputs: vec![tensor("scores", TypeCode::Float, 32, &[1, 12])],
+    };
+    description.write_image(&[0x13; 0x40], &[2; 8]).expect("a valid description")
+}
+
+/// The fuzzer's seed (fuzz/regressions/slot_header/writer-image.slot) is what
+/// the writer writes today (`MLF_BUILD_BLESS=1` rewrites it after a format
+/// change); the reader accepts it, and refuses it torn or corrupted.
+#[test]
+fn slot_images_from_the_writer_read_and_damaged_ones_are_refused() {
+    let image = writer_slot_image();
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/slot_header/writer-image.slot");
+    if std::env::var_os("MLF_BUILD_BLESS").is_some() {
+        fs::create_dir_all(seed.parent().unwrap()).unwrap();
+        fs::write(&seed, &image).unwrap();
+    }
+    assert_eq!(fs::read(&seed).expect("the seed image"), image, "the seed is not the writer's image: MLF_BUILD_BLESS=1 rewrites it");
+    fuzzing::slot_header(&image).expect("the writer's image reads");
+    let mut flipped = image.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    let mut too_many = image.clone();
+    too_many[108..112].copy_from_slice(&[0xff; 4]);
+    assert_refused(
+        fuzzing::slot_header,
+        &[
+            ("empty", Vec::new()),
+            ("torn", image[..image.len() / 2].to_vec()),
+            ("a flipped byte", flipped),
+            ("65535 inputs and outputs", too_many),
+            ("all 0xff", vec![0xff; 4096]),
+        ],
+    );
 }

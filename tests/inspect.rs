@@ -581,3 +581,72 @@ fn needs_are_named_without_target_and_cmsis_nn_meets_its_own() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.code() == Some(1) && stderr.contains("parameters/default.params"), "{stderr}");
 }
+
+/// A slot image written by mlf-build's header writer around stand-in code and
+/// data (the linker that makes real images comes later): the kws_int8
+/// signature, linked for the regions docs/src/slots.md shows.
+fn slot_image() -> Vec<u8> {
+    use mlf_build::slot::{Arch, Features, FloatAbi, Region, SlotDescription, SlotTensor};
+    use mlf_build::{DType, TypeCode};
+    let tensor =
+        |name: &str, shape: &[u64]| SlotTensor { name: name.into(), dtype: DType { code: TypeCode::Int, bits: 8 }, shape: shape.to_vec() };
+    let description = SlotDescription {
+        arch: Arch::Arm,
+        float_abi: FloatAbi::ArmHard,
+        features: Features(Features::THUMB2 | Features::DSP | Features::FPU_SINGLE),
+        flash: Region { origin: 0x0004_0000, length: 0x0002_0000 },
+        ram: Region { origin: 0x2000_8000, length: 0x8000 },
+        bss_bytes: 0x2c00,
+        stack_bytes: 512,
+        entries: [Some(0), Some(0x20), None, None],
+        inputs: vec![tensor("input", &[1, 1960])],
+        outputs: vec![tensor("Identity", &[1, 12])],
+    };
+    description.write_image(&[0x5a; 0x400], &[1; 16]).expect("a valid description")
+}
+
+#[test]
+fn a_slot_image_shows_its_header_and_its_digest_is_checked() {
+    let dir = common::scratch("inspect-slot");
+    let image = slot_image();
+    let path = dir.join("model.slot");
+    std::fs::write(&path, &image).unwrap();
+    let output = inspect(&[path.as_os_str()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && stderr.is_empty(), "{stderr}");
+    assert!(stdout.contains("(the bytes match)"), "{stdout}");
+    // The book quotes the report (all but the line naming the file).
+    let section = common::doc_section("slots.md", "## Inspecting an image");
+    for line in stdout.lines().skip(1) {
+        assert!(section.iter().any(|(_, quoted)| quoted == line), "slots.md does not quote this line of the report:\n{line}");
+    }
+
+    // One flipped byte of code: the header still reads, the digest does not match.
+    let mut flipped = image.clone();
+    let last = flipped.len() - 20;
+    flipped[last] ^= 0x10;
+    std::fs::write(&path, &flipped).unwrap();
+    let output = inspect(&[path.as_os_str()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout.contains("computed: CORRUPTED"), "{stdout}");
+    assert!(stderr.contains("slot image corrupted: its SHA-256 is") && stderr.contains("help:"), "{stderr}");
+
+    // Refused before any report: a torn write, a header that breaks a rule, options meant for archives.
+    let mut wrong_version = image.clone();
+    wrong_version[8] = 7;
+    for (bytes, args, words) in [
+        (image[..image.len() - 1].to_vec(), &[][..], "slot image truncated: image length needs"),
+        (wrong_version, &[], "format version is 7 (0x7), expected 1"),
+        (image.clone(), &["--json"], "--json applies to archives"),
+        (image.clone(), &["--target", "thumbv7em-none-eabihf"], "--target applies to archives"),
+    ] {
+        std::fs::write(&path, &bytes).unwrap();
+        let mut all = vec![path.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        let output = inspect(&all);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{words}: {stderr}");
+        assert!(stderr.contains(words) && output.stdout.is_empty(), "{words}: {stderr}");
+    }
+}

@@ -97,16 +97,22 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
     let work = common::scratch("package");
 
     // `cargo package`, warning-free; --no-verify: the consumer below is the verification.
+    // With mlf-rt, which mlf-build depends on (the slot format) and which is published first.
     let package_target = work.join("package-target");
     let packaged = run(Command::new(env!("CARGO"))
         .current_dir(common::repo_root())
-        .args(["package", "--no-verify", "--allow-dirty", "-p", "mlf-build"])
+        .args(["package", "--no-verify", "--allow-dirty", "-p", "mlf-rt", "-p", "mlf-build"])
         .env("CARGO_TARGET_DIR", &package_target));
     let stderr = String::from_utf8_lossy(&packaged.stderr);
     assert!(!stderr.contains("warning"), "cargo package warned:\n{stderr}");
     let crate_file = package_target.join(format!("package/mlf-build-{}.crate", env!("CARGO_PKG_VERSION")));
     run(Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(&work));
     let unpacked = work.join(format!("mlf-build-{}", env!("CARGO_PKG_VERSION")));
+    let rt_version = common::repo_root().join("mlf-rt/Cargo.toml");
+    let rt_version = std::fs::read_to_string(rt_version).expect("mlf-rt's manifest");
+    let rt_version = rt_version.lines().find_map(|line| line.strip_prefix("version = ")).expect("mlf-rt's version").trim_matches('"');
+    run(Command::new("tar").arg("-xzf").arg(package_target.join(format!("package/mlf-rt-{rt_version}.crate"))).arg("-C").arg(&work));
+    let unpacked_rt = work.join(format!("mlf-rt-{rt_version}"));
     assert!(!unpacked.join("examples").exists() && unpacked.join("LICENSE").is_file(), "the package holds what `include` names");
 
     // A new crate: README's build.rs and src/main.rs, the corpus archive as model.tar.
@@ -114,8 +120,9 @@ fn packaged_crate_builds_readme_snippets_under_deny_warnings_and_sccache() {
     let (build_rs, main_rs) = readme_snippets();
     std::fs::create_dir_all(consumer.join("src")).expect("consumer dir");
     let manifest = format!(
-        "[package]\nname = \"readme-consumer\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[build-dependencies]\nmlf-build = {{ path = {:?} }}\n",
-        unpacked.display().to_string()
+        "[package]\nname = \"readme-consumer\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[build-dependencies]\nmlf-build = {{ path = {:?} }}\n\n[patch.crates-io]\nmlf-rt = {{ path = {:?} }}\n",
+        unpacked.display().to_string(),
+        unpacked_rt.display().to_string()
     );
     std::fs::write(consumer.join("Cargo.toml"), manifest).expect("write Cargo.toml");
     std::fs::write(consumer.join("build.rs"), build_rs).expect("write build.rs");

@@ -6,6 +6,9 @@
 //! generated modules implement [`Model`] when built with
 //! `mlf_build::Builder::implement_mlf_rt(true)`; each then defines `pub struct Model`.
 //!
+//! [`slot`] is the model slot image format (in progress), read here on the
+//! device and by mlf-build on the host; [`sha256`] its digest.
+//!
 //! ```
 //! use core::ops::ControlFlow;
 //! use mlf_rt::{Error, Model, Progress, Stepper, TensorInfo};
@@ -86,6 +89,9 @@
 //! real generated models.
 #![no_std]
 #![deny(missing_docs)]
+
+pub mod sha256;
+pub mod slot;
 
 /// One tensor's description.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! `mlf-build inspect <archive>... [--arena-group <group>] [--target <triple>] [--cpu <core>] [--cmsis-nn <dir>]
 //! [--memory-x <file>] [--link-section <storage>=<section>] [--json] [--svg <file>]`:
-//! what an archive holds and needs, before any firmware exists (see README.md).
+//! what an archive holds and needs, before any firmware exists (see README.md);
+//! `mlf-build inspect <image>.slot`: a model slot image's header, and whether
+//! its bytes have the digest it states (docs/src/slots.md).
 //! Arguments are parsed by clap; `--help` and `--version` exit 0, a usage
 //! error exits 2, an error about the archive (or a model that does not fit) 1.
 
@@ -9,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use mlf_build::json::{self, ToValue, Value};
-use mlf_build::{Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
+use mlf_build::{slot, Builder, Footprint, Inspection, MemoryFit, Output, Sizes, Storage};
 
 /// Reports on Apache TVM Model Library Format archives, as build scripts using
 /// the mlf-build library would build them.
@@ -30,13 +32,16 @@ enum Command {
     /// With several archives and --arena-group, their modules as one arena
     /// group: each member's scratch, the shared arena, RAM counted once.
     /// Relative paths are taken from the current directory.
+    ///
+    /// Given a model slot image instead, prints its header and checks its
+    /// SHA-256: exits 1 when the header is malformed or the bytes are corrupted.
     Inspect(Args),
 }
 
 /// `mlf-build inspect`'s arguments.
 #[derive(clap::Args)]
 struct Args {
-    /// The archive: a Model Library Format `.tar`, or the directory it was extracted to; several with --arena-group.
+    /// The archive: a Model Library Format `.tar`, or the directory it was extracted to; several with --arena-group; or a model slot image.
     #[arg(required = true, value_name = "ARCHIVE")]
     archives: Vec<PathBuf>,
     /// Plan the archives' modules as members of this arena group, as Builder::arena_group does: the group's plan, its arena counted once.
@@ -78,13 +83,50 @@ fn main() -> ExitCode {
         let message = "several archives are inspected together only as one arena group: add --arena-group <GROUP>";
         Cli::command().error(clap::error::ErrorKind::MissingRequiredArgument, message).exit();
     }
-    match inspect(&args) {
+    let result = match args.archives.as_slice() {
+        [image] if starts_as_slot_image(image) => inspect_slot(&args, image),
+        _ => inspect(&args),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("{message}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `path` is a file whose first bytes are a slot image's magic (an archive's never are).
+fn starts_as_slot_image(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut start = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut start)).is_ok() && slot::is_image(&start)
+}
+
+/// `mlf-build inspect <image>`: the header, then the digest check.
+fn inspect_slot(args: &Args, image: &std::path::Path) -> Result<(), String> {
+    let archive_only = [
+        ("--arena-group", args.arena_group.is_some()),
+        ("--target", args.target.is_some()),
+        ("--cpu", args.cpu.is_some()),
+        ("--cmsis-nn", args.cmsis_nn.is_some()),
+        ("--memory-x", args.memory_x.is_some()),
+        ("--link-section", !args.link_sections.is_empty()),
+        ("--json", args.json),
+        ("--svg", args.svg.is_some()),
+    ];
+    if let Some((option, _)) = archive_only.iter().find(|(_, given)| *given) {
+        return Err(format!(
+            "mlf-build: {option} applies to archives; `{}` is a model slot image, whose header states what it was built for (run without options)",
+            image.display()
+        ));
+    }
+    let bytes = slot::read_image(image).map_err(|e| e.to_string())?;
+    let header = slot::SlotHeader::parse(&bytes).map_err(|e| format!("mlf-build: `{}`: {e}", image.display()))?;
+    print!("slot {}\n{}{}", image.display(), slot::report(&header), slot::digest_line(&header));
+    header
+        .check_digest()
+        .map_err(|e| format!("mlf-build: `{}`: {e}\n  help: the image was torn or corrupted on its way; write it again", image.display()))
 }
 
 fn inspect(args: &Args) -> Result<(), String> {
