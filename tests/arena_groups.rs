@@ -406,7 +406,10 @@ fn memory_x_counts_the_group_s_arena_once_across_builders() {
     else {
         return;
     };
-    let plan = mlf_build::inspect_arena_group("turns", &archives, None::<&Path>).unwrap();
+    if !cmsis_nn().is_dir() {
+        return common::skip(&format!("no CMSIS-NN at {}", cmsis_nn().display()));
+    }
+    let plan = mlf_build::inspect_arena_group("turns", &archives, Some(cmsis_nn())).unwrap();
     let group = plan.arena_group.as_ref().unwrap();
     let saved = group.separate_static_ram() - group.static_ram();
     assert!(saved > 4096, "the group saves RAM: {saved}");
@@ -449,11 +452,12 @@ fn memory_x_counts_the_group_s_arena_once_across_builders() {
 /// The firmware proof's members: (corpus case, module name, its vector 0's
 /// input file). tests/fixtures/arena-firmware builds what this lists
 /// (MLF_ARENA_MEMBERS) and runs every module it built: a member is one line.
-const FIRMWARE_MEMBERS: [(&str, &str, &str); 4] = [
+const FIRMWARE_MEMBERS: [(&str, &str, &str); 5] = [
     ("kws_int8-aot_c_nousmp", "kws", "inputs/input_1.bin"),
     ("kws_int8-aot_c_pools", "pools", "inputs/input_1.bin"),
     ("cnn_f32-graph", "cnn", "inputs/image.bin"),
     ("kws_int8-aot_c_usmp", "usmp", "inputs/input_1.bin"),
+    ("etiss-vww-muriscvnn-rvv-tvm017", "vww", "vectors/zeros.bin"),
 ];
 
 /// Shared with tests/corpus_qemu.rs and tests/embassy_steps.rs: the target crates built once.
@@ -479,6 +483,7 @@ fn firmware(verb: &str, triple: &str, grouped: bool, ram: Option<u64>) -> std::p
         .args(["--target", triple])
         .env("MLF_TEST_CORPUS", common::corpus_dir().unwrap())
         .env("MLF_ARENA_GROUP", if grouped { "turns" } else { "" })
+        .env("CMSIS_NN_PATH", cmsis_nn())
         .env(
             "MLF_ARENA_MEMBERS",
             FIRMWARE_MEMBERS.map(|(case, module, input)| format!("{}:{module}:{input}", corpus_relative(case))).join(";"),
@@ -489,6 +494,11 @@ fn firmware(verb: &str, triple: &str, grouped: bool, ram: Option<u64>) -> std::p
         .env_remove("MLF_QEMU_ICOUNT")
         .env_remove("MLF_QEMU_PLUGIN");
     command.output().expect("cargo runs")
+}
+
+/// The CMSIS-NN the CMSIS-NN member is built with (`CMSIS_NN_PATH` for the firmware's build script).
+fn cmsis_nn() -> PathBuf {
+    common::shared_dir().join("third-party/CMSIS-NN/v4.1.0")
 }
 
 /// A corpus case's folder below the corpus (`tvm-0.18/<case>`, `real-world/<case>`).
@@ -542,7 +552,10 @@ fn firmware_proof(triple: &str, qemu: &str) {
     else {
         return;
     };
-    let plan = mlf_build::inspect_arena_group("turns", &archives, None::<&Path>).unwrap();
+    if !cmsis_nn().is_dir() {
+        return common::skip(&format!("no CMSIS-NN at {}", cmsis_nn().display()));
+    }
+    let plan = mlf_build::inspect_arena_group("turns", &archives, Some(cmsis_nn())).unwrap();
     let group = plan.arena_group.unwrap();
     let (largest, sum) = (group.arena_bytes(), group.separate_scratch_bytes());
     // Holds the group with room for the firmware's stack, but not the members apart; whole KiB,
@@ -572,6 +585,11 @@ fn firmware_proof(triple: &str, qemu: &str) {
     assert!(!refused.status.success(), "apart, the members do not fit {ram} B of RAM, yet the build passed");
     assert!(stderr.contains("the models need ") && stderr.contains(&format!("gives it {} B", grouped(ram))), "{stderr}");
 
+    let mut figures = common::DocFigures::default();
+    let table = common::doc_section("arena-groups.md", "## On firmware: the figures");
+    let measured = [FIRMWARE_MEMBERS.len() as u64, largest, sum, shared, separate].map(|value| i64::try_from(value).unwrap());
+    figures.row(&table, &format!("`{triple}`"), &measured, "tests/arena_groups.rs's firmware proof");
+    figures.check();
     let _ = writeln!(
         std::io::stdout().lock(),
         "arena: turns [{triple}] PASS ({} members, shared {shared} B, separate {separate} B)",
