@@ -382,19 +382,6 @@ fn an_msvc_target_is_refused() {
 /// The members of the host fixture, as (case, module name).
 const GROUP_MEMBERS: [(&str, &str); 3] = [("kws_int8-aot_c_nousmp", "kws"), ("kws_int8-aot_c_pools", "pools"), ("cnn_f32-graph", "cnn")];
 
-/// `15440` as `15,440`, as the fit's errors print sizes.
-fn grouped(value: u64) -> String {
-    let digits = value.to_string();
-    let mut text = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
-            text.push(',');
-        }
-        text.push(digit);
-    }
-    text
-}
-
 /// A `memory.x` whose RAM holds the group (its arena counted once, at the
 /// largest member) but not the members apart: each Builder's fit counts the
 /// earlier Builders' modules too, so built apart the build fails, naming
@@ -445,7 +432,10 @@ fn memory_x_counts_the_group_s_arena_once_across_builders() {
     let error = apart.expect("apart, the members do not fit");
     let text = error.to_string();
     assert_eq!(error.kind(), ErrorKind::DoesNotFit, "{text}");
-    assert!(text.contains("the models need ") && text.contains(&format!("gives it {} B", grouped(ram))), "{text}");
+    assert!(
+        text.contains("the models need ") && text.contains(&format!("gives it {} B", common::doc_number(i64::try_from(ram).unwrap()))),
+        "{text}"
+    );
     assert!(text.contains("`kws` arena") && text.contains("`pools` workspace pools"), "each member's scratch is named: {text}");
 }
 
@@ -583,7 +573,10 @@ fn firmware_proof(triple: &str, qemu: &str) {
     let refused = firmware("build", triple, false, Some(ram));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "apart, the members do not fit {ram} B of RAM, yet the build passed");
-    assert!(stderr.contains("the models need ") && stderr.contains(&format!("gives it {} B", grouped(ram))), "{stderr}");
+    assert!(
+        stderr.contains("the models need ") && stderr.contains(&format!("gives it {} B", common::doc_number(i64::try_from(ram).unwrap()))),
+        "{stderr}"
+    );
 
     let mut figures = common::DocFigures::default();
     let table = common::doc_section("arena-groups.md", "## On firmware: the figures");
