@@ -400,12 +400,12 @@ impl Builder {
 
     /// Puts every module of this archive in the arena group `name`: all
     /// modules of the build script's Builders given the same name share one
-    /// static arena for their scratch (the workspace arena, workspace pools,
-    /// a graph's storage, CMSIS-NN scratch), of the largest member's size.
+    /// static arena for their scratch (USMP's workspace, the workspace arena,
+    /// workspace pools, a graph's storage, CMSIS-NN scratch), of the largest member's size.
     /// Members take turns: a run while another member's run, or stepped run,
     /// is in progress returns `Busy`. `name` is a C identifier. The book's
-    /// "Arena groups" chapter says what is shared, what is not and which
-    /// modules cannot join yet (USMP's workspace defined in the archive's C).
+    /// "Arena groups" chapter says what is shared (USMP's workspace too,
+    /// through an edited copy of its source), what is not and what is refused.
     /// A member's `STATIC_RAM_BYTES` and [`Builder::memory_x`]'s check count
     /// the arena once, for the group; [`Builder::link_section`] with
     /// `Storage::Workspace` places it.
@@ -471,7 +471,6 @@ impl Builder {
         toolchain.link(&settings.env.directives)?;
         let modules = self.write_modules(&settings, &prepared)?;
         registry::remove_stale_modules(&settings.out_dir, &settings.paths.archive, &self.renames, &prepared.plan)?;
-        registry::record_arena_group(&settings.out_dir, &prepared.plan, &prepared.compiled);
         registry::record_built(&settings.out_dir, &prepared.plan, &prepared.compiled, &settings.placing);
         registry::write_module_index(&settings.out_dir, &prepared.plan, self.mlf_rt)?;
         let symbol_prefix = settings.privacy.as_ref().map_or_else(String::new, |privacy| privacy.tag.clone());

@@ -18,21 +18,6 @@ use crate::plan::model::{Compiled, Entry, MemoryNeeds, Plan};
 /// Every module built into each OUT_DIR so far, and whether it implements `mlf_rt::Model`.
 static MODULE_INDEX: Mutex<BTreeMap<PathBuf, BTreeMap<String, bool>>> = Mutex::new(BTreeMap::new());
 
-/// Every arena group of each OUT_DIR: group -> member module -> the bytes of
-/// the group's arena it uses (`ArenaGroup::bytes`, and CMSIS-NN scratch after it).
-static ARENA_GROUPS: Mutex<BTreeMap<PathBuf, ArenaGroups>> = Mutex::new(BTreeMap::new());
-
-/// Records the members `plan` adds to arena groups, with their bytes.
-pub(super) fn record_arena_group(out_dir: &Path, plan: &Plan, compiled: &[Compiled]) {
-    let mut groups = ARENA_GROUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let groups = groups.entry(out_dir.to_path_buf()).or_default();
-    for (module, compiled) in plan.modules.iter().zip(compiled) {
-        let Some(group) = &module.arena_group else { continue };
-        let bytes = group.member_bytes(module.alignment, compiled.kernel_scratch_bytes);
-        groups.entry(group.name.to_string()).or_default().insert(module.name.to_string(), bytes);
-    }
-}
-
 /// A module an earlier Builder of the build script built: what the
 /// `memory_x` fit of the later ones counts, since one program links them all.
 #[derive(Debug, Clone)]
@@ -73,6 +58,19 @@ pub(super) fn built_before(out_dir: &Path, plan: &Plan) -> Vec<BuiltModule> {
     let Some(built) = built.get(out_dir) else { return Vec::new() };
     let rebuilt: Vec<&str> = plan.modules.iter().map(|m| m.name.as_str()).collect();
     built.values().filter(|module| !rebuilt.contains(&module.name.as_str())).cloned().collect()
+}
+
+/// The arena groups of the modules built into `out_dir`: group -> member
+/// module -> the bytes of the group's arena it uses (its `group_scratch`).
+fn arena_groups(out_dir: &Path) -> ArenaGroups {
+    let built = BUILT_MODULES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut groups = ArenaGroups::new();
+    for module in built.get(out_dir).into_iter().flat_map(BTreeMap::values) {
+        if let Some(group) = &module.group {
+            groups.entry(group.clone()).or_default().insert(module.name.clone(), module.needs.group_scratch);
+        }
+    }
+    groups
 }
 
 /// A placed arena group's definition so far, per OUT_DIR and group: its
@@ -119,8 +117,7 @@ pub(super) fn write_module_index(out_dir: &Path, plan: &Plan, mlf_rt: bool) -> R
     for module in &plan.modules {
         modules.insert(module.name.to_string(), mlf_rt);
     }
-    let groups = ARENA_GROUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let groups = groups.get(out_dir).map_or_else(ArenaGroups::new, Clone::clone);
+    let groups = arena_groups(out_dir);
     check_group_names(modules, &groups)?;
     let index = codegen::module_index(modules, &groups);
     write_if_changed(&out_dir.join(&index.path), &index.bytes).map(drop)
